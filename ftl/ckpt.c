@@ -1,0 +1,172 @@
+/* nbdkit-ftl: superblock updates and checkpoints.
+ *
+ * A checkpoint is a snapshot of the map (4 bytes per logical page), of
+ * each erase block's erase count, program pointer and state, and of the
+ * counters, taken at one sequence number.  The two slots alternate; the
+ * valid slot with the higher generation is the newest.  Writing one:
+ *
+ *   1. take ckpt_rw exclusively: no write, trim or relocation is half
+ *      done; copy the state; release it (the snapshot costs a memcpy);
+ *   2. sync: every page the snapshot maps is durable;
+ *   3. write the older slot and sync: only now does it count, and only
+ *      now may GC drop trim pages older than it.
+ *
+ * A crash at any step leaves the previous checkpoint and the log after it
+ * intact.  The superblock copies alternate the same way and record only
+ * whether the image was shut down cleanly, and after which checkpoint.
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+
+int
+sb_write (struct ftl *ftl, enum ftl_sb_state state, uint64_t clean_ckpt_gen)
+{
+  uint8_t buf[FTL_SB_SLOT];
+  struct ftl_superblock sb = ftl->sb;
+  int r;
+
+  sb.generation++;
+  sb.state = state;
+  sb.clean_ckpt_gen = clean_ckpt_gen;
+  memset (buf, 0, sizeof buf);
+  ftl_sb_encode (&sb, buf);
+  r = media_pwrite_raw (&ftl->media, buf, sizeof buf,
+                        (sb.generation & 1) * FTL_SB_SLOT);
+  if (r == 0)
+    r = media_sync (&ftl->media);
+  if (r < 0) {
+    ftl_log (ftl, FTL_LOG_ERROR, "writing the superblock: %s", strerror (-r));
+    return r;
+  }
+  ftl->sb = sb;
+  return 0;
+}
+
+static void
+put32le (uint8_t *p, uint32_t v)
+{
+  v = htole32 (v);
+  memcpy (p, &v, 4);
+}
+
+static int
+ckpt_write_locked (struct ftl *ftl, bool clean)
+{
+  struct ftl_ckpt_header h = { .version = FTL_FORMAT_VERSION };
+  uint64_t bytes = ftl->sb.ckpt_bytes;
+  uint8_t *buf, *body, *p;
+  uint64_t since;
+  unsigned slot;
+  int r;
+
+  buf = calloc (1, bytes);
+  if (!buf)
+    return -ENOMEM;
+  body = buf + FTL_CKPT_HDR_BYTES;
+
+  /* 1. The snapshot. */
+  pthread_rwlock_wrlock (&ftl->ckpt_rw);
+  p = body;
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++, p += 4)
+    put32le (p, l2p_load (ftl, lpn));
+  pthread_mutex_lock (&ftl->alloc_lock);
+  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
+    struct ftl_ckpt_block cb = {
+      .erase_count = media_erase_count (&ftl->media, b),
+      .write_pointer = ftl->media.wp[b],
+      .state = ftl->state[b],
+    };
+    ftl_ckpt_block_encode (&cb, p);
+  }
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  h.seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
+  since = __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED);
+  ctr_add (ftl, FTL_CTR_CKPTS, 1);
+  for (int i = 0; i < FTL_CTR__MAX; i++)
+    h.counters[i] = __atomic_load_n (&ftl->ctr[i], __ATOMIC_RELAXED);
+  h.counters[FTL_CTR_PROGRAM] +=
+    __atomic_load_n (&ftl->media.programs, __ATOMIC_RELAXED);
+  h.counters[FTL_CTR_MEDIA_READ] +=
+    __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
+  h.counters[FTL_CTR_ERASE] +=
+    __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+
+  /* 2. What it maps is durable. */
+  r = media_sync (&ftl->media);
+  if (r < 0)
+    goto out;
+
+  /* 3. Write the older slot. */
+  slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
+  h.generation = ftl->ckpt_gen + 1;
+  h.body_bytes = 4 * ftl->logical_pages
+    + (uint64_t) FTL_CKPT_BLOCK_BYTES * ftl->blocks;
+  h.body_checksum = ftl_checksum (body, h.body_bytes, 0);
+  h.logical_pages = ftl->logical_pages;
+  h.blocks = ftl->blocks;
+  h.pages_per_block = ftl->ppb;
+  h.clean = clean;
+  ftl_ckpt_header_encode (&h, buf);
+  r = media_pwrite_raw (&ftl->media, buf, bytes, ftl->sb.ckpt_offset[slot]);
+  if (r == 0)
+    r = media_sync (&ftl->media);
+  if (r < 0)
+    goto out;
+
+  ftl->ckpt_gen = h.generation;
+  ftl->ckpt_slot = slot;
+  __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
+  __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
+  trimlog_drop_before (ftl, h.seq);
+  /* Trim pages older than this checkpoint are garbage now. */
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    __atomic_store_n (&ftl->trim_pages[b], 0, __ATOMIC_RELAXED);
+  ftl_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "
+             "sequence %" PRIu64 "%s", h.generation, slot, h.seq,
+             clean ? " (clean)" : "");
+
+ out:
+  if (r < 0)
+    ftl_log (ftl, FTL_LOG_ERROR, "writing a checkpoint: %s", strerror (-r));
+  free (buf);
+  return r;
+}
+
+int
+ckpt_write (struct ftl *ftl, bool clean)
+{
+  int r;
+
+  pthread_mutex_lock (&ftl->ckpt_lock);
+  r = ckpt_write_locked (ftl, clean);
+  pthread_mutex_unlock (&ftl->ckpt_lock);
+  return r;
+}
+
+/* Called at the start of requests, with no lock held: write a
+ * checkpoint once enough has been written since the last one, which
+ * bounds the work of a recovery.  Only one thread does it; the others
+ * go on.
+ */
+void
+ckpt_maybe (struct ftl *ftl)
+{
+  if (ftl->readonly ||
+      __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
+      < ftl->ckpt_interval)
+    return;
+  if (pthread_mutex_trylock (&ftl->ckpt_lock) != 0)
+    return;
+  if (__atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
+      >= ftl->ckpt_interval)
+    ckpt_write_locked (ftl, false);
+  pthread_mutex_unlock (&ftl->ckpt_lock);
+}

@@ -1,0 +1,212 @@
+/* nbdkit-ftl: the on-media format.
+ *
+ * This module owns every structure stored in the backing file and the
+ * only code that turns bytes into structures and back.  Every structure
+ * has a magic, a version, a length (implied by the version where it is
+ * fixed) and a checksum; a decoder validates all four and says precisely
+ * what is wrong.  All integers are little-endian.  Decoders never trust a
+ * length or count from the media without bounding it.
+ *
+ * Layout of the backing file:
+ *
+ *   0          superblock copy A              (FTL_SB_SLOT bytes)
+ *   4 KiB      superblock copy B              (FTL_SB_SLOT bytes)
+ *   ckpt[0]    checkpoint slot 0              (ckpt_bytes)
+ *   ckpt[1]    checkpoint slot 1              (ckpt_bytes)
+ *   data       erase block 0 .. blocks-1, each block_bytes:
+ *
+ *              +--------------------------+---------------------------+
+ *              | metadata area            | data pages                |
+ *              | (meta_pages pages)       | (pages_per_block pages)   |
+ *              |  block header  32 bytes  |                           |
+ *              |  OOB entry 0   32 bytes  |  page 0                   |
+ *              |  OOB entry 1   32 bytes  |  page 1                   |
+ *              |  ...                     |  ...                      |
+ *              +--------------------------+---------------------------+
+ *
+ * The block header is written when the block is erased and records its
+ * erase count.  OOB ("out of band") entry i describes data page i: what it
+ * holds (a logical page, or a page of trim records), its sequence number,
+ * the block's erase count and a checksum of the page's data.  Data pages
+ * stay aligned to the page size in the file.
+ *
+ * Superblocks are rewritten only to record clean/dirty state; the two
+ * copies alternate and carry a generation, so a torn superblock write
+ * leaves the other copy intact.  Checkpoint slots alternate the same way.
+ */
+
+#ifndef FTL_FORMAT_H
+#define FTL_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FTL_FORMAT_VERSION     1
+
+#define FTL_SB_MAGIC           "NBDKFTL\0"   /* 8 bytes */
+#define FTL_SB_SLOT            4096
+#define FTL_SB_BYTES           128          /* encoded length, version 1 */
+
+#define FTL_CKPT_MAGIC         "FTLCKPT\0"   /* 8 bytes */
+#define FTL_CKPT_HDR_BYTES     256
+#define FTL_CKPT_NCOUNTERS     12
+#define FTL_CKPT_BLOCK_BYTES   12           /* per erase block in the body */
+
+#define FTL_BLKHDR_MAGIC       0x4b4c4246u  /* "FBLK" */
+#define FTL_BLKHDR_BYTES       32
+
+#define FTL_OOB_MAGIC          0x5047u      /* "GP" */
+#define FTL_OOB_BYTES          32
+
+#define FTL_TRIM_HDR_BYTES     16
+#define FTL_TRIM_ENTRY_BYTES   16
+
+/* Map values: no physical page; and, in the reverse map, a page that
+ * holds trim records rather than a logical page.
+ */
+#define FTL_UNMAPPED           UINT32_MAX
+#define FTL_P2L_TRIM           (UINT32_MAX - 1)
+
+/* Superblock. */
+enum ftl_sb_state { FTL_SB_DIRTY = 0, FTL_SB_CLEAN = 1 };
+
+struct ftl_superblock {
+  uint32_t version;
+  uint64_t generation;          /* higher copy wins */
+  uint32_t page_size;
+  uint32_t pages_per_block;
+  uint32_t blocks;
+  uint32_t meta_pages;          /* metadata pages at the start of a block */
+  uint64_t logical_bytes;
+  uint64_t data_offset;         /* file offset of erase block 0 */
+  uint64_t ckpt_offset[2];
+  uint64_t ckpt_bytes;          /* size of one checkpoint slot */
+  uint32_t state;               /* enum ftl_sb_state */
+  uint32_t op_ppm;              /* over-provisioning, parts per million */
+  uint64_t clean_ckpt_gen;      /* when clean: the checkpoint written last */
+  uint64_t uuid[2];
+  uint64_t created;             /* seconds since the epoch */
+};
+
+/* Checkpoint header (the body follows it in the slot). */
+enum ftl_ckpt_counter {
+  FTL_CTR_HOST_WRITE, FTL_CTR_HOST_READ, FTL_CTR_HOST_TRIM, FTL_CTR_FLUSH,
+  FTL_CTR_PROGRAM, FTL_CTR_MEDIA_READ, FTL_CTR_ERASE, FTL_CTR_GC_COPIED,
+  FTL_CTR_GC_RUNS, FTL_CTR_CKPTS,
+  FTL_CTR__MAX
+};
+
+struct ftl_ckpt_header {
+  uint32_t version;
+  uint64_t generation;          /* higher slot wins */
+  uint64_t seq;                 /* everything below seq is in the snapshot */
+  uint64_t body_bytes;
+  uint64_t body_checksum;
+  uint64_t logical_pages;
+  uint32_t blocks;
+  uint32_t pages_per_block;
+  uint32_t clean;               /* written by a clean shutdown */
+  uint64_t counters[FTL_CKPT_NCOUNTERS];
+};
+
+/* Per erase block state in a checkpoint body. */
+enum ftl_block_state {
+  FTL_BLK_FREE = 0,             /* erased, not yet written */
+  FTL_BLK_OPEN = 1,             /* a frontier appends to it */
+  FTL_BLK_FULL = 2,             /* closed: only GC touches it */
+};
+
+struct ftl_ckpt_block {
+  uint32_t erase_count;
+  uint32_t write_pointer;       /* pages programmed since the erase */
+  uint32_t state;               /* enum ftl_block_state */
+};
+
+/* Block header, at the start of the metadata area. */
+struct ftl_block_header {
+  uint32_t erase_count;
+  uint64_t erase_seq;           /* sequence number when erased */
+};
+
+/* OOB entry. */
+enum ftl_oob_kind { FTL_OOB_DATA = 1, FTL_OOB_TRIM = 2 };
+
+struct ftl_oob {
+  uint8_t kind;                 /* enum ftl_oob_kind */
+  uint32_t lpn;                 /* DATA: logical page; TRIM: entries */
+  uint64_t seq;                 /* DATA: the data's; TRIM: highest entry */
+  uint32_t erase_count;         /* erase count of the block */
+  uint64_t data_checksum;       /* XXH3 of the page, seeded with the PPN */
+};
+
+/* One trim record: logical pages [lpn, lpn+count) unmapped at seq. */
+struct ftl_trim_entry {
+  uint32_t lpn;
+  uint32_t count;
+  uint64_t seq;
+};
+
+/* Result of a decode: FTL_FMT_OK or what is wrong. */
+enum ftl_fmt_status {
+  FTL_FMT_OK = 0,
+  FTL_FMT_EMPTY,                /* all zero bytes: never written */
+  FTL_FMT_BAD_MAGIC,
+  FTL_FMT_BAD_VERSION,          /* newer than this program */
+  FTL_FMT_BAD_LENGTH,
+  FTL_FMT_BAD_CHECKSUM,
+  FTL_FMT_BAD_FIELD,            /* a field out of range */
+};
+extern const char *ftl_fmt_status_string (enum ftl_fmt_status s);
+
+/* Checksums (XXH3, from libxxhash). */
+extern uint64_t ftl_checksum (const void *data, size_t len, uint64_t seed);
+
+/* Encoders write exactly the encoded length; decoders read from a buffer
+ * of len bytes and fill *out only when they return FTL_FMT_OK.  The
+ * superblock decoder checks that the geometry is self-consistent; why a
+ * field is bad is written into why (may be NULL).
+ */
+extern void ftl_sb_encode (const struct ftl_superblock *sb, uint8_t *buf);
+extern enum ftl_fmt_status ftl_sb_decode (const uint8_t *buf, size_t len,
+                                          struct ftl_superblock *out,
+                                          char *why, size_t whylen);
+
+extern void ftl_ckpt_header_encode (const struct ftl_ckpt_header *h,
+                                    uint8_t *buf);
+extern enum ftl_fmt_status ftl_ckpt_header_decode (const uint8_t *buf,
+                                                   size_t len,
+                                                   struct ftl_ckpt_header *out);
+
+extern void ftl_ckpt_block_encode (const struct ftl_ckpt_block *b,
+                                   uint8_t *buf);
+extern void ftl_ckpt_block_decode (const uint8_t *buf,
+                                   struct ftl_ckpt_block *out);
+
+extern void ftl_blkhdr_encode (const struct ftl_block_header *h,
+                               uint8_t *buf);
+extern enum ftl_fmt_status ftl_blkhdr_decode (const uint8_t *buf, size_t len,
+                                              struct ftl_block_header *out);
+
+extern void ftl_oob_encode (const struct ftl_oob *o, uint8_t *buf);
+extern enum ftl_fmt_status ftl_oob_decode (const uint8_t *buf, size_t len,
+                                           struct ftl_oob *out);
+
+/* Trim record pages: a 16 byte header (count, checksum of the entries)
+ * then count entries.  ftl_trim_page_capacity gives how many fit.
+ */
+extern uint32_t ftl_trim_page_capacity (uint32_t page_size);
+extern void ftl_trim_page_encode (const struct ftl_trim_entry *e,
+                                  uint32_t count, uint8_t *page,
+                                  uint32_t page_size);
+extern enum ftl_fmt_status ftl_trim_page_decode (const uint8_t *page,
+                                                 uint32_t page_size,
+                                                 struct ftl_trim_entry *out,
+                                                 uint32_t *countp);
+
+/* Derived geometry. */
+extern uint32_t ftl_meta_pages (uint32_t page_size, uint32_t pages_per_block);
+extern uint64_t ftl_ckpt_bytes (uint32_t page_size, uint64_t logical_pages,
+                                uint32_t blocks);
+
+#endif /* FTL_FORMAT_H */

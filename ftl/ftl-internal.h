@@ -1,0 +1,222 @@
+/* nbdkit-ftl: the FTL handle, shared by the ftl/ modules.
+ *
+ * What each part owns and which lock protects it:
+ *
+ *   l2p[lpn]      logical -> physical map, 4 bytes per logical page.
+ *                 Atomic loads and exchanges; changed only by host writes
+ *                 and trims (under the stripe lock of the LPN) and by GC
+ *                 (compare-and-swap from the old PPN, so a host write that
+ *                 raced wins).  Readers take no lock: they validate with
+ *                 the block's erase generation (media.h).
+ *   p2l[ppn]      reverse map: the LPN a physical page was programmed
+ *                 with (or FTL_P2L_TRIM).  Written by the programming
+ *                 thread under its frontier lock before the block can
+ *                 become a GC victim; read by GC.  A page is valid iff
+ *                 l2p[p2l[ppn]] == ppn.
+ *   valid[blk]    valid pages per block (atomic).  Incremented before a
+ *                 page is installed in l2p, decremented after it leaves.
+ *   state[blk]    FREE / OPEN / FULL, and nfree: under alloc_lock.
+ *   frontiers     each host stream has its own mutex; the GC frontier is
+ *                 owned by whoever holds gc_lock; the metadata frontier
+ *                 (pages of trim records) by whoever holds trim_lock.
+ *   trim buffer   trim records not yet written to the log: trim_lock.
+ *   ckpt_rw       every operation that changes the map holds it shared
+ *                 for its whole duration; a checkpoint takes it
+ *                 exclusively for the instant of its snapshot.
+ *
+ * Lock order (take left before right, never the reverse):
+ *   ckpt_lock -> ckpt_rw -> stripe locks (ascending) -> host frontier
+ *     -> gc_lock -> trim_lock -> alloc_lock
+ *
+ * Durability invariants (what recovery relies on, see recovery.c):
+ *   - A trim is appended to the trim buffer before its pages are
+ *     unmapped, and the buffer is written to the log and synced before
+ *     any erase, so an erase never exposes a checkpoint's stale mapping.
+ *   - Before a block is erased, everything written before is synced.
+ *   - A checkpoint's snapshot is taken under ckpt_rw exclusively, the log
+ *     is synced before the checkpoint is written, and the checkpoint is
+ *     synced before it counts as durable.
+ *   - GC copies keep the data's sequence number; replay applies log items
+ *     newer than the checkpoint in sequence order.
+ */
+
+#ifndef FTL_INTERNAL_H
+#define FTL_INTERNAL_H
+
+#include <endian.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "ftl.h"
+#include "format.h"
+#include "media.h"
+#include "util.h"
+
+#define FTL_NO_BLOCK      UINT32_MAX
+#define FTL_STRIPES       64
+#define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
+
+/* Free blocks that host frontiers may not take: one for GC and one for
+ * trim records, so that garbage collection can always make progress.
+ */
+#define FTL_RESERVE_BLOCKS 2
+/* Free blocks that foreground GC keeps (at least; more on large disks,
+ * see gc_high).
+ */
+#define FTL_GC_LOW_BLOCKS (FTL_RESERVE_BLOCKS + 1)
+/* Spare blocks needed beyond the logical capacity, given the number of
+ * host streams: every open frontier (host, GC, metadata), the free
+ * blocks GC keeps, and room for invalid pages so that reclaiming a
+ * victim frees more than it copies.
+ */
+#define FTL_MIN_SPARE_BLOCKS(streams) \
+  ((streams) + 2 + FTL_GC_LOW_BLOCKS + 1 + 3)
+
+enum frontier_kind { FRONTIER_HOST, FRONTIER_GC, FRONTIER_META };
+
+struct frontier {
+  pthread_mutex_t lock;         /* host frontiers only */
+  enum frontier_kind kind;
+  uint32_t block;               /* FTL_NO_BLOCK when none is open */
+  uint32_t wp;                  /* next page to program in block */
+  uint8_t *oob;                 /* encode buffer: one block of OOB entries */
+};
+
+struct ftl {
+  char *path;
+  int fd;
+  bool readonly;
+  unsigned debug;
+  ftl_log_fn log;
+  void *log_opaque;
+
+  struct media media;
+  struct ftl_superblock sb;
+  uint64_t logical_bytes;
+  uint64_t logical_pages;
+  uint32_t page_size;
+  unsigned page_shift;
+  uint32_t ppb;
+  uint32_t blocks;
+
+  /* The map. */
+  uint32_t *l2p;
+  uint32_t *p2l;
+  uint32_t *valid;
+  uint32_t *trim_pages;         /* atomic: trim pages per block since the
+                                 * last checkpoint (GC victim cost) */
+  uint64_t mapped;              /* atomic: LPNs with data */
+
+  /* Erase blocks and frontiers. */
+  pthread_mutex_t alloc_lock;
+  uint8_t *state;               /* enum ftl_block_state */
+  uint32_t nfree;
+  unsigned nstreams;
+  struct frontier host[FTL_MAX_STREAMS];
+  unsigned next_stream;         /* atomic: assigns threads to streams */
+  struct frontier gcf;
+  struct frontier metaf;
+  pthread_mutex_t stripe[FTL_STRIPES];
+
+  /* Garbage collection. */
+  pthread_mutex_t gc_lock;
+  uint32_t gc_low;              /* foreground GC starts at or below */
+  uint32_t gc_high;             /* ... and stops above */
+  uint8_t *gc_buf;              /* relocation buffer, under gc_lock */
+  uint8_t *gc_oob;
+  uint32_t gc_buf_pages;
+
+  /* Trim records not yet in the log. */
+  pthread_mutex_t trim_lock;
+  struct ftl_trim_entry *trim_buf;
+  uint32_t trim_count, trim_cap;
+  uint8_t *trim_page;           /* encode buffer, under trim_lock */
+
+  /* Checkpoints. */
+  pthread_mutex_t ckpt_lock;
+  pthread_rwlock_t ckpt_rw;
+  uint64_t ckpt_gen;            /* generation of the newest durable one */
+  unsigned ckpt_slot;           /* slot holding it */
+  uint64_t durable_ckpt_seq;    /* atomic: its seq */
+  uint64_t pages_since_ckpt;    /* atomic */
+  uint64_t ckpt_interval;       /* pages between automatic checkpoints */
+
+  uint64_t next_seq;            /* atomic */
+
+  /* Counters (atomic); base[] holds the values loaded at open. */
+  uint64_t ctr[FTL_CTR__MAX];
+};
+
+/* Logging. */
+extern void ftl_log (struct ftl *ftl, enum ftl_log_level level,
+                     const char *fs, ...)
+  __attribute__ ((format (printf, 3, 4)));
+extern void ftl_debug (struct ftl *ftl, unsigned category,
+                       const char *fs, ...)
+  __attribute__ ((format (printf, 3, 4)));
+
+static inline void
+ctr_add (struct ftl *ftl, enum ftl_ckpt_counter c, uint64_t n)
+{
+  __atomic_fetch_add (&ftl->ctr[c], n, __ATOMIC_RELAXED);
+}
+
+static inline uint32_t
+l2p_load (struct ftl *ftl, uint64_t lpn)
+{
+  return __atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
+}
+
+/* alloc.c: erase blocks, frontiers and stripe locks. */
+extern int alloc_init (struct ftl *ftl);
+extern void alloc_free (struct ftl *ftl);
+extern struct frontier *alloc_host_frontier (struct ftl *ftl);
+extern int frontier_ensure_block (struct ftl *ftl, struct frontier *f);
+extern void frontier_advance (struct ftl *ftl, struct frontier *f,
+                              uint32_t n);
+extern void frontier_close_all (struct ftl *ftl);
+extern void stripes_lock (struct ftl *ftl, uint64_t first, uint64_t last);
+extern void stripes_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
+extern uint32_t alloc_nfree (struct ftl *ftl);
+
+/* Install lpn -> ppn after the page was programmed; fixes valid counts. */
+extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn);
+/* Unmap lpn; returns true if it was mapped. */
+extern bool map_unmap (struct ftl *ftl, uint64_t lpn);
+
+/* gc.c */
+extern int gc_init (struct ftl *ftl);
+extern void gc_free (struct ftl *ftl);
+/* Reclaim blocks until more than 'target' are free (caller holds
+ * ckpt_rw shared).  Returns 0, or -ENOSPC when nothing can be reclaimed.
+ */
+extern int gc_reclaim (struct ftl *ftl, uint32_t target);
+
+/* trim.c: the trim record buffer. */
+extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
+                           uint64_t *seqp);
+/* Write buffered trim records to the log (not synced).  Caller holds
+ * ckpt_rw shared and not trim_lock.
+ */
+extern int trimlog_flush (struct ftl *ftl);
+extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
+
+/* ckpt.c: superblocks and checkpoints. */
+extern int sb_write (struct ftl *ftl, enum ftl_sb_state state,
+                     uint64_t clean_ckpt_gen);
+extern int ckpt_write (struct ftl *ftl, bool clean);
+extern void ckpt_maybe (struct ftl *ftl);
+
+/* recovery.c: load the newest checkpoint and roll the log forward. */
+extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);
+
+/* For tests: free the handle without writing anything, as if the
+ * process had been killed (ftl.c).
+ */
+extern void ftl_abandon (struct ftl *ftl);
+
+/* read path (ftl.c), used by GC and RMW: read n whole pages at lpn. */
+extern int ftl_read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
+                           uint8_t *buf);
+
+#endif /* FTL_INTERNAL_H */

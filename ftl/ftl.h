@@ -1,0 +1,180 @@
+/* nbdkit-ftl: a log-structured flash translation layer over a file.
+ *
+ * ftl.h is the public API of the FTL library.  It has no nbdkit
+ * dependency: the nbdkit plugin, the ftlctl tool, the benchmarks and the
+ * unit tests all drive the FTL through these calls alone.
+ *
+ * Glossary (one name for one thing, everywhere in the code):
+ *   page            the unit of mapping and of NAND programming (page_size
+ *                   bytes, 4 KiB by default).
+ *   erase block     pages_per_block consecutive pages, the unit of erase.
+ *   LPN             logical page number: offset / page_size as the host
+ *                   sees the disk.
+ *   PPN             physical page number: block * pages_per_block + page.
+ *   sequence number a 64 bit counter that orders every host write, trim
+ *                   and zero; data keeps its sequence number when garbage
+ *                   collection moves it.
+ *   frontier        an open erase block that the log appends to.
+ *   checkpoint      a durable snapshot of the map and per-block state;
+ *                   recovery loads the newest one and rolls the log
+ *                   forward from there.
+ *
+ * Ownership and threads: an ftl handle may be used from any number of
+ * threads at once.  Reads take no lock shared by all requests; writes to
+ * different regions of the disk take different locks (see ftl-internal.h
+ * for the lock order).  ftl_close must not race with any other call.
+ *
+ * Errors: calls return 0 on success or a negative errno value.  The detail
+ * of an error is passed to the log callback given at open time.
+ */
+
+#ifndef FTL_H
+#define FTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ftl;
+struct ftl_io;
+
+/* Defaults used when an image is created and a value is not given. */
+#define FTL_DEFAULT_PAGE_SIZE        4096
+#define FTL_DEFAULT_PAGES_PER_BLOCK  256
+#define FTL_DEFAULT_OP_PERCENT       28.0
+#define FTL_DEFAULT_STREAMS          4
+
+/* Limits on the geometry. */
+#define FTL_MIN_PAGE_SIZE            512
+#define FTL_MAX_PAGE_SIZE            (64 * 1024)
+#define FTL_MIN_PAGES_PER_BLOCK      8
+#define FTL_MAX_PAGES_PER_BLOCK      65536
+#define FTL_MIN_OP_PERCENT           1.0
+#define FTL_MAX_OP_PERCENT           400.0
+#define FTL_MAX_STREAMS              16
+
+enum ftl_log_level { FTL_LOG_ERROR, FTL_LOG_WARN, FTL_LOG_DEBUG };
+
+/* Debug categories for FTL_LOG_DEBUG messages (a bitmask in
+ * ftl_options.debug).
+ */
+#define FTL_DEBUG_GC        (1u << 0)
+#define FTL_DEBUG_CKPT      (1u << 1)
+#define FTL_DEBUG_RECOVERY  (1u << 2)
+#define FTL_DEBUG_ALLOC     (1u << 3)
+
+typedef void (*ftl_log_fn) (void *opaque, enum ftl_log_level level,
+                            const char *msg);
+
+/* How to open (and, when the file is new or empty, create) an image.
+ * Zero means "default" for a new image and "whatever the image says" for
+ * an existing one; a non-zero value given for an existing image must
+ * match it.
+ */
+struct ftl_options {
+  const char *path;             /* backing file (required) */
+  uint64_t logical_bytes;       /* disk size seen by the host */
+  uint32_t page_size;           /* bytes, power of 2 */
+  uint32_t pages_per_block;     /* power of 2 */
+  double op_percent;            /* (physical - logical) / logical * 100 */
+  unsigned streams;             /* host write frontiers (0 = default) */
+  bool readonly;                /* open without writing anything */
+  unsigned debug;               /* FTL_DEBUG_* bits */
+  ftl_log_fn log;               /* may be NULL */
+  void *log_opaque;
+  const struct ftl_io *io;      /* NULL: the real file; tests inject faults */
+};
+
+/* Open an image, creating it if the file is absent or empty and
+ * logical_bytes is given.  On failure returns a negative errno and
+ * writes a one-line explanation into errbuf.  A failed open never
+ * modifies an existing image.
+ */
+extern int ftl_open (const struct ftl_options *opts, struct ftl **ftlp,
+                     char *errbuf, size_t errbuf_len);
+
+/* Clean shutdown: write pending metadata and a checkpoint, mark the image
+ * clean and free the handle.  Returns the first error met; the handle is
+ * freed in every case.
+ */
+extern int ftl_close (struct ftl *ftl);
+
+/* Geometry of an open image. */
+struct ftl_geometry {
+  uint32_t page_size;
+  uint32_t pages_per_block;
+  uint32_t blocks;              /* erase blocks of user data */
+  uint64_t logical_bytes;
+  uint64_t logical_pages;
+  double op_percent;
+};
+extern void ftl_get_geometry (const struct ftl *ftl, struct ftl_geometry *g);
+
+/* Flags for write, trim and zero. */
+#define FTL_FUA       (1u << 0)   /* durable before returning */
+#define FTL_MAY_TRIM  (1u << 1)   /* zero: whole pages may be unmapped */
+
+/* Data path.  Offsets and counts are in bytes and may have any alignment;
+ * count may be 0.  The range must lie inside the disk (-EINVAL if not).
+ */
+extern int ftl_read (struct ftl *ftl, void *buf, uint64_t count,
+                     uint64_t offset);
+extern int ftl_write (struct ftl *ftl, const void *buf, uint64_t count,
+                      uint64_t offset, unsigned flags);
+/* Unmap the whole pages inside the range; partial pages are ignored. */
+extern int ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset,
+                     unsigned flags);
+/* Make the range read as zeros: whole pages are unmapped, partial pages
+ * are rewritten with zeros.
+ */
+extern int ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset,
+                     unsigned flags);
+/* Make every write, trim and zero completed before the call durable. */
+extern int ftl_flush (struct ftl *ftl);
+
+/* Report the range [offset, offset+count) as runs of mapped data and
+ * holes (unmapped pages, which read as zeros).  The callback is called
+ * with runs in ascending order that cover the range exactly; it returns 0
+ * to continue or -1 to stop early.
+ */
+typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
+                              bool hole);
+extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
+                        ftl_extent_fn fn, void *opaque);
+
+/* Counters.  All page counts are in pages. */
+struct ftl_stats {
+  uint64_t host_write_pages;    /* pages written by the host */
+  uint64_t host_read_pages;
+  uint64_t host_trim_pages;     /* pages unmapped by trim and zero */
+  uint64_t host_flushes;
+  uint64_t media_program_pages; /* every page programmed, GC included */
+  uint64_t media_read_pages;
+  uint64_t media_erases;
+  uint64_t gc_copied_pages;
+  uint64_t gc_runs;             /* victim blocks reclaimed */
+  uint64_t checkpoints;
+  uint64_t mapped_pages;        /* logical pages holding data */
+  uint32_t blocks_free;
+  uint32_t blocks_total;
+  uint32_t erase_min, erase_max;
+  double erase_mean;
+  double waf;                   /* media_program_pages / host_write_pages */
+};
+extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
+
+/* Write the statistics as a JSON object to path, replacing the file
+ * atomically (write to a temporary file, then rename).
+ */
+extern int ftl_write_stats_json (struct ftl *ftl, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FTL_H */

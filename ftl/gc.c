@@ -1,0 +1,317 @@
+/* nbdkit-ftl: garbage collection.
+ *
+ * Victim selection is greedy: the FULL block with the fewest valid pages.
+ * Relocation reads the victim's OOB entries once, then for each page that
+ * is still valid (l2p[p2l[ppn]] == ppn) reads the data, checks it against
+ * its OOB checksum, programs it at the GC frontier with its original
+ * sequence number, and moves the map entry with a compare-and-swap: if a
+ * host write replaced the page meanwhile, the swap fails and the copy is
+ * garbage.  Pages of trim records are copied while a replay could still
+ * need them (their sequence number is not older than the durable
+ * checkpoint's).  When nothing in the victim is valid any more, buffered
+ * trim records are logged, the file is synced, and the victim is erased.
+ *
+ * Everything here runs under gc_lock with ckpt_rw held shared by the
+ * caller.
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+
+#define GC_BATCH 64             /* pages read and programmed together */
+
+int
+gc_init (struct ftl *ftl)
+{
+  pthread_mutex_init (&ftl->gc_lock, NULL);
+  ftl->gc_buf_pages = MIN (GC_BATCH, ftl->ppb);
+  ftl->gc_buf = malloc ((size_t) ftl->gc_buf_pages * ftl->page_size);
+  /* OOB of a whole block (victim) + encode space for one batch. */
+  ftl->gc_oob = malloc ((size_t) (ftl->ppb + ftl->gc_buf_pages)
+                        * FTL_OOB_BYTES);
+  if (!ftl->gc_buf || !ftl->gc_oob)
+    return -ENOMEM;
+  return 0;
+}
+
+void
+gc_free (struct ftl *ftl)
+{
+  free (ftl->gc_buf);
+  free (ftl->gc_oob);
+  ftl->gc_buf = NULL;
+  ftl->gc_oob = NULL;
+  pthread_mutex_destroy (&ftl->gc_lock);
+}
+
+/* Greedy: the FULL block with the fewest valid pages, or FTL_NO_BLOCK if
+ * every FULL block is entirely valid.
+ */
+static uint32_t
+pick_victim (struct ftl *ftl)
+{
+  uint32_t best = FTL_NO_BLOCK, best_valid = UINT32_MAX;
+
+  pthread_mutex_lock (&ftl->alloc_lock);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    if (ftl->state[b] != FTL_BLK_FULL)
+      continue;
+    /* Cost: pages that must be copied.  Trim pages written since the
+     * last checkpoint count too.
+     */
+    uint32_t v = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
+      + __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);
+    /* Erasing frees the whole block, unwritten pages of a block closed
+     * early (at a restart) included.
+     */
+    if (v < best_valid && v < ftl->ppb) {
+      best = b;
+      best_valid = v;
+      if (v == 0)
+        break;
+    }
+  }
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  return best;
+}
+
+/* One page to relocate. */
+struct move {
+  uint32_t from;                /* PPN in the victim */
+  uint32_t lpn;                 /* or FTL_P2L_TRIM */
+  uint64_t seq;
+};
+
+/* Program the batch (data in gc_buf) at the GC frontier and move the map
+ * entries.  Pages may span two GC blocks.
+ */
+static int
+program_batch (struct ftl *ftl, const struct move *mv, uint32_t n)
+{
+  struct frontier *f = &ftl->gcf;
+  uint8_t *oob = ftl->gc_oob + (size_t) ftl->ppb * FTL_OOB_BYTES;
+  uint32_t done = 0;
+  int r;
+
+  while (done < n) {
+    r = frontier_ensure_block (ftl, f);
+    if (r < 0)
+      return r;
+    uint32_t blk = f->block, page = f->wp;
+    uint32_t k = MIN (n - done, ftl->ppb - page);
+    uint8_t *data = ftl->gc_buf + ((size_t) done << ftl->page_shift);
+    uint32_t ec = media_erase_count (&ftl->media, blk);
+
+    for (uint32_t i = 0; i < k; i++) {
+      const struct move *m = &mv[done + i];
+      uint32_t ppn = media_ppn (&ftl->media, blk, page + i);
+      struct ftl_oob o = {
+        .kind = m->lpn == FTL_P2L_TRIM ? FTL_OOB_TRIM : FTL_OOB_DATA,
+        .lpn = m->lpn,
+        .seq = m->seq,
+        .erase_count = ec,
+        .data_checksum = ftl_checksum (data + ((size_t) i << ftl->page_shift),
+                                       ftl->page_size, ppn),
+      };
+      if (m->lpn == FTL_P2L_TRIM) {
+        /* The OOB lpn field of a trim page counts its entries. */
+        uint32_t cnt;
+        memcpy (&cnt, data + ((size_t) i << ftl->page_shift), 4);
+        o.lpn = le32toh (cnt);
+      }
+      ftl_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
+      ftl->p2l[ppn] = m->lpn;
+    }
+    r = media_program (&ftl->media, blk, page, k, data, oob);
+    if (r < 0) {
+      for (uint32_t i = 0; i < k; i++)
+        ftl->p2l[media_ppn (&ftl->media, blk, page + i)] = FTL_UNMAPPED;
+      frontier_advance (ftl, f, k);
+      ftl_log (ftl, FTL_LOG_ERROR, "gc: programming block %u: %s",
+               blk, strerror (-r));
+      return r;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+      const struct move *m = &mv[done + i];
+      uint32_t ppn = media_ppn (&ftl->media, blk, page + i);
+      uint32_t expect = m->from;
+
+      if (m->lpn == FTL_P2L_TRIM) {
+        __atomic_fetch_add (&ftl->trim_pages[blk], 1, __ATOMIC_RELAXED);
+        continue;
+      }
+      __atomic_fetch_add (&ftl->valid[blk], 1, __ATOMIC_RELAXED);
+      if (__atomic_compare_exchange_n (&ftl->l2p[m->lpn], &expect, ppn,
+                                       false, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE)) {
+        uint32_t vb = media_ppn_block (&ftl->media, m->from);
+        __atomic_fetch_sub (&ftl->valid[vb], 1, __ATOMIC_RELEASE);
+        ctr_add (ftl, FTL_CTR_GC_COPIED, 1);
+      }
+      else                      /* a host write won: the copy is garbage */
+        __atomic_fetch_sub (&ftl->valid[blk], 1, __ATOMIC_RELAXED);
+    }
+    frontier_advance (ftl, f, k);
+    done += k;
+  }
+  return 0;
+}
+
+/* Read the pages of a batch from the victim into gc_buf and verify them. */
+static int
+read_batch (struct ftl *ftl, uint32_t victim, const struct move *mv,
+            uint32_t n)
+{
+  for (uint32_t i = 0; i < n; i++) {
+    uint8_t *p = ftl->gc_buf + ((size_t) i << ftl->page_shift);
+    const uint8_t *ob = ftl->gc_oob
+      + (size_t) media_ppn_page (&ftl->media, mv[i].from) * FTL_OOB_BYTES;
+    struct ftl_oob o;
+    int r;
+
+    /* Read runs of consecutive pages in one call. */
+    uint32_t run = 1;
+    while (i + run < n && mv[i + run].from == mv[i].from + run)
+      run++;
+    r = media_read (&ftl->media, mv[i].from, run, p);
+    if (r < 0)
+      return r;
+    for (uint32_t j = 0; j < run; j++) {
+      ob = ftl->gc_oob
+        + (size_t) media_ppn_page (&ftl->media, mv[i + j].from) * FTL_OOB_BYTES;
+      if (ftl_oob_decode (ob, FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
+          o.data_checksum != ftl_checksum (p + ((size_t) j << ftl->page_shift),
+                                           ftl->page_size, mv[i + j].from)) {
+        ftl_log (ftl, FTL_LOG_ERROR, "gc: page %u of block %u fails its "
+                 "checksum", media_ppn_page (&ftl->media, mv[i + j].from),
+                 victim);
+        return -EIO;
+      }
+    }
+    i += run - 1;
+  }
+  return 0;
+}
+
+/* Relocate what is valid in the victim, sync, and erase it. */
+static int
+reclaim_block (struct ftl *ftl, uint32_t victim)
+{
+  struct move mv[GC_BATCH];
+  uint32_t n = 0, wp = ftl->media.wp[victim];
+  uint64_t live_trim = __atomic_load_n (&ftl->durable_ckpt_seq,
+                                        __ATOMIC_ACQUIRE);
+  int r;
+
+  r = media_read_oob (&ftl->media, victim, 0, wp, ftl->gc_oob);
+  if (r < 0)
+    return r;
+
+  for (uint32_t page = 0; page <= wp; page++) {
+    if (page < wp) {
+      uint32_t ppn = media_ppn (&ftl->media, victim, page);
+      uint32_t lpn = ftl->p2l[ppn];
+      struct ftl_oob o;
+      bool move = false;
+
+      if (lpn == FTL_P2L_TRIM) {
+        if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
+                            FTL_OOB_BYTES, &o) == FTL_FMT_OK &&
+            o.seq >= live_trim)
+          move = true;
+      }
+      else if (lpn < ftl->logical_pages && l2p_load (ftl, lpn) == ppn) {
+        if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
+                            FTL_OOB_BYTES, &o) != FTL_FMT_OK) {
+          ftl_log (ftl, FTL_LOG_ERROR, "gc: OOB entry %u of block %u is "
+                   "damaged", page, victim);
+          return -EIO;
+        }
+        move = true;
+      }
+      if (move)
+        mv[n++] = (struct move) { .from = ppn, .lpn = lpn, .seq = o.seq };
+    }
+    if (n == ftl->gc_buf_pages || (page == wp && n > 0)) {
+      r = read_batch (ftl, victim, mv, n);
+      if (r == 0)
+        r = program_batch (ftl, mv, n);
+      if (r < 0)
+        return r;
+      n = 0;
+    }
+  }
+
+  /* Host writes that replaced pages of the victim decrement its valid
+   * count just after their exchange; wait for any still in flight.
+   */
+  for (unsigned spins = 0;
+       __atomic_load_n (&ftl->valid[victim], __ATOMIC_ACQUIRE) != 0;
+       spins++) {
+    if (NEVER (spins > 10000000)) {
+      ftl_log (ftl, FTL_LOG_ERROR, "gc: block %u still has %u valid pages "
+               "after relocation", victim, ftl->valid[victim]);
+      return -EIO;
+    }
+    sched_yield ();
+  }
+
+  /* Nothing may refer to the victim once it is erased: log buffered trim
+   * records and make every earlier write durable first.
+   */
+  r = trimlog_flush (ftl);
+  if (r == 0)
+    r = media_sync (&ftl->media);
+  if (r < 0)
+    return r;
+
+  /* The victim stays FULL (never picked twice: only we pick victims)
+   * until the erase is done.
+   */
+  for (uint32_t page = 0; page < wp; page++)
+    ftl->p2l[media_ppn (&ftl->media, victim, page)] = FTL_UNMAPPED;
+  r = media_erase (&ftl->media, victim,
+                   __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED));
+  if (r < 0) {
+    ftl_log (ftl, FTL_LOG_ERROR, "gc: erasing block %u: %s", victim,
+             strerror (-r));
+    return r;
+  }
+  __atomic_store_n (&ftl->trim_pages[victim], 0, __ATOMIC_RELAXED);
+  pthread_mutex_lock (&ftl->alloc_lock);
+  ftl->state[victim] = FTL_BLK_FREE;
+  ftl->nfree++;
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  ctr_add (ftl, FTL_CTR_GC_RUNS, 1);
+  return 0;
+}
+
+int
+gc_reclaim (struct ftl *ftl, uint32_t target)
+{
+  int r = 0;
+
+  pthread_mutex_lock (&ftl->gc_lock);
+  while (alloc_nfree (ftl) <= target) {
+    uint32_t victim = pick_victim (ftl);
+    if (victim == FTL_NO_BLOCK) {
+      r = -ENOSPC;
+      break;
+    }
+    ftl_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
+               "%u free blocks", victim, ftl->valid[victim],
+               alloc_nfree (ftl));
+    r = reclaim_block (ftl, victim);
+    if (r < 0)
+      break;
+  }
+  pthread_mutex_unlock (&ftl->gc_lock);
+  return r;
+}

@@ -1,0 +1,235 @@
+/* nbdkit-ftl: the media layer.  See media.h. */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "format.h"
+#include "media.h"
+#include "util.h"
+
+static int
+default_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
+{
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t r = pwrite (fd, p, len, off);
+    if (r == -1) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    p += r; len -= r; off += r;
+  }
+  return 0;
+}
+
+static int
+default_pread (void *opaque, int fd, void *buf, size_t len, off_t off)
+{
+  char *p = buf;
+  while (len > 0) {
+    ssize_t r = pread (fd, p, len, off);
+    if (r == -1) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (r == 0)                 /* beyond the end: the file is short */
+      return -EIO;
+    p += r; len -= r; off += r;
+  }
+  return 0;
+}
+
+static int
+default_punch (void *opaque, int fd, off_t off, off_t len)
+{
+  if (fallocate (fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len)
+      == 0)
+    return 0;
+  if (errno != EOPNOTSUPP && errno != ENOSYS)
+    return -errno;
+  /* No hole punching here: write zeros instead. */
+  static const char zeros[65536];
+  while (len > 0) {
+    size_t n = MIN ((off_t) sizeof zeros, len);
+    int r = default_pwrite (opaque, fd, zeros, n, off);
+    if (r < 0) return r;
+    off += n; len -= n;
+  }
+  return 0;
+}
+
+static int
+default_sync (void *opaque, int fd)
+{
+  if (fdatasync (fd) == -1)
+    return -errno;
+  return 0;
+}
+
+const struct ftl_io ftl_default_io = {
+  .pwrite = default_pwrite,
+  .pread  = default_pread,
+  .punch  = default_punch,
+  .sync   = default_sync,
+  .opaque = NULL,
+};
+
+int
+media_init (struct media *m, int fd, const struct ftl_io *io,
+            uint32_t page_size, uint32_t pages_per_block, uint32_t blocks,
+            uint32_t meta_pages, uint64_t data_offset)
+{
+  assert (is_power_of_2 (page_size));
+  assert (is_power_of_2 (pages_per_block));
+  memset (m, 0, sizeof *m);
+  m->fd = fd;
+  m->io = io ? io : &ftl_default_io;
+  m->page_size = page_size;
+  m->pages_per_block = pages_per_block;
+  m->blocks = blocks;
+  m->meta_pages = meta_pages;
+  m->page_shift = log2_u64 (page_size);
+  m->ppb_shift = log2_u64 (pages_per_block);
+  m->data_offset = data_offset;
+  m->block_bytes = (uint64_t) (meta_pages + pages_per_block) * page_size;
+  m->wp = calloc (blocks, sizeof *m->wp);
+  m->erase_count = calloc (blocks, sizeof *m->erase_count);
+  m->gen = calloc (blocks, sizeof *m->gen);
+  if (!m->wp || !m->erase_count || !m->gen) {
+    media_free (m);
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+void
+media_free (struct media *m)
+{
+  free (m->wp);
+  free (m->erase_count);
+  free (m->gen);
+  m->wp = m->erase_count = m->gen = NULL;
+}
+
+int
+media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
+               const void *data, const uint8_t *oob)
+{
+  int r;
+
+  /* The NAND rules. */
+  assert (blk < m->blocks);
+  assert (n > 0);
+  assert (page == m->wp[blk]);             /* in order, never twice */
+  assert (page + n <= m->pages_per_block);
+
+  r = m->io->pwrite (m->io->opaque, m->fd, data, (size_t) n << m->page_shift,
+                     media_page_offset (m, media_ppn (m, blk, page)));
+  if (r < 0)
+    return r;
+  r = m->io->pwrite (m->io->opaque, m->fd, oob, (size_t) n * FTL_OOB_BYTES,
+                     media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
+                     + (uint64_t) page * FTL_OOB_BYTES);
+  /* Even after an error the pages count as programmed: they may hold
+   * anything, and NAND does not allow programming them again.
+   */
+  m->wp[blk] = page + n;
+  if (r < 0)
+    return r;
+  __atomic_fetch_add (&m->programs, n, __ATOMIC_RELAXED);
+  return 0;
+}
+
+int
+media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
+{
+  assert (media_ppn_block (m, ppn) < m->blocks);
+  assert (media_ppn_page (m, ppn) + n <= m->pages_per_block);
+  __atomic_fetch_add (&m->reads, n, __ATOMIC_RELAXED);
+  return m->io->pread (m->io->opaque, m->fd, buf, (size_t) n << m->page_shift,
+                       media_page_offset (m, ppn));
+}
+
+int
+media_read_oob (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
+                uint8_t *buf)
+{
+  assert (blk < m->blocks);
+  assert (page + n <= m->pages_per_block);
+  return m->io->pread (m->io->opaque, m->fd, buf, (size_t) n * FTL_OOB_BYTES,
+                       media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
+                       + (uint64_t) page * FTL_OOB_BYTES);
+}
+
+int
+media_read_meta (struct media *m, uint32_t blk, uint8_t *buf)
+{
+  assert (blk < m->blocks);
+  return m->io->pread (m->io->opaque, m->fd, buf,
+                       (size_t) m->meta_pages << m->page_shift,
+                       media_meta_offset (m, blk));
+}
+
+int
+media_erase (struct media *m, uint32_t blk, uint64_t seq)
+{
+  struct ftl_block_header h;
+  uint8_t buf[FTL_BLKHDR_BYTES];
+  int r;
+
+  assert (blk < m->blocks);
+
+  /* Readers that looked this block up before the erase see the
+   * generation change and retry.
+   */
+  __atomic_fetch_add (&m->gen[blk], 1, __ATOMIC_SEQ_CST);
+
+  r = m->io->punch (m->io->opaque, m->fd, media_meta_offset (m, blk),
+                    m->block_bytes);
+  if (r < 0)
+    return r;
+  m->wp[blk] = 0;
+  h.erase_count = media_erase_count (m, blk) + 1;
+  h.erase_seq = seq;
+  __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&m->erases, 1, __ATOMIC_RELAXED);
+  ftl_blkhdr_encode (&h, buf);
+  return m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,
+                        media_meta_offset (m, blk));
+}
+
+int
+media_sync (struct media *m)
+{
+  return m->io->sync (m->io->opaque, m->fd);
+}
+
+int
+media_pwrite_raw (struct media *m, const void *buf, size_t len, uint64_t off)
+{
+  assert (off + len <= m->data_offset);
+  return m->io->pwrite (m->io->opaque, m->fd, buf, len, off);
+}
+
+int
+media_pread_raw (struct media *m, void *buf, size_t len, uint64_t off)
+{
+  assert (off + len <= m->data_offset);
+  return m->io->pread (m->io->opaque, m->fd, buf, len, off);
+}
+
+void
+media_set_block (struct media *m, uint32_t blk, uint32_t erase_count,
+                 uint32_t wp)
+{
+  assert (blk < m->blocks);
+  assert (wp <= m->pages_per_block);
+  m->wp[blk] = wp;
+  __atomic_store_n (&m->erase_count[blk], erase_count, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,148 @@
+/* nbdkit-ftl: the media layer (the backing file is the NAND).
+ *
+ * Owns the file descriptor, the physical layout of erase blocks in the
+ * file (see format.h), each block's program pointer, erase count and
+ * erase generation, and the media counters.  Every byte that the FTL
+ * writes to or reads from an erase block goes through here, and so do
+ * syncs: this is where fault injection (struct ftl_io) sits.
+ *
+ * NAND rules, asserted on every call:
+ *   - pages of a block are programmed in order: a program starts exactly
+ *     at the block's program pointer;
+ *   - a page is never programmed twice without an erase of its block;
+ *   - an erase makes the whole block (data and metadata) read as zeros,
+ *     increments the erase count and the erase generation, then writes
+ *     the block header with the new erase count.
+ *
+ * Concurrency: a block is programmed by one thread at a time (the owner
+ * of the frontier it is open in, under that frontier's lock) and erased
+ * only when no frontier owns it and nothing maps to it (by GC, under the
+ * GC lock).  Erase generations are atomics so that lock-free readers can
+ * detect an erase that raced with their read (media_block_gen).  Erase
+ * counts are read with relaxed atomics by the allocator and statistics.
+ */
+
+#ifndef FTL_MEDIA_H
+#define FTL_MEDIA_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Backing-file operations.  The defaults call pwrite, pread, fallocate
+ * and fdatasync; tests replace them to inject faults and crashes.  Each
+ * returns 0 or a negative errno; short transfers are errors.
+ */
+struct ftl_io {
+  int (*pwrite) (void *opaque, int fd, const void *buf, size_t len, off_t off);
+  int (*pread) (void *opaque, int fd, void *buf, size_t len, off_t off);
+  int (*punch) (void *opaque, int fd, off_t off, off_t len);
+  int (*sync) (void *opaque, int fd);
+  void *opaque;
+};
+extern const struct ftl_io ftl_default_io;
+
+struct media {
+  int fd;
+  const struct ftl_io *io;
+  uint32_t page_size;
+  uint32_t pages_per_block;
+  uint32_t blocks;
+  uint32_t meta_pages;
+  unsigned page_shift;          /* log2 (page_size) */
+  unsigned ppb_shift;           /* log2 (pages_per_block) */
+  uint64_t data_offset;         /* file offset of block 0 */
+  uint64_t block_bytes;         /* (meta_pages + pages_per_block) * page_size */
+
+  uint32_t *wp;                 /* program pointer per block */
+  uint32_t *erase_count;        /* per block (atomic access) */
+  uint32_t *gen;                /* erase generation per block (atomic) */
+
+  /* Counters (atomic). */
+  uint64_t programs, reads, erases;
+};
+
+extern int media_init (struct media *m, int fd, const struct ftl_io *io,
+                       uint32_t page_size, uint32_t pages_per_block,
+                       uint32_t blocks, uint32_t meta_pages,
+                       uint64_t data_offset);
+extern void media_free (struct media *m);
+
+static inline uint32_t
+media_ppn (const struct media *m, uint32_t blk, uint32_t page)
+{
+  return (blk << m->ppb_shift) | page;
+}
+
+static inline uint32_t
+media_ppn_block (const struct media *m, uint32_t ppn)
+{
+  return ppn >> m->ppb_shift;
+}
+
+static inline uint32_t
+media_ppn_page (const struct media *m, uint32_t ppn)
+{
+  return ppn & (m->pages_per_block - 1);
+}
+
+/* File offset of a data page and of a block's metadata area. */
+static inline uint64_t
+media_page_offset (const struct media *m, uint32_t ppn)
+{
+  uint32_t blk = media_ppn_block (m, ppn);
+  return m->data_offset + blk * m->block_bytes
+    + ((uint64_t) (m->meta_pages + media_ppn_page (m, ppn)) << m->page_shift);
+}
+
+static inline uint64_t
+media_meta_offset (const struct media *m, uint32_t blk)
+{
+  return m->data_offset + blk * m->block_bytes;
+}
+
+/* Program n pages starting at page 'page' of block 'blk': data is n
+ * pages, oob is n encoded OOB entries.  Asserts the NAND rules.
+ */
+extern int media_program (struct media *m, uint32_t blk, uint32_t page,
+                          uint32_t n, const void *data, const uint8_t *oob);
+
+/* Read n data pages starting at ppn (all in one block). */
+extern int media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf);
+
+/* Read n encoded OOB entries starting at page 'page' of block 'blk'. */
+extern int media_read_oob (struct media *m, uint32_t blk, uint32_t page,
+                           uint32_t n, uint8_t *buf);
+
+/* Read the whole metadata area of a block (meta_pages pages). */
+extern int media_read_meta (struct media *m, uint32_t blk, uint8_t *buf);
+
+/* Erase a block: see the rules above.  seq is recorded in the header. */
+extern int media_erase (struct media *m, uint32_t blk, uint64_t seq);
+
+/* Make every completed write durable. */
+extern int media_sync (struct media *m);
+
+/* Raw metadata-region I/O (superblocks, checkpoints): not NAND. */
+extern int media_pwrite_raw (struct media *m, const void *buf, size_t len,
+                             uint64_t off);
+extern int media_pread_raw (struct media *m, void *buf, size_t len,
+                            uint64_t off);
+
+static inline uint32_t
+media_block_gen (const struct media *m, uint32_t blk)
+{
+  return __atomic_load_n (&m->gen[blk], __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t
+media_erase_count (const struct media *m, uint32_t blk)
+{
+  return __atomic_load_n (&m->erase_count[blk], __ATOMIC_RELAXED);
+}
+
+/* Set a block's state as found by recovery. */
+extern void media_set_block (struct media *m, uint32_t blk,
+                             uint32_t erase_count, uint32_t wp);
+
+#endif /* FTL_MEDIA_H */

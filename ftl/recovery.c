@@ -1,0 +1,446 @@
+/* nbdkit-ftl: opening an image: load the newest checkpoint, then roll
+ * the log forward.
+ *
+ * After a clean shutdown the superblock names the checkpoint written last
+ * and nothing is scanned.  Otherwise the log written after the checkpoint
+ * is found from the block table in it:
+ *
+ *   state at checkpoint   what may have happened since    scanned
+ *   FREE                  opened and programmed           from page 0
+ *   OPEN (wp = w)         pages w.. programmed            from page w
+ *   FULL                  erased by GC (header's erase    from page 0 if
+ *                         count is higher), and reused    erased, else not
+ *
+ * Each OOB entry found there is checked (its own checksum, the block's
+ * erase count, then the data page's checksum, so torn pages are dropped)
+ * and becomes a log item: a data page (LPN -> PPN) or a page of trim
+ * entries.  Items are applied in sequence order; trim entries older than
+ * the checkpoint are already in it and are skipped.  Then valid counts and
+ * the reverse map are rebuilt from the map.
+ *
+ * The cost is one small read per FULL block, plus reading the blocks
+ * written since the checkpoint (bounded by the checkpoint interval).
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+
+struct item {
+  uint64_t seq;
+  uint32_t lpn;
+  uint32_t count;               /* trim: pages; data: 0 */
+  uint32_t ppn;                 /* data only */
+};
+
+struct items {
+  struct item *v;
+  size_t n, cap;
+};
+
+static int
+items_push (struct items *it, struct item x)
+{
+  if (it->n == it->cap) {
+    size_t cap = it->cap ? 2 * it->cap : 1024;
+    struct item *v = realloc (it->v, cap * sizeof *v);
+    if (!v)
+      return -ENOMEM;
+    it->v = v;
+    it->cap = cap;
+  }
+  it->v[it->n++] = x;
+  return 0;
+}
+
+static int
+cmp_item (const void *a, const void *b)
+{
+  const struct item *x = a, *y = b;
+  if (x->seq != y->seq)
+    return x->seq < y->seq ? -1 : 1;
+  /* Same sequence number: two copies of one page (GC); either will do,
+   * prefer a stable order.
+   */
+  return x->ppn < y->ppn ? -1 : x->ppn > y->ppn;
+}
+
+static uint32_t
+get32le (const uint8_t *p)
+{
+  uint32_t v;
+  memcpy (&v, p, 4);
+  return le32toh (v);
+}
+
+/* Read both checkpoint slots and load the newest valid one. */
+static int
+load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
+                 char *errbuf, size_t errlen)
+{
+  uint8_t hb[FTL_CKPT_HDR_BYTES];
+  struct ftl_ckpt_header h[2];
+  enum ftl_fmt_status st[2];
+  uint8_t *body = NULL;
+  int best = -1, r;
+
+  for (int s = 0; s < 2; s++) {
+    r = media_pread_raw (&ftl->media, hb, sizeof hb, ftl->sb.ckpt_offset[s]);
+    if (r < 0) {
+      snprintf (errbuf, errlen, "reading checkpoint slot %d: %s", s,
+                strerror (-r));
+      return r;
+    }
+    st[s] = ftl_ckpt_header_decode (hb, sizeof hb, &h[s]);
+    if (st[s] == FTL_FMT_OK &&
+        (h[s].logical_pages != ftl->logical_pages ||
+         h[s].blocks != ftl->blocks || h[s].pages_per_block != ftl->ppb))
+      st[s] = FTL_FMT_BAD_FIELD;
+  }
+
+  /* Try the newer valid slot first, then the other one. */
+  for (int attempt = 0; attempt < 2; attempt++) {
+    best = -1;
+    for (int s = 0; s < 2; s++)
+      if (st[s] == FTL_FMT_OK &&
+          (best == -1 || h[s].generation > h[best].generation))
+        best = s;
+    if (best == -1)
+      break;
+    body = malloc (h[best].body_bytes);
+    if (!body)
+      return -ENOMEM;
+    r = media_pread_raw (&ftl->media, body, h[best].body_bytes,
+                         ftl->sb.ckpt_offset[best] + FTL_CKPT_HDR_BYTES);
+    if (r < 0) {
+      free (body);
+      snprintf (errbuf, errlen, "reading checkpoint slot %d: %s", best,
+                strerror (-r));
+      return r;
+    }
+    if (ftl_checksum (body, h[best].body_bytes, 0) == h[best].body_checksum)
+      break;
+    ftl_log (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
+             ") fails its checksum", best, h[best].generation);
+    st[best] = FTL_FMT_BAD_CHECKSUM;
+    free (body);
+    body = NULL;
+  }
+  if (!body) {
+    snprintf (errbuf, errlen, "no valid checkpoint (slot 0: %s; slot 1: %s)",
+              ftl_fmt_status_string (st[0]), ftl_fmt_status_string (st[1]));
+    return -EINVAL;
+  }
+  if (st[1 - best] == FTL_FMT_OK &&
+      h[1 - best].generation > h[best].generation) {
+    /* Cannot happen: handled by the loop above. */
+  }
+  if (best >= 0 && st[1 - best] != FTL_FMT_OK && ftl->ckpt_gen == 0 &&
+      h[best].generation > 1 && st[1 - best] != FTL_FMT_EMPTY)
+    ftl_log (ftl, FTL_LOG_WARN, "checkpoint slot %d is damaged (%s); "
+             "using slot %d", 1 - best, ftl_fmt_status_string (st[1 - best]),
+             best);
+
+  /* The map. */
+  const uint8_t *p = body;
+  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++, p += 4) {
+    uint32_t ppn = get32le (p);
+    if (ppn != FTL_UNMAPPED && ppn >= phys) {
+      snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
+                " to physical page %u, beyond the device", lpn, ppn);
+      free (body);
+      return -EINVAL;
+    }
+    ftl->l2p[lpn] = ppn;
+  }
+  /* The block table. */
+  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
+    struct ftl_ckpt_block cb;
+    ftl_ckpt_block_decode (p, &cb);
+    if (cb.state > FTL_BLK_FULL || cb.write_pointer > ftl->ppb ||
+        (cb.state == FTL_BLK_FREE && cb.write_pointer != 0)) {
+      snprintf (errbuf, errlen, "checkpoint: erase block %u has an "
+                "impossible state (%u, %u pages written)", b, cb.state,
+                cb.write_pointer);
+      free (body);
+      return -EINVAL;
+    }
+    ftl->state[b] = cb.state;
+    media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
+  }
+  free (body);
+
+  ftl->ckpt_gen = h[best].generation;
+  ftl->ckpt_slot = best;
+  *hp = h[best];
+  return 0;
+}
+
+static bool
+all_zero (const uint8_t *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (p[i]) return false;
+  return true;
+}
+
+/* Scan one block for log items written after the checkpoint. */
+static int
+scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
+            struct ftl_trim_entry *trims, struct items *items,
+            uint64_t *maxseq)
+{
+  struct media *m = &ftl->media;
+  uint32_t state = ftl->state[b];
+  uint32_t cec = media_erase_count (m, b), cwp = m->wp[b];
+  uint32_t ec, start, wp;
+  struct ftl_block_header bh;
+  enum ftl_fmt_status hs;
+  struct ftl_oob o;
+  int r;
+
+  if (state == FTL_BLK_FULL) {
+    /* The common case: unchanged since the checkpoint.  Read the header
+     * and the first OOB entry only.
+     */
+    r = m->io->pread (m->io->opaque, m->fd, meta,
+                      FTL_BLKHDR_BYTES + FTL_OOB_BYTES,
+                      media_meta_offset (m, b));
+    if (r < 0)
+      return r;
+    hs = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
+    bool first_ok = ftl_oob_decode (meta + FTL_BLKHDR_BYTES, FTL_OOB_BYTES,
+                                    &o) == FTL_FMT_OK;
+    if ((hs != FTL_FMT_OK || bh.erase_count <= cec) &&
+        first_ok && o.erase_count <= cec)
+      return 0;
+    if (hs != FTL_FMT_OK &&
+        all_zero (meta, FTL_BLKHDR_BYTES + FTL_OOB_BYTES)) {
+      /* Erased since, and its header was lost in the crash: count the
+       * erase so that erase counts never go backwards.
+       */
+      r = media_read_meta (m, b, meta);
+      if (r < 0)
+        return r;
+      if (all_zero (meta, (size_t) m->meta_pages * ftl->page_size)) {
+        ftl->state[b] = FTL_BLK_FREE;
+        media_set_block (m, b, cec + 1, 0);
+        return 0;
+      }
+    }
+  }
+
+  r = media_read_meta (m, b, meta);
+  if (r < 0)
+    return r;
+  hs = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
+
+  /* The block's erase count now: the highest of the checkpoint's, the
+   * header's and any OOB entry's.
+   */
+  ec = cec;
+  if (hs == FTL_FMT_OK)
+    ec = MAX (ec, bh.erase_count);
+  for (uint32_t i = 0; i < ftl->ppb; i++)
+    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
+                        FTL_OOB_BYTES, &o) == FTL_FMT_OK)
+      ec = MAX (ec, o.erase_count);
+  start = (ec == cec && state == FTL_BLK_OPEN) ? cwp : 0;
+  if (ec == cec && state == FTL_BLK_FULL)
+    return 0;                   /* header damaged but block unchanged */
+  wp = start;
+
+  for (uint32_t i = start; i < ftl->ppb; i++) {
+    uint32_t ppn = media_ppn (m, b, i);
+    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
+                        FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
+        o.erase_count != ec)
+      continue;
+    wp = i + 1;
+    r = media_read (m, ppn, 1, page);
+    if (r < 0)
+      return r;
+    if (ftl_checksum (page, ftl->page_size, ppn) != o.data_checksum) {
+      ftl_debug (ftl, FTL_DEBUG_RECOVERY, "block %u page %u: torn, dropped",
+                 b, i);
+      continue;
+    }
+    *maxseq = MAX (*maxseq, o.seq);
+    if (o.kind == FTL_OOB_DATA) {
+      if (o.lpn >= ftl->logical_pages) {
+        ftl_log (ftl, FTL_LOG_WARN, "block %u page %u: logical page %u is "
+                 "beyond the disk; ignored", b, i, o.lpn);
+        continue;
+      }
+      r = items_push (items, (struct item) {
+          .seq = o.seq, .lpn = o.lpn, .count = 0, .ppn = ppn });
+      if (r < 0)
+        return r;
+    }
+    else {
+      uint32_t n;
+      if (ftl_trim_page_decode (page, ftl->page_size, trims, &n)
+          != FTL_FMT_OK) {
+        ftl_log (ftl, FTL_LOG_WARN, "block %u page %u: damaged trim "
+                 "records; ignored", b, i);
+        continue;
+      }
+      ftl->p2l[ppn] = FTL_P2L_TRIM;
+      for (uint32_t k = 0; k < n; k++) {
+        if ((uint64_t) trims[k].lpn + trims[k].count > ftl->logical_pages)
+          continue;
+        *maxseq = MAX (*maxseq, trims[k].seq);
+        r = items_push (items, (struct item) {
+            .seq = trims[k].seq, .lpn = trims[k].lpn,
+            .count = trims[k].count, .ppn = ppn });
+        if (r < 0)
+          return r;
+      }
+    }
+  }
+
+  ftl_debug (ftl, FTL_DEBUG_RECOVERY, "block %u: rolled forward pages "
+             "%u..%u (erase count %u)", b, start, wp, ec);
+  media_set_block (m, b, ec, wp);
+  ftl->state[b] = wp == 0 ? FTL_BLK_FREE : FTL_BLK_FULL;
+  return 0;
+}
+
+static int
+roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
+              size_t errlen)
+{
+  struct items items = { 0 };
+  uint8_t *meta, *page;
+  struct ftl_trim_entry *trims;
+  uint64_t maxseq = ckpt_seq;
+  int r = 0;
+
+  meta = malloc ((size_t) ftl->media.meta_pages * ftl->page_size);
+  page = malloc (ftl->page_size);
+  trims = malloc (ftl_trim_page_capacity (ftl->page_size) * sizeof *trims);
+  if (!meta || !page || !trims) {
+    r = -ENOMEM;
+    goto out;
+  }
+
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    r = scan_block (ftl, b, meta, page, trims, &items, &maxseq);
+    if (r < 0) {
+      snprintf (errbuf, errlen, "recovery: reading erase block %u: %s",
+                b, strerror (-r));
+      goto out;
+    }
+  }
+
+  qsort (items.v, items.n, sizeof *items.v, cmp_item);
+  for (size_t i = 0; i < items.n; i++) {
+    const struct item *it = &items.v[i];
+    if (it->count == 0)
+      ftl->l2p[it->lpn] = it->ppn;
+    else if (it->seq >= ckpt_seq)
+      for (uint64_t l = it->lpn; l < (uint64_t) it->lpn + it->count; l++)
+        ftl->l2p[l] = FTL_UNMAPPED;
+  }
+  ftl_debug (ftl, FTL_DEBUG_RECOVERY, "rolled forward %zu log items",
+             items.n);
+  ftl->next_seq = maxseq + 1;
+
+ out:
+  free (items.v);
+  free (meta);
+  free (page);
+  free (trims);
+  return r;
+}
+
+/* Rebuild valid counts, the reverse map, and the free pool from the map
+ * and block states.
+ */
+static int
+rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
+{
+  uint64_t mapped = 0;
+
+  memset (ftl->valid, 0, ftl->blocks * sizeof *ftl->valid);
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
+    uint32_t ppn = ftl->l2p[lpn];
+    if (ppn == FTL_UNMAPPED)
+      continue;
+    uint32_t b = media_ppn_block (&ftl->media, ppn);
+    if (ftl->state[b] == FTL_BLK_FREE ||
+        media_ppn_page (&ftl->media, ppn) >= ftl->media.wp[b]) {
+      snprintf (errbuf, errlen, "logical page %" PRIu64 " maps to page %u "
+                "of erase block %u, which was never written", lpn,
+                media_ppn_page (&ftl->media, ppn), b);
+      return -EINVAL;
+    }
+    if (ftl->p2l[ppn] != FTL_UNMAPPED) {
+      snprintf (errbuf, errlen, "logical pages %u and %" PRIu64 " both map "
+                "to physical page %u", ftl->p2l[ppn], lpn, ppn);
+      return -EINVAL;
+    }
+    ftl->p2l[ppn] = lpn;
+    ftl->valid[b]++;
+    mapped++;
+  }
+  ftl->mapped = mapped;
+
+  ftl->nfree = 0;
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    /* Blocks that were open are closed: they stay partly written until
+     * GC reclaims them.
+     */
+    if (ftl->state[b] == FTL_BLK_OPEN)
+      ftl->state[b] = ftl->media.wp[b] == 0 ? FTL_BLK_FREE : FTL_BLK_FULL;
+    if (ftl->state[b] == FTL_BLK_FULL && ftl->media.wp[b] == 0)
+      ftl->state[b] = FTL_BLK_FREE;
+    if (ftl->state[b] == FTL_BLK_FREE) {
+      if (ftl->valid[b] != 0 || ftl->media.wp[b] != 0) {
+        snprintf (errbuf, errlen, "erase block %u is free but holds data", b);
+        return -EINVAL;
+      }
+      ftl->nfree++;
+    }
+  }
+  return 0;
+}
+
+int
+recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
+{
+  struct ftl_ckpt_header h;
+  bool clean;
+  int r;
+
+  for (uint64_t i = 0; i < (uint64_t) ftl->blocks * ftl->ppb; i++)
+    ftl->p2l[i] = FTL_UNMAPPED;
+
+  r = load_checkpoint (ftl, &h, errbuf, errlen);
+  if (r < 0)
+    return r;
+  for (int i = 0; i < FTL_CTR__MAX; i++)
+    ftl->ctr[i] = h.counters[i];
+  ftl->next_seq = h.seq;
+  ftl->durable_ckpt_seq = h.seq;
+
+  clean = ftl->sb.state == FTL_SB_CLEAN && h.clean &&
+    ftl->sb.clean_ckpt_gen == h.generation;
+  ftl_debug (ftl, FTL_DEBUG_RECOVERY, "checkpoint %" PRIu64 " at sequence %"
+             PRIu64 "; image %s", h.generation, h.seq,
+             clean ? "shut down cleanly" : "not shut down cleanly: "
+             "rolling the log forward");
+  if (!clean) {
+    r = roll_forward (ftl, h.seq, errbuf, errlen);
+    if (r < 0)
+      return r;
+  }
+  return rebuild (ftl, errbuf, errlen);
+}

@@ -1,0 +1,136 @@
+/* nbdkit-ftl: statistics.
+ *
+ * Counters are relaxed atomics bumped on the data path; this module only
+ * reads them.  The JSON file is written to a temporary file beside the
+ * target and renamed over it, so a reader never sees half a file.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl-internal.h"
+
+static uint64_t
+ctr (struct ftl *ftl, enum ftl_ckpt_counter c)
+{
+  return __atomic_load_n (&ftl->ctr[c], __ATOMIC_RELAXED);
+}
+
+void
+ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
+{
+  uint64_t sum = 0;
+
+  memset (st, 0, sizeof *st);
+  st->host_write_pages = ctr (ftl, FTL_CTR_HOST_WRITE);
+  st->host_read_pages = ctr (ftl, FTL_CTR_HOST_READ);
+  st->host_trim_pages = ctr (ftl, FTL_CTR_HOST_TRIM);
+  st->host_flushes = ctr (ftl, FTL_CTR_FLUSH);
+  st->media_program_pages = ctr (ftl, FTL_CTR_PROGRAM)
+    + __atomic_load_n (&ftl->media.programs, __ATOMIC_RELAXED);
+  st->media_read_pages = ctr (ftl, FTL_CTR_MEDIA_READ)
+    + __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
+  st->media_erases = ctr (ftl, FTL_CTR_ERASE)
+    + __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
+  st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
+  st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
+  st->checkpoints = ctr (ftl, FTL_CTR_CKPTS);
+  st->mapped_pages = __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED);
+  st->blocks_free = alloc_nfree (ftl);
+  st->blocks_total = ftl->blocks;
+  st->erase_min = UINT32_MAX;
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    uint32_t ec = media_erase_count (&ftl->media, b);
+    st->erase_min = MIN (st->erase_min, ec);
+    st->erase_max = MAX (st->erase_max, ec);
+    sum += ec;
+  }
+  st->erase_mean = (double) sum / ftl->blocks;
+  st->waf = st->host_write_pages
+    ? (double) st->media_program_pages / st->host_write_pages : 0.0;
+}
+
+int
+ftl_write_stats_json (struct ftl *ftl, const char *path)
+{
+  struct ftl_stats st;
+  char *tmp;
+  FILE *fp;
+  int r = 0;
+
+  ftl_get_stats (ftl, &st);
+  if (asprintf (&tmp, "%s.tmp.%ld", path, (long) getpid ()) == -1)
+    return -ENOMEM;
+  fp = fopen (tmp, "w");
+  if (!fp) {
+    r = -errno;
+    ftl_log (ftl, FTL_LOG_ERROR, "%s: %s", tmp, strerror (errno));
+    free (tmp);
+    return r;
+  }
+  fprintf (fp,
+           "{\n"
+           "  \"geometry\": {\n"
+           "    \"page_size\": %u,\n"
+           "    \"pages_per_block\": %u,\n"
+           "    \"blocks\": %u,\n"
+           "    \"logical_bytes\": %" PRIu64 ",\n"
+           "    \"logical_pages\": %" PRIu64 ",\n"
+           "    \"op_percent\": %.4f\n"
+           "  },\n"
+           "  \"host\": {\n"
+           "    \"write_pages\": %" PRIu64 ",\n"
+           "    \"read_pages\": %" PRIu64 ",\n"
+           "    \"trim_pages\": %" PRIu64 ",\n"
+           "    \"flushes\": %" PRIu64 "\n"
+           "  },\n"
+           "  \"media\": {\n"
+           "    \"program_pages\": %" PRIu64 ",\n"
+           "    \"read_pages\": %" PRIu64 ",\n"
+           "    \"erases\": %" PRIu64 "\n"
+           "  },\n"
+           "  \"gc\": {\n"
+           "    \"copied_pages\": %" PRIu64 ",\n"
+           "    \"runs\": %" PRIu64 "\n"
+           "  },\n"
+           "  \"checkpoints\": %" PRIu64 ",\n"
+           "  \"mapped_pages\": %" PRIu64 ",\n"
+           "  \"waf\": %.4f,\n"
+           "  \"wear\": {\n"
+           "    \"erase_min\": %u,\n"
+           "    \"erase_max\": %u,\n"
+           "    \"erase_mean\": %.4f\n"
+           "  },\n"
+           "  \"blocks\": {\n"
+           "    \"free\": %u,\n"
+           "    \"total\": %u\n"
+           "  }\n"
+           "}\n",
+           ftl->page_size, ftl->ppb, ftl->blocks, ftl->logical_bytes,
+           ftl->logical_pages, ftl->sb.op_ppm / 10000.0,
+           st.host_write_pages, st.host_read_pages, st.host_trim_pages,
+           st.host_flushes,
+           st.media_program_pages, st.media_read_pages, st.media_erases,
+           st.gc_copied_pages, st.gc_runs,
+           st.checkpoints, st.mapped_pages, st.waf,
+           st.erase_min, st.erase_max, st.erase_mean,
+           st.blocks_free, st.blocks_total);
+  if (ferror (fp))
+    r = -EIO;
+  if (fclose (fp) == EOF && r == 0)
+    r = -errno;
+  if (r == 0 && rename (tmp, path) == -1)
+    r = -errno;
+  if (r < 0) {
+    ftl_log (ftl, FTL_LOG_ERROR, "writing statistics to %s: %s", path,
+             strerror (-r));
+    unlink (tmp);
+  }
+  free (tmp);
+  return r;
+}

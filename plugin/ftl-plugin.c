@@ -1,0 +1,505 @@
+/* nbdkit-ftl: the nbdkit plugin.
+ *
+ * Thin glue between nbdkit and the FTL library (ftl/ftl.h): parse the
+ * parameters, open the image in .get_ready, and pass each request to the
+ * matching ftl_* call.  nbdkit serves one disk, so there is one global
+ * handle; the library is thread-safe, so the plugin runs fully parallel
+ * and takes no lock of its own on the data path.
+ *
+ * The library's functions own the names ftl_read, ftl_flush and so on,
+ * so the callbacks here are named ftl_plugin_<callback>.
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include "ftl.h"
+#include "stats-thread.h"
+
+/* Debug flags: -D ftl.gc=1 and so on. */
+NBDKIT_DLL_PUBLIC int ftl_debug_gc;       /* garbage collection */
+NBDKIT_DLL_PUBLIC int ftl_debug_ckpt;     /* checkpoints */
+NBDKIT_DLL_PUBLIC int ftl_debug_recovery; /* opening and roll-forward */
+NBDKIT_DLL_PUBLIC int ftl_debug_alloc;    /* erase block allocation */
+
+/* Parameters.  Zero means "not given". */
+static char *filename;                  /* file= */
+static uint64_t size;                   /* size= */
+static double op_percent;               /* op= */
+static uint32_t page_size;              /* page-size= */
+static uint32_t pages_per_block;        /* pages-per-block= */
+static unsigned streams;                /* streams= */
+static char *stats_path;                /* stats= */
+static unsigned stats_interval = 1;     /* stats-interval= */
+static bool rotational;                 /* rotational= */
+
+/* The open image, from .get_ready to .cleanup. */
+static struct ftl *ftl;
+static struct ftl_geometry geometry;
+
+static void
+ftl_plugin_unload (void)
+{
+  free (filename);
+  free (stats_path);
+}
+
+/* Parse a size that must be a power of 2 in [min, max]. */
+static int
+parse_power_of_2 (const char *key, const char *value,
+                  uint64_t min, uint64_t max, uint32_t *r)
+{
+  int64_t v = nbdkit_parse_size (value);
+
+  if (v == -1)
+    return -1;
+  if (v < (int64_t) min || v > (int64_t) max || (v & (v - 1)) != 0) {
+    nbdkit_error ("%s must be a power of 2 from %" PRIu64 " to %" PRIu64
+                  ": %s", key, min, max, value);
+    return -1;
+  }
+  *r = v;
+  return 0;
+}
+
+/* Parse op=: a decimal percentage such as 28 or 12.5. */
+static int
+parse_op (const char *value, double *r)
+{
+  char *end;
+  double d;
+
+  errno = 0;
+  d = strtod (value, &end);
+  if (errno != 0 || end == value || *end != '\0' || !isfinite (d) ||
+      d < FTL_MIN_OP_PERCENT || d > FTL_MAX_OP_PERCENT) {
+    nbdkit_error ("op must be a percentage from %g to %g: %s",
+                  FTL_MIN_OP_PERCENT, FTL_MAX_OP_PERCENT, value);
+    return -1;
+  }
+  *r = d;
+  return 0;
+}
+
+static int
+ftl_plugin_config (const char *key, const char *value)
+{
+  int64_t v;
+  int b;
+
+  if (strcmp (key, "file") == 0) {
+    /* nbdkit changes directory when it becomes a daemon. */
+    free (filename);
+    filename = nbdkit_absolute_path (value);
+    if (filename == NULL)
+      return -1;
+  }
+  else if (strcmp (key, "size") == 0) {
+    v = nbdkit_parse_size (value);
+    if (v == -1)
+      return -1;
+    if (v == 0) {
+      nbdkit_error ("size must be greater than 0");
+      return -1;
+    }
+    size = v;
+  }
+  else if (strcmp (key, "op") == 0) {
+    if (parse_op (value, &op_percent) == -1)
+      return -1;
+  }
+  else if (strcmp (key, "page-size") == 0) {
+    if (parse_power_of_2 (key, value, FTL_MIN_PAGE_SIZE, FTL_MAX_PAGE_SIZE,
+                          &page_size) == -1)
+      return -1;
+  }
+  else if (strcmp (key, "pages-per-block") == 0) {
+    if (parse_power_of_2 (key, value, FTL_MIN_PAGES_PER_BLOCK,
+                          FTL_MAX_PAGES_PER_BLOCK, &pages_per_block) == -1)
+      return -1;
+  }
+  else if (strcmp (key, "streams") == 0) {
+    if (nbdkit_parse_unsigned ("streams", value, &streams) == -1)
+      return -1;
+    if (streams < 1 || streams > FTL_MAX_STREAMS) {
+      nbdkit_error ("streams must be from 1 to %d: %s",
+                    FTL_MAX_STREAMS, value);
+      return -1;
+    }
+  }
+  else if (strcmp (key, "stats") == 0) {
+    free (stats_path);
+    stats_path = nbdkit_absolute_path (value);
+    if (stats_path == NULL)
+      return -1;
+  }
+  else if (strcmp (key, "stats-interval") == 0) {
+    if (nbdkit_parse_unsigned ("stats-interval", value,
+                               &stats_interval) == -1)
+      return -1;
+    if (stats_interval < 1) {
+      nbdkit_error ("stats-interval must be at least 1 second: %s", value);
+      return -1;
+    }
+  }
+  else if (strcmp (key, "rotational") == 0) {
+    b = nbdkit_parse_bool (value);
+    if (b == -1)
+      return -1;
+    rotational = b;
+  }
+  else {
+    nbdkit_error ("unknown parameter '%s'", key);
+    return -1;
+  }
+
+  return 0;
+}
+
+static int
+ftl_plugin_config_complete (void)
+{
+  char *dir;
+  int r;
+
+  if (filename == NULL) {
+    nbdkit_error ("you must supply the file=<FILENAME> parameter");
+    return -1;
+  }
+
+  /* Refuse an unusable statistics path now, before the image is
+   * opened, so that this mistake cannot touch the image.
+   */
+  if (stats_path) {
+    dir = strdup (stats_path);
+    if (dir == NULL) {
+      nbdkit_error ("strdup: %m");
+      return -1;
+    }
+    r = access (dirname (dir), W_OK | X_OK);
+    free (dir);
+    if (r == -1) {
+      nbdkit_error ("stats: cannot write a file next to %s: %m", stats_path);
+      return -1;
+    }
+  }
+
+  return 0;
+}
+
+#define ftl_plugin_config_help \
+  "file=<FILENAME>     (required) The image; created if absent and size= is given.\n" \
+  "size=<SIZE>                    Disk size (required to create an image).\n" \
+  "op=<PERCENT>                   Over-provisioning of a new image (default 28).\n" \
+  "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
+  "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
+  "streams=<N>                    Host write frontiers (default 4).\n" \
+  "stats=<FILENAME>               Write statistics as JSON to this file.\n" \
+  "stats-interval=<SECS>          Rewrite them this often while busy (default 1).\n" \
+  "rotational=<BOOL>              Advertise a rotating disk (default false)."
+
+/* Pass the library's messages to nbdkit. */
+static void
+log_message (void *opaque, enum ftl_log_level level, const char *msg)
+{
+  switch (level) {
+  case FTL_LOG_ERROR:
+    nbdkit_error ("%s", msg);
+    break;
+  case FTL_LOG_WARN:
+    nbdkit_debug ("warning: %s", msg);
+    break;
+  case FTL_LOG_DEBUG:
+    nbdkit_debug ("%s", msg);
+    break;
+  }
+}
+
+static int
+ftl_plugin_get_ready (void)
+{
+  char errbuf[512] = "";
+  struct ftl_options opts = {
+    .path            = filename,
+    .logical_bytes   = size,
+    .page_size       = page_size,
+    .pages_per_block = pages_per_block,
+    .op_percent      = op_percent,
+    .streams         = streams,
+    .readonly        = false,
+    .debug           = (ftl_debug_gc       ? FTL_DEBUG_GC : 0) |
+                       (ftl_debug_ckpt     ? FTL_DEBUG_CKPT : 0) |
+                       (ftl_debug_recovery ? FTL_DEBUG_RECOVERY : 0) |
+                       (ftl_debug_alloc    ? FTL_DEBUG_ALLOC : 0),
+    .log             = log_message,
+    .log_opaque      = NULL,
+  };
+  int r;
+
+  r = ftl_open (&opts, &ftl, errbuf, sizeof errbuf);
+  if (r < 0) {
+    nbdkit_error ("%s: %s", filename,
+                  errbuf[0] ? errbuf : strerror (-r));
+    ftl = NULL;
+    return -1;
+  }
+
+  ftl_get_geometry (ftl, &geometry);
+
+  if (stats_path && stats_init (ftl, stats_path, stats_interval) == -1) {
+    ftl_close (ftl);
+    ftl = NULL;
+    return -1;
+  }
+
+  return 0;
+}
+
+static int
+ftl_plugin_after_fork (void)
+{
+  return stats_start ();
+}
+
+static void
+ftl_plugin_cleanup (void)
+{
+  int r;
+
+  if (ftl == NULL)
+    return;
+
+  stats_stop ();
+  r = ftl_close (ftl);
+  ftl = NULL;
+  if (r < 0)
+    nbdkit_error ("%s: close: %s", filename, strerror (-r));
+}
+
+static void *
+ftl_plugin_open (int readonly)
+{
+  return NBDKIT_HANDLE_NOT_NEEDED;
+}
+
+static int64_t
+ftl_plugin_get_size (void *handle)
+{
+  return geometry.logical_bytes;
+}
+
+static int
+ftl_plugin_block_size (void *handle,
+                       uint32_t *minimum, uint32_t *preferred,
+                       uint32_t *maximum)
+{
+  /* Any alignment works; whole pages avoid read-modify-write. */
+  *minimum = 1;
+  *preferred = geometry.page_size;
+  *maximum = 0xffffffff;
+  return 0;
+}
+
+static int
+ftl_plugin_is_rotational (void *handle)
+{
+  return rotational;
+}
+
+/* Every capability is native except cache, which nbdkit emulates with
+ * a read.  Flush covers all connections, so multi-conn is safe.
+ */
+static int
+ftl_plugin_can_true (void *handle)
+{
+  return 1;
+}
+
+static int
+ftl_plugin_can_fua (void *handle)
+{
+  return NBDKIT_FUA_NATIVE;
+}
+
+static int
+ftl_plugin_can_cache (void *handle)
+{
+  return NBDKIT_CACHE_EMULATE;
+}
+
+/* Report a library error to nbdkit and the client. */
+static int
+fail (int r)
+{
+  assert (r < 0);
+  nbdkit_set_error (-r);
+  return -1;
+}
+
+static int
+ftl_plugin_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
+                  uint32_t flags)
+{
+  int r;
+
+  assert (flags == 0);
+  r = ftl_read (ftl, buf, count, offset);
+  return r < 0 ? fail (r) : 0;
+}
+
+static int
+ftl_plugin_pwrite (void *handle, const void *buf, uint32_t count,
+                   uint64_t offset, uint32_t flags)
+{
+  int r;
+
+  assert ((flags & ~NBDKIT_FLAG_FUA) == 0);
+  r = ftl_write (ftl, buf, count, offset,
+                 flags & NBDKIT_FLAG_FUA ? FTL_FUA : 0);
+  return r < 0 ? fail (r) : 0;
+}
+
+static int
+ftl_plugin_flush (void *handle, uint32_t flags)
+{
+  int r;
+
+  assert (flags == 0);
+  r = ftl_flush (ftl);
+  if (r < 0)
+    return fail (r);
+  stats_write ();
+  return 0;
+}
+
+static int
+ftl_plugin_trim (void *handle, uint32_t count, uint64_t offset,
+                 uint32_t flags)
+{
+  int r;
+
+  assert ((flags & ~NBDKIT_FLAG_FUA) == 0);
+  r = ftl_trim (ftl, count, offset, flags & NBDKIT_FLAG_FUA ? FTL_FUA : 0);
+  return r < 0 ? fail (r) : 0;
+}
+
+/* Zeroing unmaps whole pages and writes zeros into partial ones: it is
+ * always fast, so NBDKIT_FLAG_FAST_ZERO needs nothing.
+ */
+static int
+ftl_plugin_zero (void *handle, uint32_t count, uint64_t offset,
+                 uint32_t flags)
+{
+  unsigned f = 0;
+  int r;
+
+  assert ((flags & ~(NBDKIT_FLAG_FUA | NBDKIT_FLAG_MAY_TRIM |
+                     NBDKIT_FLAG_FAST_ZERO)) == 0);
+  if (flags & NBDKIT_FLAG_FUA)
+    f |= FTL_FUA;
+  if (flags & NBDKIT_FLAG_MAY_TRIM)
+    f |= FTL_MAY_TRIM;
+  r = ftl_zero (ftl, count, offset, f);
+  return r < 0 ? fail (r) : 0;
+}
+
+struct extents_ctx {
+  struct nbdkit_extents *extents;
+  bool req_one;                 /* stop after the first run */
+  bool stopped;                 /* we asked the library to stop */
+  int err;                      /* errno from nbdkit_add_extent */
+};
+
+static int
+add_extent (void *opaque, uint64_t offset, uint64_t length, bool hole)
+{
+  struct extents_ctx *ctx = opaque;
+  uint32_t type = hole ? NBDKIT_EXTENT_HOLE | NBDKIT_EXTENT_ZERO : 0;
+
+  if (nbdkit_add_extent (ctx->extents, offset, length, type) == -1) {
+    ctx->err = errno;
+    ctx->stopped = true;
+    return -1;
+  }
+  if (ctx->req_one) {
+    ctx->stopped = true;
+    return -1;
+  }
+  return 0;
+}
+
+static int
+ftl_plugin_extents (void *handle, uint32_t count, uint64_t offset,
+                    uint32_t flags, struct nbdkit_extents *extents)
+{
+  struct extents_ctx ctx = {
+    .extents = extents,
+    .req_one = flags & NBDKIT_FLAG_REQ_ONE,
+  };
+  int r;
+
+  assert ((flags & ~NBDKIT_FLAG_REQ_ONE) == 0);
+  r = ftl_extents (ftl, count, offset, add_extent, &ctx);
+  if (ctx.err) {
+    nbdkit_set_error (ctx.err);
+    return -1;
+  }
+  /* Stopping early on purpose is not an error, whatever the library
+   * returns for it.
+   */
+  if (r < 0 && !ctx.stopped)
+    return fail (r);
+  return 0;
+}
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+static struct nbdkit_plugin plugin = {
+  .name              = "ftl",
+  .longname          = "nbdkit flash translation layer plugin",
+  .version           = PACKAGE_VERSION,
+  .description       = "A log-structured flash translation layer over a file",
+  .unload            = ftl_plugin_unload,
+  .config            = ftl_plugin_config,
+  .config_complete   = ftl_plugin_config_complete,
+  .config_help       = ftl_plugin_config_help,
+  .magic_config_key  = "file",
+  .get_ready         = ftl_plugin_get_ready,
+  .after_fork        = ftl_plugin_after_fork,
+  .cleanup           = ftl_plugin_cleanup,
+  .open              = ftl_plugin_open,
+  .get_size          = ftl_plugin_get_size,
+  .block_size        = ftl_plugin_block_size,
+  .is_rotational     = ftl_plugin_is_rotational,
+  .can_write         = ftl_plugin_can_true,
+  .can_flush         = ftl_plugin_can_true,
+  .can_fua           = ftl_plugin_can_fua,
+  .can_trim          = ftl_plugin_can_true,
+  .can_zero          = ftl_plugin_can_true,
+  .can_fast_zero     = ftl_plugin_can_true,
+  .can_extents       = ftl_plugin_can_true,
+  .can_cache         = ftl_plugin_can_cache,
+  .can_multi_conn    = ftl_plugin_can_true,
+  .pread             = ftl_plugin_pread,
+  .pwrite            = ftl_plugin_pwrite,
+  .flush             = ftl_plugin_flush,
+  .trim              = ftl_plugin_trim,
+  .zero              = ftl_plugin_zero,
+  .extents           = ftl_plugin_extents,
+};
+
+NBDKIT_REGISTER_PLUGIN (plugin)

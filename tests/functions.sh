@@ -1,0 +1,132 @@
+# nbdkit-ftl: helpers for the shell tests.  Source it with:
+#
+#   source "${srcdir:-.}/functions.sh"
+#
+# The Makefile exports FTL_PLUGIN (the built plugin) and puts /usr/bin
+# first in PATH (nbdsh needs the system python3).
+
+set -e
+set -u
+set -o pipefail
+
+: "${FTL_PLUGIN:=../plugin/.libs/nbdkit-ftl-plugin.so}"
+
+# requires CMD...: skip the test (exit 77) unless every command exists.
+requires ()
+{
+    local cmd
+    for cmd in "$@"; do
+        if ! command -v "$cmd" >/dev/null 2>&1; then
+            echo "$0: SKIP: $cmd not found"
+            exit 77
+        fi
+    done
+}
+
+# requires_plugin: skip unless the plugin has been built.
+requires_plugin ()
+{
+    requires nbdkit
+    if [ ! -f "$FTL_PLUGIN" ]; then
+        echo "$0: SKIP: plugin $FTL_PLUGIN not built"
+        exit 77
+    fi
+}
+
+# cleanup_fn CMD [ARGS...]: run the command when the test exits, however
+# it exits.  Commands run in reverse order of registration.
+_cleanup_cmds=()
+
+cleanup_fn ()
+{
+    local cmd
+    printf -v cmd '%q ' "$@"
+    _cleanup_cmds+=("$cmd")
+}
+
+_run_cleanup ()
+{
+    local status=$? i
+    set +e
+    for (( i = ${#_cleanup_cmds[@]} - 1; i >= 0; i-- )); do
+        eval "${_cleanup_cmds[i]}"
+    done
+    exit $status
+}
+trap _run_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# make_tmpdir: create a private directory in $tmp, removed at exit.
+make_tmpdir ()
+{
+    tmp="$(mktemp -d "${TMPDIR:-/tmp}/ftl-test.XXXXXX")"
+    cleanup_fn rm -rf "$tmp"
+}
+
+# start_server SOCKET PIDFILE ARGS...: run the plugin with nbdkit in the
+# background and wait until it serves SOCKET.  stop_server (clean
+# shutdown) or kill_server (kill -9) ends it; in any case it is killed
+# when the test exits, and it cannot outlive 10 minutes.
+start_server ()
+{
+    local sock="$1" pidfile="$2" i
+    shift 2
+    rm -f "$sock" "$pidfile"
+    timeout -k 10 600 nbdkit -f -U "$sock" -P "$pidfile" "$FTL_PLUGIN" "$@" &
+    _server_job=$!
+    cleanup_fn _kill_pidfile "$pidfile"
+    for (( i = 0; i < 300; i++ )); do
+        if [ -s "$pidfile" ] && [ -S "$sock" ]; then
+            return 0
+        fi
+        if ! kill -0 $_server_job 2>/dev/null; then
+            echo "$0: nbdkit exited before serving $sock"
+            return 1
+        fi
+        sleep 0.1
+    done
+    echo "$0: nbdkit did not start within 30 seconds"
+    return 1
+}
+
+_kill_pidfile ()
+{
+    if [ -s "$1" ]; then
+        kill -9 "$(cat "$1")" 2>/dev/null
+        rm -f "$1"
+    fi
+}
+
+# stop_server PIDFILE: clean shutdown (SIGTERM); wait until it is over.
+# A server that takes more than 30 seconds to stop is killed, and the
+# test fails.
+stop_server ()
+{
+    local r=0 pid watchdog
+    pid="$(cat "$1")"
+    kill -TERM "$pid"
+    (
+        trap 'kill $sleeper 2>/dev/null; exit 0' TERM
+        sleep 30 & sleeper=$!
+        wait $sleeper
+        kill -9 "$pid"
+    ) 2>/dev/null &
+    watchdog=$!
+    { wait $_server_job; } 2>/dev/null || r=$?
+    kill $watchdog 2>/dev/null || :
+    wait $watchdog 2>/dev/null || :
+    rm -f "$1"
+    if [ $r -ne 0 ]; then
+        echo "$0: nbdkit exited with status $r after SIGTERM"
+    fi
+    return $r
+}
+
+# kill_server PIDFILE: simulate a crash (SIGKILL); wait until it is over.
+kill_server ()
+{
+    kill -9 "$(cat "$1")"
+    { wait $_server_job; } 2>/dev/null || :
+    rm -f "$1"
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# nbdkit-ftl: fio random writes from two connections, three times the
+# size of the disk so that garbage collection runs, with every block
+# verified.
+
+source "${srcdir:-.}/functions.sh"
+requires_plugin
+requires fio jq timeout
+
+make_tmpdir
+export tmp
+
+# Each job owns half of the 64 MiB disk and writes it three times over
+# (--loops=3), verifying after each pass; --fsync=64 sends flushes.
+# fio runs in $tmp so that nothing it writes is left behind.
+timeout 600 nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" size=64M op=28 \
+    stats="$tmp/stats.json" \
+    --run '
+        cd "$tmp"
+        fio --name=ftl --ioengine=nbd --uri="$uri" \
+            --rw=randwrite --bs=4k --iodepth=8 \
+            --numjobs=2 --size=32M --offset_increment=32M --loops=3 \
+            --fsync=64 \
+            --verify=crc32c --do_verify=1 --verify_fatal=1 \
+            --verify_state_save=0 \
+            --group_reporting
+    '
+
+cat "$tmp/stats.json"
+jq -e '.host.write_pages == 2 * 3 * 8192' "$tmp/stats.json"
+jq -e '.gc.runs > 0 and .media.erases > 0' "$tmp/stats.json"
+jq -e '.waf >= 1' "$tmp/stats.json"
+jq -e '.mapped_pages == 16384' "$tmp/stats.json"
