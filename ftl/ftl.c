@@ -367,26 +367,25 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   if (ftl->fd == -1) {
     r = -errno;
     if (errno == ENOENT && !o->logical_bytes)
-      snprintf (errbuf, errlen, "%s: no such file (give a size to create a "
-                "new image)", o->path);
+      snprintf (errbuf, errlen, "no such file (give a size to create a "
+                "new image)");
     else
-      snprintf (errbuf, errlen, "%s: %s", o->path, strerror (errno));
+      snprintf (errbuf, errlen, "%s", strerror (errno));
     goto fail;
   }
   if (flock (ftl->fd, (o->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) == -1) {
     r = -errno;
-    snprintf (errbuf, errlen, "%s: the image is in use by another process",
-              o->path);
+    snprintf (errbuf, errlen, "the image is in use by another process");
     goto fail;
   }
   if (fstat (ftl->fd, &st) == -1) {
     r = -errno;
-    snprintf (errbuf, errlen, "%s: %s", o->path, strerror (errno));
+    snprintf (errbuf, errlen, "%s", strerror (errno));
     goto fail;
   }
   if (!S_ISREG (st.st_mode)) {
     r = -EINVAL;
-    snprintf (errbuf, errlen, "%s: not a regular file", o->path);
+    snprintf (errbuf, errlen, "not a regular file");
     goto fail;
   }
 
@@ -394,14 +393,14 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
     struct ftl_superblock sb;
     if (!o->logical_bytes) {
       r = -EINVAL;
-      snprintf (errbuf, errlen, "%s is empty: give a size to create a new "
-                "image", o->path);
+      snprintf (errbuf, errlen, "the file is empty: give a size to create "
+                "a new image");
       goto fail;
     }
     if (o->readonly) {
       r = -EROFS;
-      snprintf (errbuf, errlen, "%s is empty and cannot be created "
-                "read-only", o->path);
+      snprintf (errbuf, errlen, "the file is empty and a new image cannot "
+                "be created read-only");
       goto fail;
     }
     r = new_geometry (o, &sb, errbuf, errlen);
@@ -528,7 +527,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   if (created)
     unlink (o->path);
   if (errlen && !errbuf[0])
-    snprintf (errbuf, errlen, "%s: %s", o->path, strerror (-r));
+    snprintf (errbuf, errlen, "%s", strerror (-r));
   ftl_free (ftl);
   return r;
 }

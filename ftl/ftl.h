@@ -92,8 +92,10 @@ struct ftl_options {
 
 /* Open an image, creating it if the file is absent or empty and
  * logical_bytes is given.  On failure returns a negative errno and
- * writes a one-line explanation into errbuf.  A failed open never
- * modifies an existing image.
+ * writes a one-line explanation into errbuf (without the file name,
+ * which the caller knows).  A failed open never modifies an existing
+ * image.  The geometry is a property of the image; streams is chosen at
+ * each open.
  */
 extern int ftl_open (const struct ftl_options *opts, struct ftl **ftlp,
                      char *errbuf, size_t errbuf_len);
@@ -140,7 +142,8 @@ extern int ftl_flush (struct ftl *ftl);
 /* Report the range [offset, offset+count) as runs of mapped data and
  * holes (unmapped pages, which read as zeros).  The callback is called
  * with runs in ascending order that cover the range exactly; it returns 0
- * to continue or -1 to stop early.
+ * to continue or -1 to stop early, which is not an error: ftl_extents
+ * then returns 0.
  */
 typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
                               bool hole);
@@ -169,7 +172,9 @@ struct ftl_stats {
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
 
 /* Write the statistics as a JSON object to path, replacing the file
- * atomically (write to a temporary file, then rename).
+ * atomically (write to a unique temporary file, then rename).  Safe to
+ * call from several threads.  Returns 0 or a negative errno; it logs
+ * nothing, so that the caller decides how often to report a failure.
  */
 extern int ftl_write_stats_json (struct ftl *ftl, const char *path);
 

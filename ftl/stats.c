@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ftl-internal.h"
@@ -61,15 +62,18 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
   struct ftl_stats st;
   char *tmp;
   FILE *fp;
-  int r = 0;
+  int fd, r = 0;
 
   ftl_get_stats (ftl, &st);
-  if (asprintf (&tmp, "%s.tmp.%ld", path, (long) getpid ()) == -1)
+  if (asprintf (&tmp, "%s.XXXXXX", path) == -1)
     return -ENOMEM;
-  fp = fopen (tmp, "w");
-  if (!fp) {
+  fd = mkstemp (tmp);
+  if (fd == -1 || fchmod (fd, 0644) == -1 || !(fp = fdopen (fd, "w"))) {
     r = -errno;
-    ftl_log (ftl, FTL_LOG_ERROR, "%s: %s", tmp, strerror (errno));
+    if (fd >= 0) {
+      close (fd);
+      unlink (tmp);
+    }
     free (tmp);
     return r;
   }
@@ -126,11 +130,8 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
     r = -errno;
   if (r == 0 && rename (tmp, path) == -1)
     r = -errno;
-  if (r < 0) {
-    ftl_log (ftl, FTL_LOG_ERROR, "writing statistics to %s: %s", path,
-             strerror (-r));
+  if (r < 0)
     unlink (tmp);
-  }
   free (tmp);
   return r;
 }
