@@ -355,7 +355,16 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   ftl->log_opaque = o->log_opaque;
   pthread_mutex_init (&ftl->trim_lock, NULL);
   pthread_mutex_init (&ftl->ckpt_lock, NULL);
-  pthread_rwlock_init (&ftl->ckpt_rw, NULL);
+  /* Writer-preferring: under a steady stream of requests a checkpoint
+   * must not starve.  Nothing takes ckpt_rw shared twice in one thread,
+   * which this kind of lock would not allow.
+   */
+  pthread_rwlockattr_t rwattr;
+  pthread_rwlockattr_init (&rwattr);
+  pthread_rwlockattr_setkind_np (&rwattr,
+                                 PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init (&ftl->ckpt_rw, &rwattr);
+  pthread_rwlockattr_destroy (&rwattr);
   if (!ftl->path) { r = -ENOMEM; goto fail; }
 
   /* Open or create the file. */

@@ -229,20 +229,20 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
 
 START_TEST (test_model_small_pages)
 {
-  run_model (64 * 1024, 512, 8, 100, 1, 300000);
+  run_model (64 * 1024, 512, 8, 100, 1, 600000);
 }
 END_TEST
 
 START_TEST (test_model_4k_streams)
 {
-  run_model (1024 * 1024, 4096, 8, 50, 2, 200000);
+  run_model (1024 * 1024, 4096, 8, 50, 2, 400000);
 }
 END_TEST
 
 START_TEST (test_model_odd_size)
 {
   /* A size that is not a multiple of the page size. */
-  run_model (300 * 1024 + 512, 4096, 8, 150, 1, 100000);
+  run_model (300 * 1024 + 512, 4096, 8, 150, 1, 200000);
 }
 END_TEST
 
