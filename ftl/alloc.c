@@ -31,7 +31,8 @@ int
 alloc_init (struct ftl *ftl)
 {
   ftl->state = calloc (ftl->blocks, 1);
-  if (!ftl->state)
+  ftl->close_seq = calloc (ftl->blocks, sizeof *ftl->close_seq);
+  if (!ftl->state || !ftl->close_seq)
     return -ENOMEM;
   pthread_mutex_init (&ftl->alloc_lock, NULL);
   for (unsigned i = 0; i < FTL_STRIPES; i++)
@@ -52,7 +53,9 @@ void
 alloc_free (struct ftl *ftl)
 {
   free (ftl->state);
+  free (ftl->close_seq);
   ftl->state = NULL;
+  ftl->close_seq = NULL;
   pthread_mutex_destroy (&ftl->alloc_lock);
   for (unsigned i = 0; i < FTL_STRIPES; i++)
     pthread_mutex_destroy (&ftl->stripe[i]);
@@ -178,6 +181,8 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
   if (f->wp == ftl->ppb) {
     pthread_mutex_lock (&ftl->alloc_lock);
     ftl->state[f->block] = FTL_BLK_FULL;
+    ftl->close_seq[f->block] =
+      __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
     pthread_mutex_unlock (&ftl->alloc_lock);
     f->block = FTL_NO_BLOCK;
     f->wp = 0;
@@ -203,8 +208,10 @@ frontier_close_all (struct ftl *ftl)
         ftl->state[all[i]->block] = FTL_BLK_FREE;
         ftl->nfree++;
       }
-      else
+      else {
         ftl->state[all[i]->block] = FTL_BLK_FULL;
+        ftl->close_seq[all[i]->block] = ftl->next_seq;
+      }
       all[i]->block = FTL_NO_BLOCK;
       all[i]->wp = 0;
     }

@@ -122,6 +122,9 @@ struct ftl {
   pthread_mutex_t gc_lock;
   uint32_t gc_low;              /* foreground GC starts at or below */
   uint32_t gc_high;             /* ... and stops above */
+  enum ftl_gc_policy gc_policy;
+  uint64_t *close_seq;          /* per block: next_seq when it filled up
+                                 * (under alloc_lock) */
   uint8_t *gc_buf;              /* relocation buffer, under gc_lock */
   uint8_t *gc_oob;
   uint32_t gc_buf_pages;

@@ -293,6 +293,11 @@ validate_options (const struct ftl_options *o, char *errbuf, size_t errlen)
               FTL_MAX_OP_PERCENT);
     return -EINVAL;
   }
+  if (o->gc_policy != FTL_GC_GREEDY && o->gc_policy != FTL_GC_COST_BENEFIT) {
+    snprintf (errbuf, errlen, "unknown garbage collection policy %d",
+              (int) o->gc_policy);
+    return -EINVAL;
+  }
   if (o->streams > FTL_MAX_STREAMS) {
     snprintf (errbuf, errlen, "streams %u is out of range (1 to %d)",
               o->streams, FTL_MAX_STREAMS);
@@ -490,6 +495,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   }
 
   /* Foreground GC keeps a few blocks beyond the reserve free. */
+  ftl->gc_policy = o->gc_policy;
   ftl->gc_low = FTL_GC_LOW_BLOCKS;
   ftl->gc_high = ftl->gc_low + MIN (spare / 16, 8);
   /* A checkpoint every eighth of the physical pages bounds recovery and

@@ -68,6 +68,15 @@ enum ftl_log_level { FTL_LOG_ERROR, FTL_LOG_WARN, FTL_LOG_DEBUG };
 #define FTL_DEBUG_RECOVERY  (1u << 2)
 #define FTL_DEBUG_ALLOC     (1u << 3)
 
+/* Garbage collection victim selection. */
+enum ftl_gc_policy {
+  FTL_GC_GREEDY = 0,            /* fewest valid pages */
+  FTL_GC_COST_BENEFIT = 1,      /* (1-u) * age / (1+u), as in LFS */
+};
+/* "greedy" or "cost-benefit"; and back (-1 for an unknown name). */
+extern const char *ftl_gc_policy_name (enum ftl_gc_policy p);
+extern int ftl_gc_policy_from_name (const char *name);
+
 typedef void (*ftl_log_fn) (void *opaque, enum ftl_log_level level,
                             const char *msg);
 
@@ -83,6 +92,7 @@ struct ftl_options {
   uint32_t pages_per_block;     /* power of 2 */
   double op_percent;            /* (physical - logical) / logical * 100 */
   unsigned streams;             /* host write frontiers (0 = default) */
+  enum ftl_gc_policy gc_policy; /* chosen at each open */
   bool readonly;                /* open without writing anything */
   unsigned debug;               /* FTL_DEBUG_* bits */
   ftl_log_fn log;               /* may be NULL */
@@ -168,6 +178,7 @@ struct ftl_stats {
   uint32_t erase_min, erase_max;
   double erase_mean;
   double waf;                   /* media_program_pages / host_write_pages */
+  enum ftl_gc_policy gc_policy;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
 

@@ -1,6 +1,7 @@
 /* nbdkit-ftl: garbage collection.
  *
- * Victim selection is greedy: the FULL block with the fewest valid pages.
+ * Victim selection is greedy (the FULL block with the fewest valid pages)
+ * or cost-benefit (see pick_victim).
  * Relocation reads the victim's OOB entries once, then for each page that
  * is still valid (l2p[p2l[ppn]] == ppn) reads the data, checks it against
  * its OOB checksum, programs it at the GC frontier with its original
@@ -51,30 +52,67 @@ gc_free (struct ftl *ftl)
   pthread_mutex_destroy (&ftl->gc_lock);
 }
 
-/* Greedy: the FULL block with the fewest valid pages, or FTL_NO_BLOCK if
- * every FULL block is entirely valid.
+const char *
+ftl_gc_policy_name (enum ftl_gc_policy p)
+{
+  switch (p) {
+  case FTL_GC_GREEDY: return "greedy";
+  case FTL_GC_COST_BENEFIT: return "cost-benefit";
+  }
+  return "unknown";
+}
+
+int
+ftl_gc_policy_from_name (const char *name)
+{
+  if (strcmp (name, "greedy") == 0)
+    return FTL_GC_GREEDY;
+  if (strcmp (name, "cost-benefit") == 0)
+    return FTL_GC_COST_BENEFIT;
+  return -1;
+}
+
+/* Choose a victim among the FULL blocks, or FTL_NO_BLOCK if reclaiming
+ * any of them would free nothing.
+ *
+ * The cost of a block is the pages that must be copied: valid pages and
+ * trim pages written since the last checkpoint.  Erasing frees the whole
+ * block, so u = cost / pages_per_block, unwritten pages of a block
+ * closed early (at a restart) included.
+ *
+ *   greedy        the lowest u.
+ *   cost-benefit  the highest (1 - u) * age / (1 + u), where age is the
+ *                 number of sequence numbers issued since the block
+ *                 filled up: an old block's remaining data is likely to
+ *                 stay valid (cold), so reclaiming it now is worth more
+ *                 than its count of valid pages says.
  */
 static uint32_t
 pick_victim (struct ftl *ftl)
 {
-  uint32_t best = FTL_NO_BLOCK, best_valid = UINT32_MAX;
+  uint32_t best = FTL_NO_BLOCK;
+  double best_score = -1.0;
+  uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
 
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     if (ftl->state[b] != FTL_BLK_FULL)
       continue;
-    /* Cost: pages that must be copied.  Trim pages written since the
-     * last checkpoint count too.
-     */
-    uint32_t v = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
+    uint32_t cost = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
       + __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);
-    /* Erasing frees the whole block, unwritten pages of a block closed
-     * early (at a restart) included.
-     */
-    if (v < best_valid && v < ftl->ppb) {
+    if (cost >= ftl->ppb)
+      continue;
+    double u = (double) cost / ftl->ppb, score;
+    if (ftl->gc_policy == FTL_GC_COST_BENEFIT) {
+      double age = (double) (now - MIN (now, ftl->close_seq[b])) + 1.0;
+      score = (1.0 - u) * age / (1.0 + u);
+    }
+    else
+      score = 1.0 - u;
+    if (score > best_score) {
       best = b;
-      best_valid = v;
-      if (v == 0)
+      best_score = score;
+      if (cost == 0 && ftl->gc_policy == FTL_GC_GREEDY)
         break;
     }
   }

@@ -402,6 +402,8 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
       ftl->state[b] = ftl->media.wp[b] == 0 ? FTL_BLK_FREE : FTL_BLK_FULL;
     if (ftl->state[b] == FTL_BLK_FULL && ftl->media.wp[b] == 0)
       ftl->state[b] = FTL_BLK_FREE;
+    /* Ages are not persistent: every block starts the same age. */
+    ftl->close_seq[b] = ftl->next_seq;
     if (ftl->state[b] == FTL_BLK_FREE) {
       if (ftl->valid[b] != 0 || ftl->media.wp[b] != 0) {
         snprintf (errbuf, errlen, "erase block %u is free but holds data", b);

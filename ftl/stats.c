@@ -52,6 +52,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     sum += ec;
   }
   st->erase_mean = (double) sum / ftl->blocks;
+  st->gc_policy = ftl->gc_policy;
   st->waf = st->host_write_pages
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
 }
@@ -99,6 +100,7 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "    \"erases\": %" PRIu64 "\n"
            "  },\n"
            "  \"gc\": {\n"
+           "    \"policy\": \"%s\",\n"
            "    \"copied_pages\": %" PRIu64 ",\n"
            "    \"runs\": %" PRIu64 "\n"
            "  },\n"
@@ -120,6 +122,7 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            st.host_write_pages, st.host_read_pages, st.host_trim_pages,
            st.host_flushes,
            st.media_program_pages, st.media_read_pages, st.media_erases,
+           ftl_gc_policy_name (st.gc_policy),
            st.gc_copied_pages, st.gc_runs,
            st.checkpoints, st.mapped_pages, st.waf,
            st.erase_min, st.erase_max, st.erase_mean,

@@ -43,6 +43,7 @@ static double op_percent;               /* op= */
 static uint32_t page_size;              /* page-size= */
 static uint32_t pages_per_block;        /* pages-per-block= */
 static unsigned streams;                /* streams= */
+static enum ftl_gc_policy gc_policy = FTL_GC_GREEDY; /* gc= */
 static char *stats_path;                /* stats= */
 static unsigned stats_interval = 1;     /* stats-interval= */
 static bool rotational;                 /* rotational= */
@@ -141,6 +142,14 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     }
   }
+  else if (strcmp (key, "gc") == 0) {
+    int p = ftl_gc_policy_from_name (value);
+    if (p == -1) {
+      nbdkit_error ("gc must be greedy or cost-benefit: %s", value);
+      return -1;
+    }
+    gc_policy = p;
+  }
   else if (strcmp (key, "stats") == 0) {
     free (stats_path);
     stats_path = nbdkit_absolute_path (value);
@@ -208,6 +217,7 @@ ftl_plugin_config_complete (void)
   "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
   "streams=<N>                    Host write frontiers (default 4).\n" \
+  "gc=greedy|cost-benefit         Garbage collection victim policy (default greedy).\n" \
   "stats=<FILENAME>               Write statistics as JSON to this file.\n" \
   "stats-interval=<SECS>          Rewrite them this often while busy (default 1).\n" \
   "rotational=<BOOL>              Advertise a rotating disk (default false)."
@@ -240,6 +250,7 @@ ftl_plugin_get_ready (void)
     .pages_per_block = pages_per_block,
     .op_percent      = op_percent,
     .streams         = streams,
+    .gc_policy       = gc_policy,
     .readonly        = false,
     .debug           = (ftl_debug_gc       ? FTL_DEBUG_GC : 0) |
                        (ftl_debug_ckpt     ? FTL_DEBUG_CKPT : 0) |

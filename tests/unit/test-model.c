@@ -70,6 +70,7 @@ nosync (void *opaque, int fd)
   return 0;
 }
 static struct ftl_io model_io;
+static enum ftl_gc_policy model_policy = FTL_GC_GREEDY;
 
 static struct ftl *
 open_image (uint64_t size, uint32_t ps, uint32_t ppb, double op,
@@ -78,7 +79,7 @@ open_image (uint64_t size, uint32_t ps, uint32_t ppb, double op,
   struct ftl_options o = {
     .path = path, .logical_bytes = size, .page_size = ps,
     .pages_per_block = ppb, .op_percent = op, .streams = streams,
-    .log = quiet_log, .io = &model_io,
+    .log = quiet_log, .io = &model_io, .gc_policy = model_policy,
   };
   struct ftl *ftl;
   char err[256];
@@ -139,9 +140,10 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
   if (!seed) seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t) getpid ();
   rng = seed;
   nops = getenv_u64 ("FTL_MODEL_OPS", nops);
-  printf ("model: size %" PRIu64 " page %u ppb %u op %g streams %u: "
+  printf ("model: size %" PRIu64 " page %u ppb %u op %g streams %u gc %s: "
           "%" PRIu64 " ops, FTL_MODEL_SEED=%" PRIu64 "\n",
-          size, ps, ppb, op, streams, nops, seed);
+          size, ps, ppb, op, streams, ftl_gc_policy_name (model_policy),
+          nops, seed);
 
   ftl = open_image (size, ps, ppb, op, streams);
   for (uint64_t i = 0; i < nops; i++) {
@@ -246,6 +248,14 @@ START_TEST (test_model_odd_size)
 }
 END_TEST
 
+START_TEST (test_model_cost_benefit)
+{
+  model_policy = FTL_GC_COST_BENEFIT;
+  run_model (128 * 1024, 512, 16, 60, 1, 300000);
+  model_policy = FTL_GC_GREEDY;
+}
+END_TEST
+
 static Suite *
 model_suite (void)
 {
@@ -256,6 +266,7 @@ model_suite (void)
   tcase_add_test (tc, test_model_small_pages);
   tcase_add_test (tc, test_model_4k_streams);
   tcase_add_test (tc, test_model_odd_size);
+  tcase_add_test (tc, test_model_cost_benefit);
   suite_add_tcase (s, tc);
   return s;
 }
