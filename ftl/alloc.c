@@ -135,15 +135,20 @@ frontier_ensure_block (struct ftl *ftl, struct frontier *f)
 
   for (;;) {
     if (f->kind == FRONTIER_HOST && alloc_nfree (ftl) <= ftl->gc_low) {
-      int r = gc_reclaim (ftl, ftl->gc_high);
+      /* With a background thread, reclaim just enough to go on. */
+      int r = gc_reclaim (ftl, __atomic_load_n (&ftl->bg_running, __ATOMIC_ACQUIRE)
+                           ? ftl->gc_low : ftl->gc_high);
       if (r < 0 && r != -ENOSPC)
         return r;
     }
     pthread_mutex_lock (&ftl->alloc_lock);
     b = take_free_block (ftl, f->kind);
+    uint32_t nfree = ftl->nfree;
     pthread_mutex_unlock (&ftl->alloc_lock);
-    if (b != FTL_NO_BLOCK)
+    if (b != FTL_NO_BLOCK) {
+      gc_kick (ftl, nfree);
       break;
+    }
     if (f->kind != FRONTIER_HOST) {
       ftl_log (ftl, FTL_LOG_ERROR,
                "no free erase block for %s data (free pool exhausted)",

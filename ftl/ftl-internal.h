@@ -121,7 +121,14 @@ struct ftl {
   /* Garbage collection. */
   pthread_mutex_t gc_lock;
   uint32_t gc_low;              /* foreground GC starts at or below */
-  uint32_t gc_high;             /* ... and stops above */
+  uint32_t gc_high;             /* background GC keeps more free than
+                                 * this (foreground too, without it) */
+  /* The background GC thread (gc.c). */
+  pthread_t bg_thread;
+  bool bg_running;
+  bool bg_stop;                 /* under bg_lock */
+  pthread_mutex_t bg_lock;
+  pthread_cond_t bg_cond;
   enum ftl_gc_policy gc_policy;
   uint64_t *close_seq;          /* per block: next_seq when it filled up
                                  * (under alloc_lock) */
@@ -194,6 +201,8 @@ extern void gc_free (struct ftl *ftl);
  * ckpt_rw shared).  Returns 0, or -ENOSPC when nothing can be reclaimed.
  */
 extern int gc_reclaim (struct ftl *ftl, uint32_t target);
+/* Wake the background thread if the free pool is below its watermark. */
+extern void gc_kick (struct ftl *ftl, uint32_t nfree);
 
 /* trim.c: the trim record buffer. */
 extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,

@@ -325,6 +325,8 @@ ftl_free (struct ftl *ftl)
   free (ftl->trim_pages);
   media_free (&ftl->media);
   pthread_mutex_destroy (&ftl->trim_lock);
+  pthread_mutex_destroy (&ftl->bg_lock);
+  pthread_cond_destroy (&ftl->bg_cond);
   pthread_mutex_destroy (&ftl->ckpt_lock);
   pthread_rwlock_destroy (&ftl->ckpt_rw);
   if (ftl->fd >= 0)
@@ -359,6 +361,8 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   ftl->log = o->log;
   ftl->log_opaque = o->log_opaque;
   pthread_mutex_init (&ftl->trim_lock, NULL);
+  pthread_mutex_init (&ftl->bg_lock, NULL);
+  pthread_cond_init (&ftl->bg_cond, NULL);
   pthread_mutex_init (&ftl->ckpt_lock, NULL);
   /* Writer-preferring: under a steady stream of requests a checkpoint
    * must not starve.  Nothing takes ckpt_rw shared twice in one thread,
@@ -554,6 +558,7 @@ ftl_close (struct ftl *ftl)
 
   if (!ftl)
     return 0;
+  ftl_stop_background (ftl);
   if (!ftl->readonly) {
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
     r = trimlog_flush (ftl);

@@ -160,6 +160,14 @@ typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
 extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
                         ftl_extent_fn fn, void *opaque);
 
+/* Background garbage collection: a thread that keeps a few erase blocks
+ * free so that writes rarely wait for GC.  Without it, writes run GC
+ * themselves when free blocks run low.  Call ftl_stop_background before
+ * ftl_close.  (nbdkit: start it in .after_fork, stop it in .cleanup.)
+ */
+extern int ftl_start_background (struct ftl *ftl);
+extern void ftl_stop_background (struct ftl *ftl);
+
 /* Counters.  All page counts are in pages. */
 struct ftl_stats {
   uint64_t host_write_pages;    /* pages written by the host */
@@ -171,6 +179,7 @@ struct ftl_stats {
   uint64_t media_erases;
   uint64_t gc_copied_pages;
   uint64_t gc_runs;             /* victim blocks reclaimed */
+  uint64_t gc_background_runs;  /* ... of them, by the background thread */
   uint64_t checkpoints;
   uint64_t mapped_pages;        /* logical pages holding data */
   uint32_t blocks_free;

@@ -13,7 +13,9 @@
  * trim records are logged, the file is synced, and the victim is erased.
  *
  * Everything here runs under gc_lock with ckpt_rw held shared by the
- * caller.
+ * caller: a writer that finds the free pool at the low watermark
+ * (foreground GC), or the background thread, which keeps the pool above
+ * the high watermark one victim at a time.
  */
 
 #include <config.h>
@@ -23,6 +25,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ftl-internal.h"
 
@@ -331,8 +334,11 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   return 0;
 }
 
-int
-gc_reclaim (struct ftl *ftl, uint32_t target)
+/* Reclaim until more than target blocks are free.  bg: called by the
+ * background thread (counted apart).
+ */
+static int
+reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
 {
   int r = 0;
 
@@ -349,7 +355,104 @@ gc_reclaim (struct ftl *ftl, uint32_t target)
     r = reclaim_block (ftl, victim);
     if (r < 0)
       break;
+    if (bg) {
+      ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
+      /* One victim at a time, so that a checkpoint or a foreground
+       * collection waits for one victim at most.
+       */
+      break;
+    }
   }
   pthread_mutex_unlock (&ftl->gc_lock);
   return r;
+}
+
+int
+gc_reclaim (struct ftl *ftl, uint32_t target)
+{
+  return reclaim_until (ftl, target, false);
+}
+
+void
+gc_kick (struct ftl *ftl, uint32_t nfree)
+{
+  if (__atomic_load_n (&ftl->bg_running, __ATOMIC_ACQUIRE) &&
+      nfree <= ftl->gc_high) {
+    pthread_mutex_lock (&ftl->bg_lock);
+    pthread_cond_signal (&ftl->bg_cond);
+    pthread_mutex_unlock (&ftl->bg_lock);
+  }
+}
+
+/* The background thread: sleep until a writer finds the free pool at or
+ * below gc_high (or 100 ms pass), then reclaim one victim at a time,
+ * holding ckpt_rw shared only for that victim, until more than gc_high
+ * blocks are free.
+ */
+static void *
+background (void *arg)
+{
+  struct ftl *ftl = arg;
+
+  pthread_mutex_lock (&ftl->bg_lock);
+  while (!ftl->bg_stop) {
+    if (alloc_nfree (ftl) > ftl->gc_high) {
+      struct timespec ts;
+      clock_gettime (CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 100 * 1000 * 1000;
+      if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+      }
+      pthread_cond_timedwait (&ftl->bg_cond, &ftl->bg_lock, &ts);
+      continue;
+    }
+    pthread_mutex_unlock (&ftl->bg_lock);
+
+    ckpt_maybe (ftl);
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    int r = reclaim_until (ftl, ftl->gc_high, true);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+
+    pthread_mutex_lock (&ftl->bg_lock);
+    if (r < 0 && !ftl->bg_stop) {
+      /* Nothing to reclaim now (or an error, already logged): wait for
+       * the next kick rather than spin.
+       */
+      struct timespec ts;
+      clock_gettime (CLOCK_REALTIME, &ts);
+      ts.tv_sec++;
+      pthread_cond_timedwait (&ftl->bg_cond, &ftl->bg_lock, &ts);
+    }
+  }
+  pthread_mutex_unlock (&ftl->bg_lock);
+  return NULL;
+}
+
+int
+ftl_start_background (struct ftl *ftl)
+{
+  int r;
+
+  if (ftl->readonly || ftl->bg_running)
+    return 0;
+  ftl->bg_stop = false;
+  r = pthread_create (&ftl->bg_thread, NULL, background, ftl);
+  if (r != 0)
+    return -r;
+  __atomic_store_n (&ftl->bg_running, true, __ATOMIC_RELEASE);
+  return 0;
+}
+
+void
+ftl_stop_background (struct ftl *ftl)
+{
+  if (!ftl->bg_running)
+    return;
+  pthread_mutex_lock (&ftl->bg_lock);
+  ftl->bg_stop = true;
+  pthread_cond_signal (&ftl->bg_cond);
+  pthread_mutex_unlock (&ftl->bg_lock);
+  pthread_join (ftl->bg_thread, NULL);
+  __atomic_store_n (&ftl->bg_running, false, __ATOMIC_RELEASE);
 }

@@ -40,6 +40,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     + __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
   st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
   st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
+  st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
   st->checkpoints = ctr (ftl, FTL_CTR_CKPTS);
   st->mapped_pages = __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED);
   st->blocks_free = alloc_nfree (ftl);
@@ -102,7 +103,8 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "  \"gc\": {\n"
            "    \"policy\": \"%s\",\n"
            "    \"copied_pages\": %" PRIu64 ",\n"
-           "    \"runs\": %" PRIu64 "\n"
+           "    \"runs\": %" PRIu64 ",\n"
+           "    \"background_runs\": %" PRIu64 "\n"
            "  },\n"
            "  \"checkpoints\": %" PRIu64 ",\n"
            "  \"mapped_pages\": %" PRIu64 ",\n"
@@ -123,7 +125,7 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            st.host_flushes,
            st.media_program_pages, st.media_read_pages, st.media_erases,
            ftl_gc_policy_name (st.gc_policy),
-           st.gc_copied_pages, st.gc_runs,
+           st.gc_copied_pages, st.gc_runs, st.gc_background_runs,
            st.checkpoints, st.mapped_pages, st.waf,
            st.erase_min, st.erase_max, st.erase_mean,
            st.blocks_free, st.blocks_total);

@@ -283,6 +283,13 @@ ftl_plugin_get_ready (void)
 static int
 ftl_plugin_after_fork (void)
 {
+  int r = ftl_start_background (ftl);
+
+  if (r < 0) {
+    nbdkit_error ("%s: starting background garbage collection: %s",
+                  filename, strerror (-r));
+    return -1;
+  }
   return stats_start ();
 }
 
@@ -295,6 +302,7 @@ ftl_plugin_cleanup (void)
     return;
 
   stats_stop ();
+  ftl_stop_background (ftl);
   r = ftl_close (ftl);
   ftl = NULL;
   if (r < 0)
