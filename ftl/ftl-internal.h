@@ -130,6 +130,9 @@ struct ftl {
   pthread_mutex_t bg_lock;
   pthread_cond_t bg_cond;
   enum ftl_gc_policy gc_policy;
+  uint32_t wl_threshold;        /* static wear leveling trigger */
+  bool gc_wl;                   /* under gc_lock: relocating for wear
+                                 * leveling, not to free space */
   uint64_t *close_seq;          /* per block: next_seq when it filled up
                                  * (under alloc_lock) */
   uint8_t *gc_buf;              /* relocation buffer, under gc_lock */

@@ -500,6 +500,8 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
 
   /* Foreground GC keeps a few blocks beyond the reserve free. */
   ftl->gc_policy = o->gc_policy;
+  ftl->wl_threshold = o->wl_threshold ? o->wl_threshold
+    : FTL_DEFAULT_WL_THRESHOLD;
   ftl->gc_low = FTL_GC_LOW_BLOCKS;
   ftl->gc_high = ftl->gc_low + MIN (spare / 16, 8);
   /* A checkpoint every eighth of the physical pages bounds recovery and

@@ -48,6 +48,7 @@ struct ftl_io;
 #define FTL_DEFAULT_PAGES_PER_BLOCK  256
 #define FTL_DEFAULT_OP_PERCENT       28.0
 #define FTL_DEFAULT_STREAMS          4
+#define FTL_DEFAULT_WL_THRESHOLD     16
 
 /* Limits on the geometry. */
 #define FTL_MIN_PAGE_SIZE            512
@@ -93,6 +94,8 @@ struct ftl_options {
   double op_percent;            /* (physical - logical) / logical * 100 */
   unsigned streams;             /* host write frontiers (0 = default) */
   enum ftl_gc_policy gc_policy; /* chosen at each open */
+  uint32_t wl_threshold;        /* static wear leveling: erase count spread
+                                 * that triggers it (0 = default) */
   bool readonly;                /* open without writing anything */
   unsigned debug;               /* FTL_DEBUG_* bits */
   ftl_log_fn log;               /* may be NULL */
@@ -180,6 +183,8 @@ struct ftl_stats {
   uint64_t gc_copied_pages;
   uint64_t gc_runs;             /* victim blocks reclaimed */
   uint64_t gc_background_runs;  /* ... of them, by the background thread */
+  uint64_t wl_moved_pages;      /* pages moved by static wear leveling */
+  uint32_t wl_threshold;
   uint64_t checkpoints;
   uint64_t mapped_pages;        /* logical pages holding data */
   uint32_t blocks_free;

@@ -194,7 +194,7 @@ program_batch (struct ftl *ftl, const struct move *mv, uint32_t n)
                                        __ATOMIC_ACQUIRE)) {
         uint32_t vb = media_ppn_block (&ftl->media, m->from);
         __atomic_fetch_sub (&ftl->valid[vb], 1, __ATOMIC_RELEASE);
-        ctr_add (ftl, FTL_CTR_GC_COPIED, 1);
+        ctr_add (ftl, ftl->gc_wl ? FTL_CTR_WL_MOVED : FTL_CTR_GC_COPIED, 1);
       }
       else                      /* a host write won: the copy is garbage */
         __atomic_fetch_sub (&ftl->valid[blk], 1, __ATOMIC_RELAXED);
@@ -330,8 +330,51 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   ftl->state[victim] = FTL_BLK_FREE;
   ftl->nfree++;
   pthread_mutex_unlock (&ftl->alloc_lock);
-  ctr_add (ftl, FTL_CTR_GC_RUNS, 1);
+  if (!ftl->gc_wl)
+    ctr_add (ftl, FTL_CTR_GC_RUNS, 1);
   return 0;
+}
+
+/* Static wear leveling (under gc_lock).  Dynamic wear leveling only
+ * spreads erases over the blocks that get erased; a block holding cold
+ * data is never a GC victim and keeps a low erase count while the rest
+ * wear out.  When the spread between the most-erased block and the
+ * least-erased full block reaches wl_threshold, move that block's data
+ * (to the GC frontier, as GC would) and erase it: it rejoins the free
+ * pool, where the next frontier to need a block takes it first.  Only
+ * when the free pool is above the low watermark, so that wear leveling
+ * never competes with host writes for the last free blocks.
+ */
+static int
+wear_level (struct ftl *ftl)
+{
+  uint32_t max_ec = 0, min_ec = UINT32_MAX, coldest = FTL_NO_BLOCK;
+  int r;
+
+  if (alloc_nfree (ftl) <= ftl->gc_low)
+    return 0;
+  pthread_mutex_lock (&ftl->alloc_lock);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    uint32_t ec = media_erase_count (&ftl->media, b);
+    max_ec = MAX (max_ec, ec);
+    if (ftl->state[b] == FTL_BLK_FULL &&
+        (coldest == FTL_NO_BLOCK || ec < min_ec ||
+         (ec == min_ec && ftl->close_seq[b] < ftl->close_seq[coldest]))) {
+      min_ec = ec;
+      coldest = b;
+    }
+  }
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  if (coldest == FTL_NO_BLOCK || max_ec - min_ec < ftl->wl_threshold)
+    return 0;
+
+  ftl_debug (ftl, FTL_DEBUG_GC, "wear leveling: block %u (erase count %u, "
+             "%u valid pages); most erased: %u", coldest, min_ec,
+             ftl->valid[coldest], max_ec);
+  ftl->gc_wl = true;
+  r = reclaim_block (ftl, coldest);
+  ftl->gc_wl = false;
+  return r;
 }
 
 /* Reclaim until more than target blocks are free.  bg: called by the
@@ -353,6 +396,8 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
                "%u free blocks", victim, ftl->valid[victim],
                alloc_nfree (ftl));
     r = reclaim_block (ftl, victim);
+    if (r == 0)
+      r = wear_level (ftl);
     if (r < 0)
       break;
     if (bg) {

@@ -41,6 +41,8 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
   st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
+  st->wl_moved_pages = ctr (ftl, FTL_CTR_WL_MOVED);
+  st->wl_threshold = ftl->wl_threshold;
   st->checkpoints = ctr (ftl, FTL_CTR_CKPTS);
   st->mapped_pages = __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED);
   st->blocks_free = alloc_nfree (ftl);
@@ -106,6 +108,10 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "    \"runs\": %" PRIu64 ",\n"
            "    \"background_runs\": %" PRIu64 "\n"
            "  },\n"
+           "  \"wl\": {\n"
+           "    \"threshold\": %u,\n"
+           "    \"moved_pages\": %" PRIu64 "\n"
+           "  },\n"
            "  \"checkpoints\": %" PRIu64 ",\n"
            "  \"mapped_pages\": %" PRIu64 ",\n"
            "  \"waf\": %.4f,\n"
@@ -126,6 +132,7 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            st.media_program_pages, st.media_read_pages, st.media_erases,
            ftl_gc_policy_name (st.gc_policy),
            st.gc_copied_pages, st.gc_runs, st.gc_background_runs,
+           st.wl_threshold, st.wl_moved_pages,
            st.checkpoints, st.mapped_pages, st.waf,
            st.erase_min, st.erase_max, st.erase_mean,
            st.blocks_free, st.blocks_total);

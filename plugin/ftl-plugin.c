@@ -44,6 +44,7 @@ static uint32_t page_size;              /* page-size= */
 static uint32_t pages_per_block;        /* pages-per-block= */
 static unsigned streams;                /* streams= */
 static enum ftl_gc_policy gc_policy = FTL_GC_GREEDY; /* gc= */
+static unsigned wl_threshold;           /* wl-threshold= */
 static char *stats_path;                /* stats= */
 static unsigned stats_interval = 1;     /* stats-interval= */
 static bool rotational;                 /* rotational= */
@@ -150,6 +151,14 @@ ftl_plugin_config (const char *key, const char *value)
     }
     gc_policy = p;
   }
+  else if (strcmp (key, "wl-threshold") == 0) {
+    if (nbdkit_parse_unsigned ("wl-threshold", value, &wl_threshold) == -1)
+      return -1;
+    if (wl_threshold < 1) {
+      nbdkit_error ("wl-threshold must be at least 1: %s", value);
+      return -1;
+    }
+  }
   else if (strcmp (key, "stats") == 0) {
     free (stats_path);
     stats_path = nbdkit_absolute_path (value);
@@ -218,6 +227,7 @@ ftl_plugin_config_complete (void)
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
   "streams=<N>                    Host write frontiers (default 4).\n" \
   "gc=greedy|cost-benefit         Garbage collection victim policy (default greedy).\n" \
+  "wl-threshold=<N>               Erase count spread that triggers static wear leveling (default 16).\n" \
   "stats=<FILENAME>               Write statistics as JSON to this file.\n" \
   "stats-interval=<SECS>          Rewrite them this often while busy (default 1).\n" \
   "rotational=<BOOL>              Advertise a rotating disk (default false)."
@@ -251,6 +261,7 @@ ftl_plugin_get_ready (void)
     .op_percent      = op_percent,
     .streams         = streams,
     .gc_policy       = gc_policy,
+    .wl_threshold    = wl_threshold,
     .readonly        = false,
     .debug           = (ftl_debug_gc       ? FTL_DEBUG_GC : 0) |
                        (ftl_debug_ckpt     ? FTL_DEBUG_CKPT : 0) |

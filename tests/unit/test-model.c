@@ -71,6 +71,7 @@ nosync (void *opaque, int fd)
 }
 static struct ftl_io model_io;
 static enum ftl_gc_policy model_policy = FTL_GC_GREEDY;
+static uint32_t model_wl;       /* wl_threshold, 0 = default */
 
 static struct ftl *
 open_image (uint64_t size, uint32_t ps, uint32_t ppb, double op,
@@ -80,6 +81,7 @@ open_image (uint64_t size, uint32_t ps, uint32_t ppb, double op,
     .path = path, .logical_bytes = size, .page_size = ps,
     .pages_per_block = ppb, .op_percent = op, .streams = streams,
     .log = quiet_log, .io = &model_io, .gc_policy = model_policy,
+    .wl_threshold = model_wl,
   };
   struct ftl *ftl;
   char err[256];
@@ -218,6 +220,10 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
           st.media_program_pages, st.gc_runs, st.gc_copied_pages, st.waf,
           st.erase_min, st.erase_max);
   ck_assert_uint_gt (st.gc_runs, nops / 50);
+  printf ("model: static wear leveling (threshold %u) moved %" PRIu64
+          " pages\n", st.wl_threshold, st.wl_moved_pages);
+  if (model_wl)
+    ck_assert_uint_gt (st.wl_moved_pages, 0);
   ck_assert_int_eq (ftl_close (ftl), 0);
 
   /* And once more after the final clean shutdown. */
@@ -250,9 +256,12 @@ END_TEST
 
 START_TEST (test_model_cost_benefit)
 {
+  /* With a tight wear leveling threshold, so that it runs often. */
   model_policy = FTL_GC_COST_BENEFIT;
+  model_wl = 2;
   run_model (128 * 1024, 512, 16, 60, 1, 300000);
   model_policy = FTL_GC_GREEDY;
+  model_wl = 0;
 }
 END_TEST
 
