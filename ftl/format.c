@@ -217,10 +217,17 @@ ftl_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
          sb.blocks, lpages);
   if (sb.ckpt_bytes != ftl_ckpt_bytes (sb.page_size, lpages, sb.blocks))
     BAD ("checkpoint size %" PRIu64, sb.ckpt_bytes);
+  /* Offsets: in order, without wrapping around, and the whole image
+   * addressable with a 63 bit file offset.
+   */
+  uint64_t block_bytes = (uint64_t) (sb.meta_pages + sb.pages_per_block)
+    * sb.page_size;
   if (sb.ckpt_offset[0] < 2 * FTL_SB_SLOT ||
       sb.ckpt_offset[0] % sb.page_size != 0 ||
+      sb.ckpt_offset[0] > INT64_MAX || sb.ckpt_bytes > INT64_MAX / 4 ||
       sb.ckpt_offset[1] != sb.ckpt_offset[0] + sb.ckpt_bytes ||
-      sb.data_offset != sb.ckpt_offset[1] + sb.ckpt_bytes)
+      sb.data_offset != sb.ckpt_offset[1] + sb.ckpt_bytes ||
+      sb.data_offset > INT64_MAX - (uint64_t) sb.blocks * block_bytes)
     BAD ("region offsets");
   if (sb.state != FTL_SB_CLEAN && sb.state != FTL_SB_DIRTY)
     BAD ("state %u", sb.state);
@@ -420,13 +427,15 @@ ftl_trim_page_decode (const uint8_t *page, uint32_t page_size,
       ftl_checksum (page + FTL_TRIM_HDR_BYTES,
                     (size_t) count * FTL_TRIM_ENTRY_BYTES, count))
     return FTL_FMT_BAD_CHECKSUM;
+  /* Validate every entry before writing any to out. */
+  for (uint32_t i = 0; i < count; i++)
+    if (get32 (page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES + 4) == 0)
+      return FTL_FMT_BAD_FIELD;
   for (uint32_t i = 0; i < count; i++) {
     const uint8_t *p = page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES;
     out[i].lpn = get32 (p);
     out[i].count = get32 (p + 4);
     out[i].seq = get64 (p + 8);
-    if (out[i].count == 0)
-      return FTL_FMT_BAD_FIELD;
   }
   *countp = count;
   return FTL_FMT_OK;

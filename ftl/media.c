@@ -129,6 +129,10 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
   assert (page == m->wp[blk]);             /* in order, never twice */
   assert (page + n <= m->pages_per_block);
 
+  /* Even after an error the pages count as programmed: they may hold
+   * anything, and NAND does not allow programming them again.
+   */
+  m->wp[blk] = page + n;
   r = m->io->pwrite (m->io->opaque, m->fd, data, (size_t) n << m->page_shift,
                      media_page_offset (m, media_ppn (m, blk, page)));
   if (r < 0)
@@ -136,10 +140,6 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
   r = m->io->pwrite (m->io->opaque, m->fd, oob, (size_t) n * FTL_OOB_BYTES,
                      media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
                      + (uint64_t) page * FTL_OOB_BYTES);
-  /* Even after an error the pages count as programmed: they may hold
-   * anything, and NAND does not allow programming them again.
-   */
-  m->wp[blk] = page + n;
   if (r < 0)
     return r;
   __atomic_fetch_add (&m->programs, n, __ATOMIC_RELAXED);
