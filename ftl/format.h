@@ -115,6 +115,7 @@ enum ftl_block_state {
   FTL_BLK_FREE = 0,             /* erased, not yet written */
   FTL_BLK_OPEN = 1,             /* a frontier appends to it */
   FTL_BLK_FULL = 2,             /* closed: only GC touches it */
+  FTL_BLK_RETIRED = 3,          /* worn out: never written again */
 };
 
 struct ftl_ckpt_block {

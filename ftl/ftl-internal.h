@@ -131,6 +131,9 @@ struct ftl {
   pthread_cond_t bg_cond;
   enum ftl_gc_policy gc_policy;
   uint32_t wl_threshold;        /* static wear leveling trigger */
+  uint32_t endurance;           /* erases before a block is retired */
+  uint32_t retired;             /* retired blocks, under alloc_lock */
+  bool worn_out;                /* atomic: too few blocks left to write */
   bool gc_wl;                   /* under gc_lock: relocating for wear
                                  * leveling, not to free space */
   uint64_t *close_seq;          /* per block: next_seq when it filled up
@@ -196,6 +199,11 @@ extern uint32_t alloc_nfree (struct ftl *ftl);
 extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn);
 /* Unmap lpn; returns true if it was mapped. */
 extern bool map_unmap (struct ftl *ftl, uint64_t lpn);
+
+/* After a block was retired (caller holds alloc_lock): turn the disk
+ * read-only if the spare blocks left cannot sustain writes (ftl.c).
+ */
+extern void check_worn_out (struct ftl *ftl);
 
 /* gc.c */
 extern int gc_init (struct ftl *ftl);

@@ -502,6 +502,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   ftl->gc_policy = o->gc_policy;
   ftl->wl_threshold = o->wl_threshold ? o->wl_threshold
     : FTL_DEFAULT_WL_THRESHOLD;
+  ftl->endurance = o->endurance ? o->endurance : FTL_DEFAULT_ENDURANCE;
   ftl->gc_low = FTL_GC_LOW_BLOCKS;
   ftl->gc_high = ftl->gc_low + MIN (spare / 16, 8);
   /* A checkpoint every eighth of the physical pages bounds recovery and
@@ -516,6 +517,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   r = recovery_run (ftl, errbuf, errlen);
   if (r < 0)
     goto fail;
+  check_worn_out (ftl);
 
   if (!ftl->readonly) {
     /* A checkpoint after a roll-forward, so that the next recovery does
@@ -573,6 +575,29 @@ ftl_close (struct ftl *ftl)
   }
   ftl_free (ftl);
   return r;
+}
+
+void
+check_worn_out (struct ftl *ftl)
+{
+  uint64_t data_blocks = DIV_ROUND_UP (ftl->logical_pages, ftl->ppb);
+  uint64_t usable = ftl->blocks - ftl->retired;
+
+  if (__atomic_load_n (&ftl->worn_out, __ATOMIC_RELAXED))
+    return;
+  if (usable < data_blocks + FTL_MIN_SPARE_BLOCKS (ftl->nstreams)) {
+    __atomic_store_n (&ftl->worn_out, true, __ATOMIC_RELEASE);
+    ftl_log (ftl, FTL_LOG_ERROR, "the disk is worn out: %u of %u erase "
+             "blocks are retired (endurance %u erases), too few remain to "
+             "sustain writes; it is read-only from now on", ftl->retired,
+             ftl->blocks, ftl->endurance);
+  }
+}
+
+bool
+ftl_is_read_only (struct ftl *ftl)
+{
+  return ftl->readonly || __atomic_load_n (&ftl->worn_out, __ATOMIC_ACQUIRE);
 }
 
 void
@@ -826,7 +851,7 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
 {
   int r;
 
-  if (ftl->readonly)
+  if (ftl_is_read_only (ftl))
     return -EROFS;
   r = check_range (ftl, count, offset);
   if (r < 0)
@@ -895,7 +920,7 @@ ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   uint64_t first, end;
   int r;
 
-  if (ftl->readonly)
+  if (ftl_is_read_only (ftl))
     return -EROFS;
   r = check_range (ftl, count, offset);
   if (r < 0)
@@ -917,7 +942,7 @@ ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   uint64_t first, end, end_off;
   int r;
 
-  if (ftl->readonly)
+  if (ftl_is_read_only (ftl))
     return -EROFS;
   r = check_range (ftl, count, offset);
   if (r < 0 || count == 0)

@@ -49,6 +49,10 @@ struct ftl_io;
 #define FTL_DEFAULT_OP_PERCENT       28.0
 #define FTL_DEFAULT_STREAMS          4
 #define FTL_DEFAULT_WL_THRESHOLD     16
+/* Program/erase cycles of a TLC NAND block: vendors rate 3D TLC at
+ * about 3000 cycles.
+ */
+#define FTL_DEFAULT_ENDURANCE        3000
 
 /* Limits on the geometry. */
 #define FTL_MIN_PAGE_SIZE            512
@@ -96,6 +100,8 @@ struct ftl_options {
   enum ftl_gc_policy gc_policy; /* chosen at each open */
   uint32_t wl_threshold;        /* static wear leveling: erase count spread
                                  * that triggers it (0 = default) */
+  uint32_t endurance;           /* erases after which a block is retired
+                                 * (0 = default) */
   bool readonly;                /* open without writing anything */
   unsigned debug;               /* FTL_DEBUG_* bits */
   ftl_log_fn log;               /* may be NULL */
@@ -163,6 +169,12 @@ typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
 extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
                         ftl_extent_fn fn, void *opaque);
 
+/* True if the disk refuses writes: opened read-only, or worn out (so
+ * many erase blocks retired that the rest cannot sustain writes).  Reads
+ * keep working; writes, trims and zeros fail with -EROFS.
+ */
+extern bool ftl_is_read_only (struct ftl *ftl);
+
 /* Background garbage collection: a thread that keeps a few erase blocks
  * free so that writes rarely wait for GC.  Without it, writes run GC
  * themselves when free blocks run low.  Call ftl_stop_background before
@@ -185,6 +197,9 @@ struct ftl_stats {
   uint64_t gc_background_runs;  /* ... of them, by the background thread */
   uint64_t wl_moved_pages;      /* pages moved by static wear leveling */
   uint32_t wl_threshold;
+  uint32_t endurance;
+  uint32_t retired_blocks;      /* worn out, out of service */
+  bool read_only;               /* opened read-only, or worn out */
   uint64_t checkpoints;
   uint64_t mapped_pages;        /* logical pages holding data */
   uint32_t blocks_free;

@@ -327,8 +327,18 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   }
   __atomic_store_n (&ftl->trim_pages[victim], 0, __ATOMIC_RELAXED);
   pthread_mutex_lock (&ftl->alloc_lock);
-  ftl->state[victim] = FTL_BLK_FREE;
-  ftl->nfree++;
+  if (media_erase_count (&ftl->media, victim) >= ftl->endurance) {
+    /* Worn out: retired for good. */
+    ftl->state[victim] = FTL_BLK_RETIRED;
+    ftl->retired++;
+    ftl_debug (ftl, FTL_DEBUG_GC, "block %u retired after %u erases",
+               victim, media_erase_count (&ftl->media, victim));
+    check_worn_out (ftl);
+  }
+  else {
+    ftl->state[victim] = FTL_BLK_FREE;
+    ftl->nfree++;
+  }
   pthread_mutex_unlock (&ftl->alloc_lock);
   if (!ftl->gc_wl)
     ctr_add (ftl, FTL_CTR_GC_RUNS, 1);
@@ -356,6 +366,8 @@ wear_level (struct ftl *ftl)
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     uint32_t ec = media_erase_count (&ftl->media, b);
+    if (ftl->state[b] == FTL_BLK_RETIRED)
+      continue;
     max_ec = MAX (max_ec, ec);
     if (ftl->state[b] == FTL_BLK_FULL &&
         (coldest == FTL_NO_BLOCK || ec < min_ec ||
@@ -441,7 +453,8 @@ background (void *arg)
 
   pthread_mutex_lock (&ftl->bg_lock);
   while (!ftl->bg_stop) {
-    if (alloc_nfree (ftl) > ftl->gc_high) {
+    if (alloc_nfree (ftl) > ftl->gc_high ||
+        __atomic_load_n (&ftl->worn_out, __ATOMIC_ACQUIRE)) {
       struct timespec ts;
       clock_gettime (CLOCK_REALTIME, &ts);
       ts.tv_nsec += 100 * 1000 * 1000;

@@ -164,8 +164,9 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb;
     ftl_ckpt_block_decode (p, &cb);
-    if (cb.state > FTL_BLK_FULL || cb.write_pointer > ftl->ppb ||
-        (cb.state == FTL_BLK_FREE && cb.write_pointer != 0)) {
+    if (cb.state > FTL_BLK_RETIRED || cb.write_pointer > ftl->ppb ||
+        ((cb.state == FTL_BLK_FREE || cb.state == FTL_BLK_RETIRED) &&
+         cb.write_pointer != 0)) {
       snprintf (errbuf, errlen, "checkpoint: erase block %u has an "
                 "impossible state (%u, %u pages written)", b, cb.state,
                 cb.write_pointer);
@@ -206,6 +207,8 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
   struct ftl_oob o;
   int r;
 
+  if (state == FTL_BLK_RETIRED)
+    return 0;                   /* never written again */
   if (state == FTL_BLK_FULL) {
     /* The common case: unchanged since the checkpoint.  Read the header
      * and the first OOB entry only.
@@ -375,7 +378,7 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
     if (ppn == FTL_UNMAPPED)
       continue;
     uint32_t b = media_ppn_block (&ftl->media, ppn);
-    if (ftl->state[b] == FTL_BLK_FREE ||
+    if (ftl->state[b] == FTL_BLK_FREE || ftl->state[b] == FTL_BLK_RETIRED ||
         media_ppn_page (&ftl->media, ppn) >= ftl->media.wp[b]) {
       snprintf (errbuf, errlen, "logical page %" PRIu64 " maps to page %u "
                 "of erase block %u, which was never written", lpn,
@@ -394,6 +397,7 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
   ftl->mapped = mapped;
 
   ftl->nfree = 0;
+  ftl->retired = 0;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     /* Blocks that were open are closed: they stay partly written until
      * GC reclaims them.
@@ -404,6 +408,12 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
       ftl->state[b] = FTL_BLK_FREE;
     /* Ages are not persistent: every block starts the same age. */
     ftl->close_seq[b] = ftl->next_seq;
+    /* A block erased for the last time just before a crash. */
+    if (ftl->state[b] == FTL_BLK_FREE &&
+        media_erase_count (&ftl->media, b) >= ftl->endurance)
+      ftl->state[b] = FTL_BLK_RETIRED;
+    if (ftl->state[b] == FTL_BLK_RETIRED)
+      ftl->retired++;
     if (ftl->state[b] == FTL_BLK_FREE) {
       if (ftl->valid[b] != 0 || ftl->media.wp[b] != 0) {
         snprintf (errbuf, errlen, "erase block %u is free but holds data", b);

@@ -43,6 +43,11 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
   st->wl_moved_pages = ctr (ftl, FTL_CTR_WL_MOVED);
   st->wl_threshold = ftl->wl_threshold;
+  st->endurance = ftl->endurance;
+  pthread_mutex_lock (&ftl->alloc_lock);
+  st->retired_blocks = ftl->retired;
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  st->read_only = ftl_is_read_only (ftl);
   st->checkpoints = ctr (ftl, FTL_CTR_CKPTS);
   st->mapped_pages = __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED);
   st->blocks_free = alloc_nfree (ftl);
@@ -118,8 +123,11 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "  \"wear\": {\n"
            "    \"erase_min\": %u,\n"
            "    \"erase_max\": %u,\n"
-           "    \"erase_mean\": %.4f\n"
+           "    \"erase_mean\": %.4f,\n"
+           "    \"endurance\": %u,\n"
+           "    \"retired_blocks\": %u\n"
            "  },\n"
+           "  \"readonly\": %s,\n"
            "  \"blocks\": {\n"
            "    \"free\": %u,\n"
            "    \"total\": %u\n"
@@ -135,6 +143,7 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            st.wl_threshold, st.wl_moved_pages,
            st.checkpoints, st.mapped_pages, st.waf,
            st.erase_min, st.erase_max, st.erase_mean,
+           st.endurance, st.retired_blocks, st.read_only ? "true" : "false",
            st.blocks_free, st.blocks_total);
   if (ferror (fp))
     r = -EIO;

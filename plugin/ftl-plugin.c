@@ -45,6 +45,7 @@ static uint32_t pages_per_block;        /* pages-per-block= */
 static unsigned streams;                /* streams= */
 static enum ftl_gc_policy gc_policy = FTL_GC_GREEDY; /* gc= */
 static unsigned wl_threshold;           /* wl-threshold= */
+static unsigned endurance;              /* endurance= */
 static char *stats_path;                /* stats= */
 static unsigned stats_interval = 1;     /* stats-interval= */
 static bool rotational;                 /* rotational= */
@@ -159,6 +160,14 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     }
   }
+  else if (strcmp (key, "endurance") == 0) {
+    if (nbdkit_parse_unsigned ("endurance", value, &endurance) == -1)
+      return -1;
+    if (endurance < 1) {
+      nbdkit_error ("endurance must be at least 1: %s", value);
+      return -1;
+    }
+  }
   else if (strcmp (key, "stats") == 0) {
     free (stats_path);
     stats_path = nbdkit_absolute_path (value);
@@ -228,6 +237,7 @@ ftl_plugin_config_complete (void)
   "streams=<N>                    Host write frontiers (default 4).\n" \
   "gc=greedy|cost-benefit         Garbage collection victim policy (default greedy).\n" \
   "wl-threshold=<N>               Erase count spread that triggers static wear leveling (default 16).\n" \
+  "endurance=<N>                  Erases after which an erase block is retired (default 3000).\n" \
   "stats=<FILENAME>               Write statistics as JSON to this file.\n" \
   "stats-interval=<SECS>          Rewrite them this often while busy (default 1).\n" \
   "rotational=<BOOL>              Advertise a rotating disk (default false)."
@@ -262,6 +272,7 @@ ftl_plugin_get_ready (void)
     .streams         = streams,
     .gc_policy       = gc_policy,
     .wl_threshold    = wl_threshold,
+    .endurance       = endurance,
     .readonly        = false,
     .debug           = (ftl_debug_gc       ? FTL_DEBUG_GC : 0) |
                        (ftl_debug_ckpt     ? FTL_DEBUG_CKPT : 0) |
@@ -353,6 +364,13 @@ ftl_plugin_is_rotational (void *handle)
 /* Every capability is native except cache, which nbdkit emulates with
  * a read.  Flush covers all connections, so multi-conn is safe.
  */
+/* A worn-out disk is read-only: new connections are told so. */
+static int
+ftl_plugin_can_write (void *handle)
+{
+  return !ftl_is_read_only (ftl);
+}
+
 static int
 ftl_plugin_can_true (void *handle)
 {
@@ -515,7 +533,7 @@ static struct nbdkit_plugin plugin = {
   .get_size          = ftl_plugin_get_size,
   .block_size        = ftl_plugin_block_size,
   .is_rotational     = ftl_plugin_is_rotational,
-  .can_write         = ftl_plugin_can_true,
+  .can_write         = ftl_plugin_can_write,
   .can_flush         = ftl_plugin_can_true,
   .can_fua           = ftl_plugin_can_fua,
   .can_trim          = ftl_plugin_can_true,

@@ -82,6 +82,7 @@ open_image (uint64_t size, uint32_t ps, uint32_t ppb, double op,
     .pages_per_block = ppb, .op_percent = op, .streams = streams,
     .log = quiet_log, .io = &model_io, .gc_policy = model_policy,
     .wl_threshold = model_wl,
+    .endurance = 1000000,       /* these runs erase each block ~10000 times */
   };
   struct ftl *ftl;
   char err[256];

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# nbdkit-ftl: end of life.  With endurance=5, a small disk overwritten
+# again and again retires its erase blocks until the rest cannot sustain
+# writes; then writes fail with EPERM, reads still return the last data
+# written, the statistics say so, and after a restart the disk is
+# read-only for new clients too.
+
+source "${srcdir:-.}/functions.sh"
+requires_plugin
+requires nbdsh nbdinfo jq timeout
+
+make_tmpdir
+export tmp
+disk="$tmp/disk.img"
+stats="$tmp/stats.json"
+
+# 1 MiB of 64 KiB erase blocks, doubled by op=100: 32 erase blocks.
+timeout 300 nbdkit -U - "$FTL_PLUGIN" file="$disk" size=1M page-size=4096 \
+    pages-per-block=16 op=100 streams=1 endurance=5 stats="$stats" \
+    --run 'nbdsh -u "$uri" -c "
+import errno
+P = 4096
+def page(n, v):
+    return bytes([(n * 7 + v) % 251 + 1]) * P
+last = {}
+failed = None
+for v in range(1, 400):
+    try:
+        for n in range(256):
+            h.pwrite(page(n, v), n * P)
+            last[n] = v
+    except nbd.Error as e:
+        failed = e
+        break
+assert failed is not None, \"the disk never wore out\"
+print(\"worn out after\", v, \"passes:\", failed.string)
+assert failed.errno in (errno.EPERM, errno.errorcode[errno.EPERM]), failed.errno
+# Every page still reads as the last version written to it.
+for n in range(256):
+    assert h.pread(P, n * P) == page(n, last[n]), n
+# Trims and zeros are refused too; flush still works.
+for f in (lambda: h.trim(P, 0), lambda: h.zero(P, 0)):
+    try:
+        f()
+        assert False, \"allowed on a worn-out disk\"
+    except nbd.Error as e:
+        assert e.errno in (errno.EPERM, errno.errorcode[errno.EPERM]), e.errno
+h.flush()
+"'
+
+cat "$stats"
+jq -e '.readonly == true' "$stats"
+jq -e '.wear.retired_blocks > 0 and .wear.endurance == 5' "$stats"
+jq -e '.wear.erase_max <= 5' "$stats"
+
+# After a restart: read-only for new clients, data still there.
+timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" endurance=5 \
+    --run 'nbdinfo --json "$uri"' > "$tmp/info.json"
+cat "$tmp/info.json"
+jq -e '.exports[0].is_read_only == true' "$tmp/info.json"
