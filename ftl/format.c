@@ -405,6 +405,8 @@ ftl_trim_page_encode (const struct ftl_trim_entry *e, uint32_t count,
   assert (count <= ftl_trim_page_capacity (page_size));
   memset (page, 0, page_size);
   put32 (page, count);
+  put16 (page + 4, FTL_TRIM_MAGIC);
+  put16 (page + 6, FTL_FORMAT_VERSION);
   for (uint32_t i = 0; i < count; i++) {
     uint8_t *p = page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES;
     put32 (p, e[i].lpn);
@@ -412,7 +414,8 @@ ftl_trim_page_encode (const struct ftl_trim_entry *e, uint32_t count,
     put64 (p + 8, e[i].seq);
   }
   put64 (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
-                                 (size_t) count * FTL_TRIM_ENTRY_BYTES, count));
+                                 (size_t) count * FTL_TRIM_ENTRY_BYTES,
+                                 get64 (page)));
 }
 
 enum ftl_fmt_status
@@ -420,12 +423,19 @@ ftl_trim_page_decode (const uint8_t *page, uint32_t page_size,
                       struct ftl_trim_entry *out, uint32_t *countp)
 {
   uint32_t count = get32 (page);
+  uint16_t version = get16 (page + 6);
 
+  if (all_zero (page, FTL_TRIM_HDR_BYTES))
+    return FTL_FMT_EMPTY;
+  if (get16 (page + 4) != FTL_TRIM_MAGIC)
+    return FTL_FMT_BAD_MAGIC;
+  if (version == 0 || version > FTL_FORMAT_VERSION)
+    return FTL_FMT_BAD_VERSION;
   if (count == 0 || count > ftl_trim_page_capacity (page_size))
     return FTL_FMT_BAD_LENGTH;
   if (get64 (page + 8) !=
       ftl_checksum (page + FTL_TRIM_HDR_BYTES,
-                    (size_t) count * FTL_TRIM_ENTRY_BYTES, count))
+                    (size_t) count * FTL_TRIM_ENTRY_BYTES, get64 (page)))
     return FTL_FMT_BAD_CHECKSUM;
   /* Validate every entry before writing any to out. */
   for (uint32_t i = 0; i < count; i++)

@@ -59,6 +59,7 @@
 #define FTL_OOB_MAGIC          0x5047u      /* "GP" */
 #define FTL_OOB_BYTES          32
 
+#define FTL_TRIM_MAGIC         0x5254u      /* "TR" */
 #define FTL_TRIM_HDR_BYTES     16
 #define FTL_TRIM_ENTRY_BYTES   16
 
@@ -193,8 +194,10 @@ extern void ftl_oob_encode (const struct ftl_oob *o, uint8_t *buf);
 extern enum ftl_fmt_status ftl_oob_decode (const uint8_t *buf, size_t len,
                                            struct ftl_oob *out);
 
-/* Trim record pages: a 16 byte header (count, checksum of the entries)
- * then count entries.  ftl_trim_page_capacity gives how many fit.
+/* Trim record pages: a 16 byte header (entry count u32, magic u16,
+ * version u16, checksum u64 of the entries seeded with the first 8
+ * header bytes, so it covers them too) then count entries of 16 bytes.
+ * ftl_trim_page_capacity gives how many fit.
  */
 extern uint32_t ftl_trim_page_capacity (uint32_t page_size);
 extern void ftl_trim_page_encode (const struct ftl_trim_entry *e,

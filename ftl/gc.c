@@ -298,7 +298,8 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
        spins++) {
     if (NEVER (spins > 10000000)) {
       ftl_log (ftl, FTL_LOG_ERROR, "gc: block %u still has %u valid pages "
-               "after relocation", victim, ftl->valid[victim]);
+               "after relocation", victim,
+               __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED));
       return -EIO;
     }
     sched_yield ();
@@ -382,7 +383,7 @@ wear_level (struct ftl *ftl)
 
   ftl_debug (ftl, FTL_DEBUG_GC, "wear leveling: block %u (erase count %u, "
              "%u valid pages); most erased: %u", coldest, min_ec,
-             ftl->valid[coldest], max_ec);
+             __atomic_load_n (&ftl->valid[coldest], __ATOMIC_RELAXED), max_ec);
   ftl->gc_wl = true;
   r = reclaim_block (ftl, coldest);
   ftl->gc_wl = false;
@@ -405,7 +406,8 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
       break;
     }
     ftl_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
-               "%u free blocks", victim, ftl->valid[victim],
+               "%u free blocks", victim,
+               __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
                alloc_nfree (ftl));
     r = reclaim_block (ftl, victim);
     if (r == 0)

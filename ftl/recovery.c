@@ -343,7 +343,8 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
     }
   }
 
-  qsort (items.v, items.n, sizeof *items.v, cmp_item);
+  if (items.n > 0)
+    qsort (items.v, items.n, sizeof *items.v, cmp_item);
   for (size_t i = 0; i < items.n; i++) {
     const struct item *it = &items.v[i];
     if (it->count == 0)
