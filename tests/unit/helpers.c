@@ -1,0 +1,281 @@
+/* nbdkit-ftl: helpers shared by the Check unit tests.  See helpers.h. */
+
+#include <config.h>
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "media.h"
+
+#define UNIT_DIR_TEMPLATE "/tmp/ftl-unit.XXXXXX"
+
+char unit_dir[64];
+char unit_last_error[512];
+bool unit_quiet;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void
+unit_dir_create (void)
+{
+  strcpy (unit_dir, UNIT_DIR_TEMPLATE);
+  if (mkdtemp (unit_dir) == NULL) {
+    perror ("mkdtemp");
+    abort ();
+  }
+}
+
+/* Remove the files in the directory (the tests create no
+ * subdirectories).
+ */
+static void
+empty_dir (void)
+{
+  DIR *d;
+  struct dirent *e;
+  char p[512];
+
+  if (!unit_dir[0] || !(d = opendir (unit_dir)))
+    return;
+  while ((e = readdir (d)) != NULL) {
+    if (strcmp (e->d_name, ".") == 0 || strcmp (e->d_name, "..") == 0)
+      continue;
+    snprintf (p, sizeof p, "%s/%s", unit_dir, e->d_name);
+    unlink (p);
+  }
+  closedir (d);
+}
+
+void
+unit_dir_remove (void)
+{
+  if (!unit_dir[0])
+    return;
+  empty_dir ();
+  if (rmdir (unit_dir) == -1)
+    perror (unit_dir);
+  unit_dir[0] = '\0';
+}
+
+void
+unit_dir_clean (void)
+{
+  empty_dir ();
+  unit_quiet = false;
+  unit_last_error[0] = '\0';
+}
+
+void
+unit_path (char *buf, size_t len, const char *name)
+{
+  ck_assert_msg (unit_dir[0], "no temporary directory (fixture missing?)");
+  snprintf (buf, len, "%s/%s", unit_dir, name);
+}
+
+static int
+nosync (void *opaque, int fd)
+{
+  return 0;
+}
+
+static struct ftl_io nosync_io;
+
+static void
+nosync_io_init (void)
+{
+  nosync_io = ftl_default_io;
+  nosync_io.sync = nosync;
+}
+
+const struct ftl_io *
+unit_nosync_io (void)
+{
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once (&once, nosync_io_init);
+  return &nosync_io;
+}
+
+void
+unit_log (void *opaque, enum ftl_log_level level, const char *msg)
+{
+  if (level != FTL_LOG_ERROR)
+    return;
+  pthread_mutex_lock (&log_lock);
+  snprintf (unit_last_error, sizeof unit_last_error, "%s", msg);
+  pthread_mutex_unlock (&log_lock);
+  if (!unit_quiet)
+    fprintf (stderr, "ftl error: %s\n", msg);
+}
+
+int
+unit_try_open (const char *path, const struct ftl_io *io, struct ftl **ftlp,
+               char *err, size_t errlen)
+{
+  struct ftl_options o = {
+    .path = path, .log = unit_log, .io = io,
+  };
+  return ftl_open (&o, ftlp, err, errlen);
+}
+
+struct ftl *
+unit_open (const char *path, uint64_t size, uint32_t ps, uint32_t ppb,
+           double op, unsigned streams, const struct ftl_io *io)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = size, .page_size = ps,
+    .pages_per_block = ppb, .op_percent = op, .streams = streams,
+    .log = unit_log, .io = io,
+  };
+  struct ftl *ftl;
+  char err[256];
+  int r = ftl_open (&o, &ftl, err, sizeof err);
+  ck_assert_msg (r == 0, "ftl_open %s: %s", path, err);
+  return ftl;
+}
+
+uint64_t
+unit_rnd (uint64_t *s)
+{
+  uint64_t x = *s;
+  x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* The pattern: "FTLUNIT" tag, LPN, version, then a pseudo-random stream
+ * seeded by both, so that two different pages never share content.
+ */
+static const char page_tag[8] = "FTLUNIT";
+
+static uint64_t
+pattern_seed (uint64_t lpn, uint64_t version)
+{
+  uint64_t s = (lpn + 1) * 0x9E3779B97F4A7C15ULL ^ version * 0xC2B2AE3D27D4EB4FULL;
+  return s ? s : 1;
+}
+
+static void
+put_le64 (uint8_t *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++) p[i] = v >> (8 * i);
+}
+
+static uint64_t
+get_le64 (const uint8_t *p)
+{
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+  return v;
+}
+
+void
+unit_fill_page (uint8_t *page, uint32_t ps, uint64_t lpn, uint64_t version)
+{
+  uint64_t s = pattern_seed (lpn, version);
+
+  ck_assert_uint_ge (ps, 32);
+  ck_assert_uint_ne (version, 0);
+  memcpy (page, page_tag, 8);
+  put_le64 (page + 8, lpn);
+  put_le64 (page + 16, version);
+  for (uint32_t i = 24; i < ps; i += 8) {
+    uint64_t v = unit_rnd (&s);
+    uint8_t b[8];
+    put_le64 (b, v);
+    memcpy (page + i, b, ps - i < 8 ? ps - i : 8);
+  }
+}
+
+int
+unit_page_identify (const uint8_t *page, uint32_t ps, uint64_t *lpn,
+                    uint64_t *version)
+{
+  uint64_t s;
+  bool zero = true;
+
+  for (uint32_t i = 0; i < ps && zero; i++)
+    zero = page[i] == 0;
+  if (zero) {
+    *version = 0;
+    return 0;
+  }
+  if (memcmp (page, page_tag, 8) != 0)
+    return -1;
+  *lpn = get_le64 (page + 8);
+  *version = get_le64 (page + 16);
+  if (*version == 0)
+    return -1;
+  s = pattern_seed (*lpn, *version);
+  for (uint32_t i = 24; i < ps; i += 8) {
+    uint8_t b[8];
+    put_le64 (b, unit_rnd (&s));
+    if (memcmp (page + i, b, ps - i < 8 ? ps - i : 8) != 0)
+      return -1;
+  }
+  return 1;
+}
+
+void
+unit_copy_file (const char *from, const char *to)
+{
+  int in = open (from, O_RDONLY | O_CLOEXEC);
+  int out = open (to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  char buf[65536];
+  ssize_t n;
+
+  ck_assert_msg (in >= 0, "open %s: %s", from, strerror (errno));
+  ck_assert_msg (out >= 0, "open %s: %s", to, strerror (errno));
+  while ((n = read (in, buf, sizeof buf)) > 0)
+    ck_assert_int_eq (write (out, buf, n), n);
+  ck_assert_int_eq (n, 0);
+  close (in);
+  ck_assert_int_eq (close (out), 0);
+}
+
+void
+unit_flip_byte (const char *path, uint64_t off, uint8_t mask)
+{
+  int fd = open (path, O_RDWR | O_CLOEXEC);
+  uint8_t b;
+
+  ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
+  ck_assert_int_eq (pread (fd, &b, 1, off), 1);
+  b ^= mask;
+  ck_assert_int_eq (pwrite (fd, &b, 1, off), 1);
+  close (fd);
+}
+
+void
+unit_read_file (const char *path, void *buf, size_t len, uint64_t off)
+{
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+
+  ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
+  ck_assert_int_eq (pread (fd, buf, len, off), (ssize_t) len);
+  close (fd);
+}
+
+uint64_t
+unit_file_size (const char *path)
+{
+  struct stat st;
+  ck_assert_int_eq (stat (path, &st), 0);
+  return st.st_size;
+}
+
+double
+unit_now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}

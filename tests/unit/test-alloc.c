@@ -1,0 +1,457 @@
+/* nbdkit-ftl: unit tests of alloc.c: erase-block allocation, frontiers
+ * and the map updates (valid counts, mapped pages).
+ *
+ * The tests open small images through ftl_open and look at (and, to
+ * build a situation, set) the handle's internal fields declared in
+ * ftl-internal.h.  Images whose state was set by hand are abandoned,
+ * never closed, so nothing inconsistent is written.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+#include "helpers.h"
+
+/* 64 logical pages of 4 KiB, 8 pages per block, 150% over-provisioning:
+ * 20 erase blocks, 12 of them spare.
+ */
+#define PS      4096
+#define PPB     8
+#define LPAGES  64
+#define SIZE    ((uint64_t) LPAGES * PS)
+#define OP      150
+
+static char path[256];
+
+static void
+setup (void)
+{
+  unit_dir_clean ();
+  unit_path (path, sizeof path, "alloc.img");
+}
+
+static struct ftl *
+open_new (unsigned streams)
+{
+  struct ftl *ftl = unit_open (path, SIZE, PS, PPB, OP, streams,
+                               unit_nosync_io ());
+  ck_assert_uint_eq (ftl->blocks, 20);
+  ck_assert_uint_eq (ftl->ppb, PPB);
+  return ftl;
+}
+
+static void
+write_page (struct ftl *ftl, uint64_t lpn, uint64_t version)
+{
+  uint8_t page[PS];
+  unit_fill_page (page, PS, lpn, version);
+  ck_assert_int_eq (ftl_write (ftl, page, PS, lpn * PS, 0), 0);
+}
+
+static uint32_t
+block_of_lpn (struct ftl *ftl, uint64_t lpn)
+{
+  uint32_t ppn = ftl->l2p[lpn];
+  ck_assert_uint_ne (ppn, FTL_UNMAPPED);
+  return media_ppn_block (&ftl->media, ppn);
+}
+
+/* The free block with the lowest erase count now. */
+static uint32_t
+lowest_free (struct ftl *ftl)
+{
+  uint32_t best = FTL_NO_BLOCK, best_ec = UINT32_MAX;
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    if (ftl->state[b] == FTL_BLK_FREE &&
+        media_erase_count (&ftl->media, b) < best_ec) {
+      best = b;
+      best_ec = media_erase_count (&ftl->media, b);
+    }
+  return best;
+}
+
+/* Every frontier (host, GC, metadata) opens the free block with the
+ * lowest erase count.  Erase counts are set by hand on the free blocks
+ * of a new image; then single pages are written (and a trim is logged)
+ * and the blocks they land in are checked.
+ */
+START_TEST (test_lowest_erase_count)
+{
+  struct ftl *ftl = open_new (1);
+  static const uint32_t order[] = { 13, 7, 2, 18 };
+
+  ck_assert_uint_eq (ftl->nfree, ftl->blocks);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    ck_assert_uint_eq (ftl->state[b], FTL_BLK_FREE);
+    media_set_block (&ftl->media, b, 100 + (b * 7) % 20, 0);
+  }
+  for (uint32_t i = 0; i < 4; i++)
+    media_set_block (&ftl->media, order[i], 10 + i, 0);
+
+  /* The first page opens block 13; when it is full, block 7; ... */
+  for (uint32_t i = 0; i < 3; i++) {
+    write_page (ftl, i * PPB, 1);
+    ck_assert_uint_eq (block_of_lpn (ftl, i * PPB), order[i]);
+    ck_assert_uint_eq (ftl->state[order[i]], FTL_BLK_OPEN);
+    for (uint32_t p = 1; p < PPB; p++) {
+      write_page (ftl, i * PPB + p, 1);
+      ck_assert_uint_eq (block_of_lpn (ftl, i * PPB + p), order[i]);
+    }
+    ck_assert_uint_eq (ftl->state[order[i]], FTL_BLK_FULL);
+    ck_assert_uint_eq (ftl->valid[order[i]], PPB);
+  }
+  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 3);
+
+  /* The GC frontier: block 18 (count 13). */
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ck_assert_uint_eq (ftl->gcf.block, order[3]);
+  ck_assert_uint_eq (ftl->state[order[3]], FTL_BLK_OPEN);
+
+  /* The metadata frontier: among the rest (100 + (b*7)%20) the lowest
+   * is 100 at block 0; a trim record page goes there.
+   */
+  uint32_t want = lowest_free (ftl);
+  ck_assert_uint_eq (want, 0);
+  ck_assert_int_eq (ftl_trim (ftl, 2 * PS, 0, 0), 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ck_assert_uint_eq (ftl->metaf.block, want);
+  ck_assert_uint_eq (ftl->p2l[media_ppn (&ftl->media, want, 0)],
+                     FTL_P2L_TRIM);
+  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 5);
+
+  /* Nothing was erased: the counts are the ones set. */
+  ck_assert_uint_eq (media_erase_count (&ftl->media, 13), 10);
+  ck_assert_uint_eq (ftl->media.erases, 0);
+  ftl_abandon (ftl);
+}
+END_TEST
+
+/* map_install and map_unmap keep the per-block valid counts and the
+ * number of mapped logical pages right through install, remap, unmap
+ * and unmapping what is not mapped.
+ */
+START_TEST (test_map_install_unmap)
+{
+  struct ftl *ftl = open_new (1);
+  struct media *m = &ftl->media;
+
+  ck_assert_uint_eq (ftl->mapped, 0);
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    ck_assert_uint_eq (ftl->valid[b], 0);
+
+  map_install (ftl, 5, media_ppn (m, 3, 0));
+  ck_assert_uint_eq (ftl->l2p[5], media_ppn (m, 3, 0));
+  ck_assert_uint_eq (ftl->valid[3], 1);
+  ck_assert_uint_eq (ftl->mapped, 1);
+
+  map_install (ftl, 6, media_ppn (m, 3, 1));
+  ck_assert_uint_eq (ftl->valid[3], 2);
+  ck_assert_uint_eq (ftl->mapped, 2);
+
+  /* Remap: the old block loses a valid page, the count of mapped pages
+   * does not change.
+   */
+  map_install (ftl, 5, media_ppn (m, 4, 0));
+  ck_assert_uint_eq (ftl->l2p[5], media_ppn (m, 4, 0));
+  ck_assert_uint_eq (ftl->valid[3], 1);
+  ck_assert_uint_eq (ftl->valid[4], 1);
+  ck_assert_uint_eq (ftl->mapped, 2);
+
+  /* Remap within one block. */
+  map_install (ftl, 6, media_ppn (m, 3, 2));
+  ck_assert_uint_eq (ftl->valid[3], 1);
+  ck_assert_uint_eq (ftl->mapped, 2);
+
+  ck_assert (map_unmap (ftl, 5));
+  ck_assert_uint_eq (ftl->l2p[5], FTL_UNMAPPED);
+  ck_assert_uint_eq (ftl->valid[4], 0);
+  ck_assert_uint_eq (ftl->mapped, 1);
+  ck_assert (!map_unmap (ftl, 5));
+  ck_assert (!map_unmap (ftl, 7));
+  ck_assert_uint_eq (ftl->mapped, 1);
+  ck_assert_uint_eq (ftl->valid[3], 1);
+
+  ck_assert (map_unmap (ftl, 6));
+  ck_assert_uint_eq (ftl->valid[3], 0);
+  ck_assert_uint_eq (ftl->mapped, 0);
+
+  /* The last logical page. */
+  map_install (ftl, LPAGES - 1, media_ppn (m, 19, PPB - 1));
+  ck_assert_uint_eq (ftl->valid[19], 1);
+  ck_assert (map_unmap (ftl, LPAGES - 1));
+  ck_assert_uint_eq (ftl->valid[19], 0);
+  ck_assert_uint_eq (ftl->mapped, 0);
+  ftl_abandon (ftl);
+}
+END_TEST
+
+/* Recount valid pages, mapped pages and free blocks from the map and
+ * the block states, and compare with the handle's counters.
+ */
+static void
+check_accounting (struct ftl *ftl)
+{
+  uint32_t *valid = calloc (ftl->blocks, sizeof *valid);
+  uint64_t mapped = 0;
+  uint32_t nfree = 0, open = 0, frontiers = 0;
+  struct ftl_stats st;
+
+  for (uint64_t l = 0; l < ftl->logical_pages; l++) {
+    uint32_t ppn = ftl->l2p[l];
+    if (ppn == FTL_UNMAPPED)
+      continue;
+    mapped++;
+    ck_assert_uint_eq (ftl->p2l[ppn], l);
+    valid[media_ppn_block (&ftl->media, ppn)]++;
+  }
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    ck_assert_msg (valid[b] == ftl->valid[b], "block %u: %u valid pages, "
+                   "the counter says %u", b, valid[b], ftl->valid[b]);
+    if (ftl->state[b] == FTL_BLK_FREE) {
+      nfree++;
+      ck_assert_uint_eq (ftl->media.wp[b], 0);
+    }
+    if (ftl->state[b] == FTL_BLK_OPEN)
+      open++;
+  }
+  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++)
+    frontiers += ftl->host[i].block != FTL_NO_BLOCK;
+  frontiers += ftl->gcf.block != FTL_NO_BLOCK;
+  frontiers += ftl->metaf.block != FTL_NO_BLOCK;
+  ck_assert_uint_eq (mapped, ftl->mapped);
+  ck_assert_uint_eq (nfree, ftl->nfree);
+  ck_assert_uint_eq (open, frontiers);
+  ftl_get_stats (ftl, &st);
+  ck_assert_uint_eq (st.mapped_pages, mapped);
+  ck_assert_uint_eq (st.blocks_free, nfree);
+  free (valid);
+}
+
+/* Through the public API (writes, overwrites, trims and zeros, with
+ * garbage collection running), valid counts, mapped pages, free blocks
+ * and open blocks always agree with the map.
+ */
+START_TEST (test_accounting_through_api)
+{
+  struct ftl *ftl = open_new (0);
+  uint64_t rng = 42;
+  uint8_t buf[4 * PS];
+
+  for (unsigned i = 0; i < 3000; i++) {
+    uint64_t lpn = unit_rnd (&rng) % LPAGES;
+    uint64_t n = 1 + unit_rnd (&rng) % 4;
+    if (lpn + n > LPAGES)
+      n = LPAGES - lpn;
+    switch (unit_rnd (&rng) % 10) {
+    case 0:
+      ck_assert_int_eq (ftl_trim (ftl, n * PS, lpn * PS, 0), 0);
+      break;
+    case 1:
+      ck_assert_int_eq (ftl_zero (ftl, n * PS - 100, lpn * PS + 50, 0), 0);
+      break;
+    case 2:
+      ck_assert_int_eq (ftl_flush (ftl), 0);
+      break;
+    default:
+      for (uint64_t k = 0; k < n; k++)
+        unit_fill_page (buf + k * PS, PS, lpn + k, i + 1);
+      ck_assert_int_eq (ftl_write (ftl, buf, n * PS, lpn * PS, 0), 0);
+    }
+    if (i % 50 == 0)
+      check_accounting (ftl);
+  }
+  check_accounting (ftl);
+  ck_assert_uint_gt (ftl->media.erases, 50);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  check_accounting (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+/* Host frontiers never take the last FTL_RESERVE_BLOCKS free blocks:
+ * every block but three is made FULL of valid pages by hand (so that GC
+ * finds no victim); the host takes one free block, and when it is full
+ * the next host write fails with -ENOSPC and leaves two blocks free.
+ * The GC frontier may then take one of them and the metadata frontier
+ * (trim records) the last.
+ */
+START_TEST (test_host_reserve)
+{
+  struct ftl *ftl = open_new (1);
+  uint8_t page[PS];
+
+  ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 2);
+  for (uint32_t b = 3; b < ftl->blocks; b++) {
+    ftl->state[b] = FTL_BLK_FULL;
+    ftl->valid[b] = PPB;
+    media_set_block (&ftl->media, b, 0, PPB);
+  }
+  ftl->nfree = 3;
+
+  for (uint64_t l = 0; l < PPB; l++)
+    write_page (ftl, l, 1);
+  ck_assert_uint_eq (block_of_lpn (ftl, 0), 0);
+  ck_assert_uint_eq (ftl->state[0], FTL_BLK_FULL);
+  ck_assert_uint_eq (ftl->nfree, FTL_RESERVE_BLOCKS);
+
+  /* No victim, no block: the host gets -ENOSPC, twice. */
+  unit_quiet = true;
+  unit_fill_page (page, PS, PPB, 1);
+  ck_assert_int_eq (ftl_write (ftl, page, PS, PPB * PS, 0), -ENOSPC);
+  ck_assert_msg (strstr (unit_last_error, "full") != NULL,
+                 "error message: '%s'", unit_last_error);
+  unit_fill_page (page, PS, 0, 2);
+  ck_assert_int_eq (ftl_write (ftl, page, PS, 0, 0), -ENOSPC);
+  ck_assert_uint_eq (ftl->nfree, FTL_RESERVE_BLOCKS);
+  ck_assert_uint_eq (ftl->state[1], FTL_BLK_FREE);
+  ck_assert_uint_eq (ftl->state[2], FTL_BLK_FREE);
+  unit_quiet = false;
+
+  /* What was written is intact. */
+  for (uint64_t l = 0; l < PPB; l++) {
+    uint64_t lpn, version;
+    ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+    ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 1);
+    ck_assert_uint_eq (lpn, l);
+    ck_assert_uint_eq (version, 1);
+  }
+
+  /* GC may use all of the reserve but one block. */
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ck_assert_uint_eq (ftl->gcf.block, 1);
+  ck_assert_uint_eq (ftl->nfree, 1);
+
+  /* Trim records may take the last one. */
+  ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ck_assert_uint_eq (ftl->metaf.block, 2);
+  ck_assert_uint_eq (ftl->nfree, 0);
+  ftl_abandon (ftl);
+}
+END_TEST
+
+/* Threads are spread over the host streams: two threads writing at
+ * once on an image with two streams append to two different blocks.
+ */
+struct one_write {
+  struct ftl *ftl;
+  uint64_t lpn;
+  pthread_barrier_t *barrier;
+  int r;
+};
+
+static void *
+writer_thread (void *arg)
+{
+  struct one_write *w = arg;
+  uint8_t page[PS];
+
+  unit_fill_page (page, PS, w->lpn, 1);
+  pthread_barrier_wait (w->barrier);
+  w->r = ftl_write (w->ftl, page, PS, w->lpn * PS, 0);
+  return NULL;
+}
+
+START_TEST (test_streams_per_thread)
+{
+  struct ftl *ftl = open_new (2);
+  pthread_barrier_t barrier;
+  struct one_write w[2] = {
+    { .ftl = ftl, .lpn = 10, .barrier = &barrier },
+    { .ftl = ftl, .lpn = 20, .barrier = &barrier },
+  };
+  pthread_t t[2];
+
+  ck_assert_uint_eq (ftl->nstreams, 2);
+  pthread_barrier_init (&barrier, NULL, 2);
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq (pthread_create (&t[i], NULL, writer_thread, &w[i]), 0);
+  for (int i = 0; i < 2; i++) {
+    pthread_join (t[i], NULL);
+    ck_assert_int_eq (w[i].r, 0);
+  }
+  pthread_barrier_destroy (&barrier);
+  ck_assert_uint_ne (block_of_lpn (ftl, 10), block_of_lpn (ftl, 20));
+  ck_assert_uint_ne (ftl->host[0].block, FTL_NO_BLOCK);
+  ck_assert_uint_ne (ftl->host[1].block, FTL_NO_BLOCK);
+  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 2);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+/* A block that is open and partly written at shutdown stays partly
+ * written: after reopening it is FULL with its program pointer kept, the
+ * next write opens another block, and the data is there.
+ */
+START_TEST (test_close_partial_block)
+{
+  struct ftl *ftl = open_new (1);
+  uint32_t b;
+  uint8_t page[PS];
+  uint64_t lpn, version;
+
+  for (uint64_t l = 0; l < 3; l++)
+    write_page (ftl, l, 1);
+  b = block_of_lpn (ftl, 0);
+  ck_assert_uint_eq (ftl->state[b], FTL_BLK_OPEN);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  ftl = unit_open (path, 0, 0, 0, 0, 1, unit_nosync_io ());
+  ck_assert_uint_eq (ftl->state[b], FTL_BLK_FULL);
+  ck_assert_uint_eq (ftl->media.wp[b], 3);
+  ck_assert_uint_eq (ftl->valid[b], 3);
+  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 1);
+  write_page (ftl, 3, 1);
+  ck_assert_uint_ne (block_of_lpn (ftl, 3), b);
+  for (uint64_t l = 0; l < 4; l++) {
+    ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+    ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 1);
+    ck_assert_uint_eq (lpn, l);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+static Suite *
+alloc_suite (void)
+{
+  Suite *s = suite_create ("alloc");
+  TCase *tc = tcase_create ("alloc");
+
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_add_checked_fixture (tc, setup, NULL);
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_lowest_erase_count);
+  tcase_add_test (tc, test_map_install_unmap);
+  tcase_add_test (tc, test_accounting_through_api);
+  tcase_add_test (tc, test_host_reserve);
+  tcase_add_test (tc, test_streams_per_thread);
+  tcase_add_test (tc, test_close_partial_block);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (alloc_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

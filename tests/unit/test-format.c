@@ -1,0 +1,982 @@
+/* nbdkit-ftl: unit tests of format.c, the on-media structures.
+ *
+ * For every structure: an encode/decode round trip keeps every field;
+ * the encoder writes exactly the encoded length; the decoder rejects
+ * all zeros, every single flipped byte, a wrong magic, a newer version
+ * (even with a valid checksum), a bad length and out-of-range fields,
+ * and leaves its output untouched when it rejects.  Also the derived
+ * geometry (ftl_meta_pages, ftl_ckpt_bytes) for a few geometries.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+#include "util.h"
+
+/* Flip masks tried at every byte position. */
+static const uint8_t masks[] = { 0x01, 0x10, 0x80, 0xff };
+#define NMASKS (sizeof masks / sizeof masks[0])
+
+static void
+put16 (uint8_t *p, uint16_t v)
+{
+  p[0] = v; p[1] = v >> 8;
+}
+
+static void
+put32 (uint8_t *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++) p[i] = v >> (8 * i);
+}
+
+static void
+put64 (uint8_t *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++) p[i] = v >> (8 * i);
+}
+
+static uint64_t
+get64 (const uint8_t *p)
+{
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+static uint32_t
+get32 (const uint8_t *p)
+{
+  return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t) p[3] << 24;
+}
+
+/* ---- superblock ---- */
+
+/* A self-consistent superblock: 4 KiB pages, 256 pages per block,
+ * 64 MiB, 82 erase blocks (28% over-provisioning).
+ */
+static struct ftl_superblock
+good_sb (void)
+{
+  struct ftl_superblock sb = {
+    .version = FTL_FORMAT_VERSION,
+    .generation = 0x0102030405060708ULL,
+    .page_size = 4096,
+    .pages_per_block = 256,
+    .blocks = 82,
+    .logical_bytes = 64 << 20,
+    .state = FTL_SB_CLEAN,
+    .op_ppm = 280000,
+    .clean_ckpt_gen = 0x1122334455667788ULL,
+    .uuid = { 0xdeadbeefcafef00dULL, 0x0123456789abcdefULL },
+    .created = 1700000000,
+  };
+  sb.meta_pages = ftl_meta_pages (sb.page_size, sb.pages_per_block);
+  sb.ckpt_bytes = ftl_ckpt_bytes (sb.page_size,
+                                  sb.logical_bytes / sb.page_size, sb.blocks);
+  sb.ckpt_offset[0] = 2 * FTL_SB_SLOT;
+  sb.ckpt_offset[1] = sb.ckpt_offset[0] + sb.ckpt_bytes;
+  sb.data_offset = sb.ckpt_offset[1] + sb.ckpt_bytes;
+  return sb;
+}
+
+static void
+assert_sb_eq (const struct ftl_superblock *a, const struct ftl_superblock *b)
+{
+  ck_assert_uint_eq (a->version, b->version);
+  ck_assert_uint_eq (a->generation, b->generation);
+  ck_assert_uint_eq (a->page_size, b->page_size);
+  ck_assert_uint_eq (a->pages_per_block, b->pages_per_block);
+  ck_assert_uint_eq (a->blocks, b->blocks);
+  ck_assert_uint_eq (a->meta_pages, b->meta_pages);
+  ck_assert_uint_eq (a->logical_bytes, b->logical_bytes);
+  ck_assert_uint_eq (a->data_offset, b->data_offset);
+  ck_assert_uint_eq (a->ckpt_offset[0], b->ckpt_offset[0]);
+  ck_assert_uint_eq (a->ckpt_offset[1], b->ckpt_offset[1]);
+  ck_assert_uint_eq (a->ckpt_bytes, b->ckpt_bytes);
+  ck_assert_uint_eq (a->state, b->state);
+  ck_assert_uint_eq (a->op_ppm, b->op_ppm);
+  ck_assert_uint_eq (a->clean_ckpt_gen, b->clean_ckpt_gen);
+  ck_assert_uint_eq (a->uuid[0], b->uuid[0]);
+  ck_assert_uint_eq (a->uuid[1], b->uuid[1]);
+  ck_assert_uint_eq (a->created, b->created);
+}
+
+/* Decode, checking that a rejected buffer leaves *out untouched. */
+static enum ftl_fmt_status
+sb_decode_checked (const uint8_t *buf, size_t len, struct ftl_superblock *out,
+                   char *why, size_t whylen)
+{
+  struct ftl_superblock sentinel, tmp;
+  enum ftl_fmt_status s;
+
+  memset (&sentinel, 0x5a, sizeof sentinel);
+  memcpy (&tmp, &sentinel, sizeof tmp);
+  s = ftl_sb_decode (buf, len, &tmp, why, whylen);
+  if (s != FTL_FMT_OK)
+    ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
+                   "ftl_sb_decode wrote its output while returning %d", s);
+  else if (out)
+    *out = tmp;
+  return s;
+}
+
+/* Every field survives encode and decode, whether the decoder is given
+ * the encoded length or the whole superblock slot; the encoder writes
+ * exactly FTL_SB_BYTES bytes.
+ */
+START_TEST (test_sb_round_trip)
+{
+  uint8_t buf[FTL_SB_SLOT];
+  struct ftl_superblock sb = good_sb (), out;
+  char why[128];
+
+  memset (buf, 0xa5, sizeof buf);
+  ftl_sb_encode (&sb, buf);
+  for (size_t i = FTL_SB_BYTES; i < sizeof buf; i++)
+    ck_assert_msg (buf[i] == 0xa5, "encoder wrote byte %zu", i);
+  ck_assert_mem_eq (buf, FTL_SB_MAGIC, 8);
+
+  memset (buf + FTL_SB_BYTES, 0, sizeof buf - FTL_SB_BYTES);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, &out, why,
+                                       sizeof why), FTL_FMT_OK);
+  assert_sb_eq (&sb, &out);
+  ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, &out, NULL, 0),
+                    FTL_FMT_OK);
+  assert_sb_eq (&sb, &out);
+
+  /* A dirty superblock with other values round-trips too. */
+  sb.state = FTL_SB_DIRTY;
+  sb.generation = 1;
+  sb.clean_ckpt_gen = 0;
+  ftl_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, &out, NULL, 0),
+                    FTL_FMT_OK);
+  assert_sb_eq (&sb, &out);
+}
+END_TEST
+
+/* All zeros is "never written", whatever the length given; fewer than
+ * the header's bytes, or fewer than the encoded length, is a bad length.
+ */
+START_TEST (test_sb_empty_and_short)
+{
+  uint8_t buf[FTL_SB_SLOT] = { 0 };
+  struct ftl_superblock sb = good_sb ();
+
+  ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
+                    FTL_FMT_EMPTY);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, NULL, NULL, 0),
+                    FTL_FMT_EMPTY);
+  ck_assert_int_eq (sb_decode_checked (buf, 10, NULL, NULL, 0),
+                    FTL_FMT_BAD_LENGTH);
+
+  ftl_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES - 1, NULL, NULL, 0),
+                    FTL_FMT_BAD_LENGTH);
+  ck_assert_int_eq (sb_decode_checked (buf, 23, NULL, NULL, 0),
+                    FTL_FMT_BAD_LENGTH);
+}
+END_TEST
+
+/* Every single flipped byte of an encoded superblock is rejected. */
+START_TEST (test_sb_flipped_bytes)
+{
+  uint8_t good[FTL_SB_BYTES], buf[FTL_SB_BYTES];
+  struct ftl_superblock sb = good_sb ();
+  unsigned tried = 0;
+
+  ftl_sb_encode (&sb, good);
+  for (size_t i = 0; i < FTL_SB_BYTES; i++)
+    for (size_t m = 0; m < NMASKS; m++) {
+      memcpy (buf, good, sizeof buf);
+      buf[i] ^= masks[m];
+      ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0)
+                     != FTL_FMT_OK,
+                     "superblock with byte %zu ^ 0x%02x accepted", i,
+                     masks[m]);
+      tried++;
+    }
+  ck_assert_uint_eq (tried, FTL_SB_BYTES * NMASKS);
+}
+END_TEST
+
+/* Wrong magic, newer (or zero) version, wrong length field. */
+START_TEST (test_sb_magic_version_length)
+{
+  uint8_t buf[FTL_SB_BYTES];
+  struct ftl_superblock sb = good_sb ();
+  char why[128];
+
+  ftl_sb_encode (&sb, buf);
+  buf[3] ^= 0x20;
+  ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
+                    FTL_FMT_BAD_MAGIC);
+
+  /* Newer: the checksum is valid (the encoder computes it). */
+  sb.version = FTL_FORMAT_VERSION + 1;
+  ftl_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, why,
+                                       sizeof why), FTL_FMT_BAD_VERSION);
+  ck_assert_msg (strstr (why, "version") != NULL, "why: '%s'", why);
+  sb.version = 0;
+  ftl_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
+                    FTL_FMT_BAD_VERSION);
+
+  /* The length field (bytes 12..15), with and without a recomputed
+   * checksum: the length is checked before the checksum.
+   */
+  sb = good_sb ();
+  for (uint32_t len = FTL_SB_BYTES - 8; len <= FTL_SB_BYTES + 8; len += 4) {
+    if (len == FTL_SB_BYTES)
+      continue;
+    ftl_sb_encode (&sb, buf);
+    put32 (buf + 12, len);
+    ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
+                      FTL_FMT_BAD_LENGTH);
+  }
+}
+END_TEST
+
+/* One inconsistent superblock: a mutation, and what "why" must say. */
+struct sb_case {
+  const char *what;
+  void (*mutate) (struct ftl_superblock *);
+  const char *why;
+};
+
+static void m_ps_not_pow2 (struct ftl_superblock *s) { s->page_size = 4000; }
+static void m_ps_small (struct ftl_superblock *s) { s->page_size = 256; }
+static void m_ps_large (struct ftl_superblock *s) { s->page_size = 131072; }
+static void m_ppb_not_pow2 (struct ftl_superblock *s) { s->pages_per_block = 100; }
+static void m_ppb_small (struct ftl_superblock *s) { s->pages_per_block = 4; }
+static void m_ppb_large (struct ftl_superblock *s) { s->pages_per_block = 131072; }
+static void m_meta (struct ftl_superblock *s) { s->meta_pages++; }
+static void m_lbytes_zero (struct ftl_superblock *s) { s->logical_bytes = 0; }
+static void m_lbytes_odd (struct ftl_superblock *s) { s->logical_bytes += 100; }
+static void m_blocks_few (struct ftl_superblock *s) { s->blocks = 3; }
+static void m_no_spare (struct ftl_superblock *s)
+{
+  s->blocks = s->logical_bytes / s->page_size / s->pages_per_block;
+}
+static void m_blocks_huge (struct ftl_superblock *s)
+{
+  s->blocks = UINT32_MAX / s->pages_per_block + 1;
+}
+static void m_ckpt_bytes (struct ftl_superblock *s)
+{
+  s->ckpt_bytes += s->page_size;
+  s->ckpt_offset[1] = s->ckpt_offset[0] + s->ckpt_bytes;
+  s->data_offset = s->ckpt_offset[1] + s->ckpt_bytes;
+}
+static void m_ckpt0_over_sb (struct ftl_superblock *s)
+{
+  s->ckpt_offset[0] = FTL_SB_SLOT;
+  s->ckpt_offset[1] = s->ckpt_offset[0] + s->ckpt_bytes;
+  s->data_offset = s->ckpt_offset[1] + s->ckpt_bytes;
+}
+static void m_ckpt0_unaligned (struct ftl_superblock *s)
+{
+  s->ckpt_offset[0] += 512;
+  s->ckpt_offset[1] = s->ckpt_offset[0] + s->ckpt_bytes;
+  s->data_offset = s->ckpt_offset[1] + s->ckpt_bytes;
+}
+static void m_ckpt1 (struct ftl_superblock *s) { s->ckpt_offset[1] -= s->page_size; }
+static void m_data (struct ftl_superblock *s) { s->data_offset += s->page_size; }
+static void m_state (struct ftl_superblock *s) { s->state = 2; }
+
+static const struct sb_case sb_cases[] = {
+  { "page size not a power of 2", m_ps_not_pow2, "page size" },
+  { "page size too small", m_ps_small, "page size" },
+  { "page size too large", m_ps_large, "page size" },
+  { "pages per block not a power of 2", m_ppb_not_pow2, "pages per block" },
+  { "pages per block too small", m_ppb_small, "pages per block" },
+  { "pages per block too large", m_ppb_large, "pages per block" },
+  { "metadata pages", m_meta, "metadata pages" },
+  { "logical size 0", m_lbytes_zero, "logical size" },
+  { "logical size not a multiple of 512", m_lbytes_odd, "logical size" },
+  { "too few blocks", m_blocks_few, "block count" },
+  { "no spare blocks", m_no_spare, "spare" },
+  { "more than 2^32 physical pages", m_blocks_huge, "block count" },
+  { "checkpoint size", m_ckpt_bytes, "checkpoint size" },
+  { "checkpoint slot over the superblocks", m_ckpt0_over_sb, "offsets" },
+  { "checkpoint slot not page aligned", m_ckpt0_unaligned, "offsets" },
+  { "second checkpoint slot", m_ckpt1, "offsets" },
+  { "data offset", m_data, "offsets" },
+  { "state", m_state, "state" },
+};
+
+/* Geometry inconsistencies are rejected as bad fields even though the
+ * checksum is valid, and "why" names the field.
+ */
+START_TEST (test_sb_geometry)
+{
+  uint8_t buf[FTL_SB_BYTES];
+  char why[128];
+
+  for (size_t i = 0; i < sizeof sb_cases / sizeof sb_cases[0]; i++) {
+    struct ftl_superblock sb = good_sb ();
+    sb_cases[i].mutate (&sb);
+    ftl_sb_encode (&sb, buf);
+    ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, why, sizeof why)
+                   == FTL_FMT_BAD_FIELD, "%s: accepted", sb_cases[i].what);
+    ck_assert_msg (strstr (why, sb_cases[i].why) != NULL,
+                   "%s: why is '%s', expected it to mention '%s'",
+                   sb_cases[i].what, why, sb_cases[i].why);
+  }
+}
+END_TEST
+
+/* The regions must not overlap: checkpoint slot offsets chosen so that
+ * the 64 bit sums wrap around pass the "ckpt_offset[1] == ckpt_offset[0]
+ * + ckpt_bytes" checks arithmetically, but put a checkpoint slot or the
+ * data area at offset 0, over the superblocks.  (Such a superblock, with
+ * a valid checksum, once made ftl_open abort in an assertion of
+ * media_pread_raw.)
+ */
+START_TEST (test_sb_rejects_wrapped_offsets)
+{
+  uint8_t buf[FTL_SB_BYTES];
+  struct ftl_superblock sb = good_sb ();
+
+  /* Slot 0 at 2^64 - ckpt_bytes: slot 1 wraps to 0, the data follows. */
+  sb.ckpt_offset[0] = 0 - sb.ckpt_bytes;
+  sb.ckpt_offset[1] = 0;
+  sb.data_offset = sb.ckpt_bytes;
+  ftl_sb_encode (&sb, buf);
+  ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0)
+                 != FTL_FMT_OK,
+                 "a checkpoint slot at offset 2^64-%" PRIu64 " and one at 0 "
+                 "are accepted", sb.ckpt_bytes);
+
+  /* Both slots at the top of the range: the data area wraps to 0. */
+  sb = good_sb ();
+  sb.ckpt_offset[0] = 0 - 2 * sb.ckpt_bytes;
+  sb.ckpt_offset[1] = 0 - sb.ckpt_bytes;
+  sb.data_offset = 0;
+  ftl_sb_encode (&sb, buf);
+  ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0)
+                 != FTL_FMT_OK,
+                 "erase block 0 at file offset 0 (over the superblocks) is "
+                 "accepted");
+}
+END_TEST
+
+/* ---- checkpoint header ---- */
+
+static struct ftl_ckpt_header
+good_ckpt_header (void)
+{
+  struct ftl_ckpt_header h = {
+    .version = FTL_FORMAT_VERSION,
+    .generation = 0x1000000000000001ULL,
+    .seq = 0x2000000000000002ULL,
+    .logical_pages = 16384,
+    .blocks = 82,
+    .pages_per_block = 256,
+    .clean = 1,
+    .body_checksum = 0x3000000000000003ULL,
+  };
+  h.body_bytes = 4 * h.logical_pages
+    + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks;
+  for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
+    h.counters[i] = 0x0101010101010101ULL * (i + 1);
+  return h;
+}
+
+static enum ftl_fmt_status
+ckpt_decode_checked (const uint8_t *buf, size_t len,
+                     struct ftl_ckpt_header *out)
+{
+  struct ftl_ckpt_header sentinel, tmp;
+  enum ftl_fmt_status s;
+
+  memset (&sentinel, 0x5a, sizeof sentinel);
+  memcpy (&tmp, &sentinel, sizeof tmp);
+  s = ftl_ckpt_header_decode (buf, len, &tmp);
+  if (s != FTL_FMT_OK)
+    ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
+                   "ftl_ckpt_header_decode wrote its output while "
+                   "returning %d", s);
+  else if (out)
+    *out = tmp;
+  return s;
+}
+
+/* Every field survives; exactly FTL_CKPT_HDR_BYTES are written. */
+START_TEST (test_ckpt_header_round_trip)
+{
+  uint8_t buf[FTL_CKPT_HDR_BYTES + 64];
+  struct ftl_ckpt_header h = good_ckpt_header (), out;
+
+  memset (buf, 0xa5, sizeof buf);
+  ftl_ckpt_header_encode (&h, buf);
+  for (size_t i = FTL_CKPT_HDR_BYTES; i < sizeof buf; i++)
+    ck_assert_msg (buf[i] == 0xa5, "encoder wrote byte %zu", i);
+  ck_assert_mem_eq (buf, FTL_CKPT_MAGIC, 8);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, &out), FTL_FMT_OK);
+  ck_assert_uint_eq (out.version, h.version);
+  ck_assert_uint_eq (out.generation, h.generation);
+  ck_assert_uint_eq (out.seq, h.seq);
+  ck_assert_uint_eq (out.body_bytes, h.body_bytes);
+  ck_assert_uint_eq (out.body_checksum, h.body_checksum);
+  ck_assert_uint_eq (out.logical_pages, h.logical_pages);
+  ck_assert_uint_eq (out.blocks, h.blocks);
+  ck_assert_uint_eq (out.pages_per_block, h.pages_per_block);
+  ck_assert_uint_eq (out.clean, h.clean);
+  for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
+    ck_assert_uint_eq (out.counters[i], h.counters[i]);
+
+  h.clean = 0;
+  ftl_ckpt_header_encode (&h, buf);
+  ck_assert_int_eq (ckpt_decode_checked (buf, FTL_CKPT_HDR_BYTES, &out),
+                    FTL_FMT_OK);
+  ck_assert_uint_eq (out.clean, 0);
+}
+END_TEST
+
+/* Zeros, flipped bytes, magic, version, length and fields. */
+START_TEST (test_ckpt_header_rejects)
+{
+  uint8_t good[FTL_CKPT_HDR_BYTES], buf[FTL_CKPT_HDR_BYTES];
+  struct ftl_ckpt_header h = good_ckpt_header ();
+
+  memset (buf, 0, sizeof buf);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_EMPTY);
+
+  ftl_ckpt_header_encode (&h, good);
+  for (size_t i = 0; i < sizeof good; i++)
+    for (size_t m = 0; m < NMASKS; m++) {
+      memcpy (buf, good, sizeof buf);
+      buf[i] ^= masks[m];
+      ck_assert_msg (ckpt_decode_checked (buf, sizeof buf, NULL)
+                     != FTL_FMT_OK,
+                     "checkpoint header with byte %zu ^ 0x%02x accepted",
+                     i, masks[m]);
+    }
+
+  memcpy (buf, good, sizeof buf);
+  buf[0] ^= 0x01;
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_MAGIC);
+
+  ck_assert_int_eq (ckpt_decode_checked (good, sizeof good - 1, NULL),
+                    FTL_FMT_BAD_LENGTH);
+  memcpy (buf, good, sizeof buf);
+  put32 (buf + 12, FTL_CKPT_HDR_BYTES + 8);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_LENGTH);
+
+  struct ftl_ckpt_header v = h;
+  v.version = FTL_FORMAT_VERSION + 1;
+  ftl_ckpt_header_encode (&v, buf);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_VERSION);
+  v.version = 0;
+  ftl_ckpt_header_encode (&v, buf);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_VERSION);
+
+  /* Fields out of range, with valid checksums. */
+  v = h;
+  v.clean = 2;
+  ftl_ckpt_header_encode (&v, buf);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_FIELD);
+  v = h;
+  v.body_bytes++;
+  ftl_ckpt_header_encode (&v, buf);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_FIELD);
+  v = h;
+  v.blocks++;                   /* body_bytes no longer matches */
+  ftl_ckpt_header_encode (&v, buf);
+  ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_FIELD);
+}
+END_TEST
+
+/* A checkpoint body entry is 12 little-endian bytes: erase count,
+ * write pointer, state.
+ */
+START_TEST (test_ckpt_block_round_trip)
+{
+  static const struct ftl_ckpt_block cases[] = {
+    { 0, 0, FTL_BLK_FREE },
+    { 1, 17, FTL_BLK_OPEN },
+    { UINT32_MAX, 65536, FTL_BLK_FULL },
+    { 0x12345678, 0x9abcdef0, 0x0badf00d },
+  };
+  uint8_t buf[FTL_CKPT_BLOCK_BYTES + 4];
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct ftl_ckpt_block out;
+    memset (buf, 0xa5, sizeof buf);
+    ftl_ckpt_block_encode (&cases[i], buf);
+    for (size_t k = FTL_CKPT_BLOCK_BYTES; k < sizeof buf; k++)
+      ck_assert_uint_eq (buf[k], 0xa5);
+    ck_assert_uint_eq (get32 (buf), cases[i].erase_count);
+    ck_assert_uint_eq (get32 (buf + 4), cases[i].write_pointer);
+    ck_assert_uint_eq (get32 (buf + 8), cases[i].state);
+    ftl_ckpt_block_decode (buf, &out);
+    ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
+    ck_assert_uint_eq (out.write_pointer, cases[i].write_pointer);
+    ck_assert_uint_eq (out.state, cases[i].state);
+  }
+}
+END_TEST
+
+/* ---- block header ---- */
+
+static enum ftl_fmt_status
+blkhdr_decode_checked (const uint8_t *buf, size_t len,
+                       struct ftl_block_header *out)
+{
+  struct ftl_block_header sentinel, tmp;
+  enum ftl_fmt_status s;
+
+  memset (&sentinel, 0x5a, sizeof sentinel);
+  memcpy (&tmp, &sentinel, sizeof tmp);
+  s = ftl_blkhdr_decode (buf, len, &tmp);
+  if (s != FTL_FMT_OK)
+    ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
+                   "ftl_blkhdr_decode wrote its output while returning %d",
+                   s);
+  else if (out)
+    *out = tmp;
+  return s;
+}
+
+/* Round trip, exact length, and every kind of rejection. */
+START_TEST (test_blkhdr)
+{
+  struct ftl_block_header h = { .erase_count = 0xfedcba98,
+                                .erase_seq = 0x0123456789abcdefULL }, out;
+  uint8_t good[FTL_BLKHDR_BYTES + 8], buf[FTL_BLKHDR_BYTES];
+
+  memset (good, 0xa5, sizeof good);
+  ftl_blkhdr_encode (&h, good);
+  for (size_t i = FTL_BLKHDR_BYTES; i < sizeof good; i++)
+    ck_assert_uint_eq (good[i], 0xa5);
+  ck_assert_int_eq (blkhdr_decode_checked (good, FTL_BLKHDR_BYTES, &out),
+                    FTL_FMT_OK);
+  ck_assert_uint_eq (out.erase_count, h.erase_count);
+  ck_assert_uint_eq (out.erase_seq, h.erase_seq);
+  ck_assert_uint_eq (get32 (good), FTL_BLKHDR_MAGIC);
+
+  memset (buf, 0, sizeof buf);
+  ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_EMPTY);
+  ck_assert_int_eq (blkhdr_decode_checked (good, FTL_BLKHDR_BYTES - 1, NULL),
+                    FTL_FMT_BAD_LENGTH);
+
+  for (size_t i = 0; i < FTL_BLKHDR_BYTES; i++)
+    for (size_t m = 0; m < NMASKS; m++) {
+      memcpy (buf, good, sizeof buf);
+      buf[i] ^= masks[m];
+      ck_assert_msg (blkhdr_decode_checked (buf, sizeof buf, NULL)
+                     != FTL_FMT_OK,
+                     "block header with byte %zu ^ 0x%02x accepted", i,
+                     masks[m]);
+    }
+
+  memcpy (buf, good, sizeof buf);
+  buf[1] ^= 0x40;
+  ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_MAGIC);
+
+  /* Newer and zero versions, with the checksum recomputed. */
+  uint16_t versions[] = { FTL_FORMAT_VERSION + 1, 0, 0xffff };
+  for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+    memcpy (buf, good, sizeof buf);
+    put16 (buf + 4, versions[i]);
+    put64 (buf + 24, ftl_checksum (buf, 24, 0));
+    ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
+                      FTL_FMT_BAD_VERSION);
+  }
+}
+END_TEST
+
+/* ---- OOB entries ---- */
+
+static enum ftl_fmt_status
+oob_decode_checked (const uint8_t *buf, size_t len, struct ftl_oob *out)
+{
+  struct ftl_oob sentinel, tmp;
+  enum ftl_fmt_status s;
+
+  memset (&sentinel, 0x5a, sizeof sentinel);
+  memcpy (&tmp, &sentinel, sizeof tmp);
+  s = ftl_oob_decode (buf, len, &tmp);
+  if (s != FTL_FMT_OK)
+    ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
+                   "ftl_oob_decode wrote its output while returning %d", s);
+  else if (out)
+    *out = tmp;
+  return s;
+}
+
+/* Recompute the OOB entry's 32 bit checksum after patching it. */
+static void
+oob_fix_checksum (uint8_t *buf)
+{
+  put32 (buf + 20, 0);
+  put32 (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+}
+
+/* Both kinds round-trip; the encoder writes exactly 32 bytes. */
+START_TEST (test_oob_round_trip)
+{
+  const struct ftl_oob cases[] = {
+    { FTL_OOB_DATA, 0, 1, 0, 0 },
+    { FTL_OOB_DATA, 0xfffffffd, UINT64_MAX, UINT32_MAX, UINT64_MAX },
+    { FTL_OOB_TRIM, 255, 0x0123456789abcdefULL, 7, 0xfedcba9876543210ULL },
+  };
+  uint8_t buf[FTL_OOB_BYTES + 8];
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    struct ftl_oob out;
+    memset (buf, 0xa5, sizeof buf);
+    ftl_oob_encode (&cases[i], buf);
+    for (size_t k = FTL_OOB_BYTES; k < sizeof buf; k++)
+      ck_assert_uint_eq (buf[k], 0xa5);
+    ck_assert_int_eq (oob_decode_checked (buf, FTL_OOB_BYTES, &out),
+                      FTL_FMT_OK);
+    ck_assert_uint_eq (out.kind, cases[i].kind);
+    ck_assert_uint_eq (out.lpn, cases[i].lpn);
+    ck_assert_uint_eq (out.seq, cases[i].seq);
+    ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
+    ck_assert_uint_eq (out.data_checksum, cases[i].data_checksum);
+  }
+}
+END_TEST
+
+/* Zeros, flipped bytes, magic, version, kind and length. */
+START_TEST (test_oob_rejects)
+{
+  const struct ftl_oob o = { FTL_OOB_DATA, 1234, 5678, 9, 0x1122334455667788ULL };
+  uint8_t good[FTL_OOB_BYTES], buf[FTL_OOB_BYTES];
+
+  memset (buf, 0, sizeof buf);
+  ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_EMPTY);
+
+  ftl_oob_encode (&o, good);
+  ck_assert_int_eq (oob_decode_checked (good, FTL_OOB_BYTES - 1, NULL),
+                    FTL_FMT_BAD_LENGTH);
+  for (size_t i = 0; i < FTL_OOB_BYTES; i++)
+    for (size_t m = 0; m < NMASKS; m++) {
+      memcpy (buf, good, sizeof buf);
+      buf[i] ^= masks[m];
+      ck_assert_msg (oob_decode_checked (buf, sizeof buf, NULL)
+                     != FTL_FMT_OK,
+                     "OOB entry with byte %zu ^ 0x%02x accepted", i,
+                     masks[m]);
+    }
+
+  memcpy (buf, good, sizeof buf);
+  buf[0] ^= 0x01;
+  ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_MAGIC);
+
+  uint8_t versions[] = { FTL_FORMAT_VERSION + 1, 0, 0xff };
+  for (size_t i = 0; i < sizeof versions; i++) {
+    memcpy (buf, good, sizeof buf);
+    buf[3] = versions[i];
+    oob_fix_checksum (buf);
+    ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
+                      FTL_FMT_BAD_VERSION);
+  }
+
+  uint8_t kinds[] = { 0, 3, 0xff };
+  for (size_t i = 0; i < sizeof kinds; i++) {
+    memcpy (buf, good, sizeof buf);
+    buf[2] = kinds[i];
+    oob_fix_checksum (buf);
+    ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
+                      FTL_FMT_BAD_FIELD);
+  }
+}
+END_TEST
+
+/* ---- trim record pages ---- */
+
+static void
+make_trims (struct ftl_trim_entry *e, uint32_t n)
+{
+  for (uint32_t i = 0; i < n; i++)
+    e[i] = (struct ftl_trim_entry) {
+      .lpn = i * 1000 + 7, .count = i + 1, .seq = 0x100000000ULL + i * 3,
+    };
+}
+
+/* Capacity, round trips of 1, some and a full page of entries, and the
+ * encoder filling exactly one page.
+ */
+START_TEST (test_trim_round_trip)
+{
+  const uint32_t sizes[] = { 512, 4096, 65536 };
+
+  ck_assert_uint_eq (ftl_trim_page_capacity (512), 31);
+  ck_assert_uint_eq (ftl_trim_page_capacity (4096), 255);
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    uint32_t ps = sizes[s], cap = ftl_trim_page_capacity (ps);
+    uint32_t counts[] = { 1, cap / 2, cap };
+    uint8_t *page = malloc (ps + 16);
+    struct ftl_trim_entry *in = malloc (cap * sizeof *in);
+    struct ftl_trim_entry *out = malloc (cap * sizeof *out);
+
+    ck_assert_uint_eq (cap, (ps - FTL_TRIM_HDR_BYTES) / FTL_TRIM_ENTRY_BYTES);
+    make_trims (in, cap);
+    for (size_t c = 0; c < 3; c++) {
+      uint32_t n = 0;
+      memset (page, 0xa5, ps + 16);
+      ftl_trim_page_encode (in, counts[c], page, ps);
+      for (uint32_t k = ps; k < ps + 16; k++)
+        ck_assert_uint_eq (page[k], 0xa5);
+      ck_assert_int_eq (ftl_trim_page_decode (page, ps, out, &n), FTL_FMT_OK);
+      ck_assert_uint_eq (n, counts[c]);
+      for (uint32_t k = 0; k < n; k++) {
+        ck_assert_uint_eq (out[k].lpn, in[k].lpn);
+        ck_assert_uint_eq (out[k].count, in[k].count);
+        ck_assert_uint_eq (out[k].seq, in[k].seq);
+      }
+    }
+    free (page);
+    free (in);
+    free (out);
+  }
+}
+END_TEST
+
+/* Every flipped byte of the header (count, magic, version, checksum)
+ * and of the entries is rejected.  An all-zero page is empty; count 0
+ * and a count beyond the capacity are bad lengths; an entry of 0 pages
+ * is a bad field.
+ */
+START_TEST (test_trim_rejects)
+{
+  const uint32_t ps = 512, n = 5;
+  uint8_t good[512], buf[512];
+  struct ftl_trim_entry in[5], out[31];
+  uint32_t cnt;
+
+  make_trims (in, n);
+  ftl_trim_page_encode (in, n, good, ps);
+  for (size_t i = 0; i < FTL_TRIM_HDR_BYTES + n * FTL_TRIM_ENTRY_BYTES; i++)
+    for (size_t m = 0; m < NMASKS; m++) {
+      memcpy (buf, good, sizeof buf);
+      buf[i] ^= masks[m];
+      enum ftl_fmt_status s = ftl_trim_page_decode (buf, ps, out, &cnt);
+      ck_assert_msg (s != FTL_FMT_OK,
+                     "trim page with byte %zu ^ 0x%02x accepted", i,
+                     masks[m]);
+    }
+
+  memset (buf, 0, sizeof buf);
+  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+                    FTL_FMT_EMPTY);
+
+  /* Count 0 and count > capacity, with the checksum the encoder would
+   * compute for that count.
+   */
+  memcpy (buf, good, sizeof buf);
+  put32 (buf, 0);
+  put64 (buf + 8, ftl_checksum (buf + FTL_TRIM_HDR_BYTES, 0, get64 (buf)));
+  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+                    FTL_FMT_BAD_LENGTH);
+  uint32_t big[] = { ftl_trim_page_capacity (ps) + 1, UINT32_MAX };
+  for (size_t i = 0; i < 2; i++) {
+    memcpy (buf, good, sizeof buf);
+    put32 (buf, big[i]);
+    ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+                      FTL_FMT_BAD_LENGTH);
+  }
+
+  /* An entry of no pages. */
+  in[2].count = 0;
+  ftl_trim_page_encode (in, n, buf, ps);
+  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+                    FTL_FMT_BAD_FIELD);
+}
+END_TEST
+
+/* format.h: "decoders ... fill *out only when they return FTL_FMT_OK":
+ * a trim page whose checksum is valid but whose last entry covers 0
+ * pages is rejected without writing the entries before it to out[].
+ */
+START_TEST (test_trim_reject_leaves_output)
+{
+  const uint32_t ps = 512, n = 4;
+  uint8_t buf[512];
+  struct ftl_trim_entry in[4], out[31], sentinel[31];
+  uint32_t cnt = 12345;
+
+  make_trims (in, n);
+  in[n - 1].count = 0;
+  ftl_trim_page_encode (in, n, buf, ps);
+  memset (sentinel, 0x5a, sizeof sentinel);
+  memcpy (out, sentinel, sizeof out);
+  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+                    FTL_FMT_BAD_FIELD);
+  ck_assert_uint_eq (cnt, 12345);
+  ck_assert_msg (memcmp (out, sentinel, sizeof out) == 0,
+                 "a rejected trim page was decoded into the output");
+}
+END_TEST
+
+/* ---- derived geometry and strings ---- */
+
+/* Metadata pages hold a 32 byte block header and a 32 byte OOB entry per
+ * page, rounded up to whole pages.
+ */
+START_TEST (test_meta_pages)
+{
+  static const struct { uint32_t ps, ppb, want; } cases[] = {
+    { 512, 8, 1 },              /* 32 + 256 = 288 */
+    { 512, 16, 2 },             /* 32 + 512 = 544 */
+    { 4096, 64, 1 },            /* 2080 */
+    { 4096, 128, 2 },           /* 32 + 4096: the header spills over */
+    { 4096, 256, 3 },           /* 8224 */
+    { 65536, 8, 1 },
+    { 65536, 65536, 33 },       /* 32 + 2 MiB */
+    { 512, 65536, 4097 },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_msg (ftl_meta_pages (cases[i].ps, cases[i].ppb)
+                   == cases[i].want, "ftl_meta_pages (%u, %u) = %u, "
+                   "expected %u", cases[i].ps, cases[i].ppb,
+                   ftl_meta_pages (cases[i].ps, cases[i].ppb),
+                   cases[i].want);
+}
+END_TEST
+
+/* A checkpoint slot holds the 256 byte header, 4 bytes per logical page
+ * and 12 per erase block, rounded up to a page.
+ */
+START_TEST (test_ckpt_bytes)
+{
+  static const struct { uint32_t ps; uint64_t lpages; uint32_t blocks;
+                        uint64_t want; } cases[] = {
+    { 4096, 957, 1, 4096 },     /* 256 + 3828 + 12: exactly one page */
+    { 4096, 957, 2, 8192 },     /* twelve bytes over */
+    { 512, 0, 0, 512 },
+    { 512, 64, 20, 1024 },      /* 256 + 256 + 240 = 752 */
+    { 4096, 16384, 82, 69632 }, /* 256 + 65536 + 984 = 66776 */
+    { 65536, 1, 4, 65536 },
+    { 4096, UINT64_C (1) << 30, 1 << 20,
+      ROUND_UP (256 + (UINT64_C (4) << 30) + 12 * (UINT64_C (1) << 20),
+                4096) },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    ck_assert_msg (ftl_ckpt_bytes (cases[i].ps, cases[i].lpages,
+                                   cases[i].blocks) == cases[i].want,
+                   "ftl_ckpt_bytes (%u, %" PRIu64 ", %u) = %" PRIu64
+                   ", expected %" PRIu64, cases[i].ps, cases[i].lpages,
+                   cases[i].blocks,
+                   ftl_ckpt_bytes (cases[i].ps, cases[i].lpages,
+                                   cases[i].blocks), cases[i].want);
+}
+END_TEST
+
+/* Every status has its own non-empty description. */
+START_TEST (test_status_strings)
+{
+  const char *seen[FTL_FMT_BAD_FIELD + 1];
+  for (int s = FTL_FMT_OK; s <= FTL_FMT_BAD_FIELD; s++) {
+    seen[s] = ftl_fmt_status_string (s);
+    ck_assert_ptr_nonnull (seen[s]);
+    ck_assert_uint_gt (strlen (seen[s]), 0);
+    for (int t = 0; t < s; t++)
+      ck_assert_str_ne (seen[s], seen[t]);
+  }
+  ck_assert_str_eq (ftl_fmt_status_string (FTL_FMT_BAD_FIELD + 1),
+                    "unknown status");
+}
+END_TEST
+
+/* The checksum depends on every byte and on the seed. */
+START_TEST (test_checksum)
+{
+  uint8_t buf[64] = { 0 };
+  uint64_t base = ftl_checksum (buf, sizeof buf, 0);
+
+  ck_assert_uint_eq (base, ftl_checksum (buf, sizeof buf, 0));
+  ck_assert_uint_ne (base, ftl_checksum (buf, sizeof buf, 1));
+  ck_assert_uint_ne (base, ftl_checksum (buf, sizeof buf - 1, 0));
+  for (size_t i = 0; i < sizeof buf; i++) {
+    buf[i] = 1;
+    ck_assert_uint_ne (base, ftl_checksum (buf, sizeof buf, 0));
+    buf[i] = 0;
+  }
+}
+END_TEST
+
+static Suite *
+format_suite (void)
+{
+  Suite *s = suite_create ("format");
+  TCase *tc;
+
+  /* Each case takes well under a second; the timeouts leave room for
+   * sanitizer and valgrind builds.
+   */
+  tc = tcase_create ("superblock");
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_sb_round_trip);
+  tcase_add_test (tc, test_sb_empty_and_short);
+  tcase_add_test (tc, test_sb_flipped_bytes);
+  tcase_add_test (tc, test_sb_magic_version_length);
+  tcase_add_test (tc, test_sb_geometry);
+  tcase_add_test (tc, test_sb_rejects_wrapped_offsets);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("checkpoint");
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_ckpt_header_round_trip);
+  tcase_add_test (tc, test_ckpt_header_rejects);
+  tcase_add_test (tc, test_ckpt_block_round_trip);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("block");
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_blkhdr);
+  tcase_add_test (tc, test_oob_round_trip);
+  tcase_add_test (tc, test_oob_rejects);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("trim");
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_trim_round_trip);
+  tcase_add_test (tc, test_trim_rejects);
+  tcase_add_test (tc, test_trim_reject_leaves_output);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("misc");
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_meta_pages);
+  tcase_add_test (tc, test_ckpt_bytes);
+  tcase_add_test (tc, test_status_strings);
+  tcase_add_test (tc, test_checksum);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (format_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

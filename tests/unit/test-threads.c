@@ -1,0 +1,466 @@
+/* nbdkit-ftl: concurrency tests: many threads on one handle, with
+ * garbage collection (foreground, and in a second run the background
+ * thread too) relocating data under them.
+ *
+ * The disk (1024 pages of 4 KiB, 16 per block, 30% over-provisioning)
+ * is cut into regions of 128 pages:
+ *
+ *   W0..W3   one writer thread each: overwrites, trims, flushes, and
+ *            reads of its own pages, which must be its latest version
+ *   R0, R1   written and flushed before the threads start, then only
+ *            read, by one reader thread each, while GC moves them
+ *   S        written by two threads at once, same pages, each with its
+ *            own thread-id pattern; the readers also read it, and every
+ *            page they see must be one whole pattern, never a mix
+ *   (rest)   cold data, never touched again
+ *
+ * The initial fill interleaves the regions page by page, so that every
+ * erase block holds some of each and the readers' pages are relocated
+ * as soon as GC reclaims blocks emptied by the writers.  Threads run
+ * for a fixed time.  Then the handle is closed, reopened, and every
+ * page is checked: W pages hold their writer's latest version, R pages
+ * their initial one, and each S page the last version written there by
+ * one of the two threads.
+ *
+ * Threads record their first error in the shared state and stop; the
+ * main thread asserts after joining them.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+#include "helpers.h"
+
+#define PS       4096
+#define LP       1024
+#define REG      128
+#define NWRITERS 4
+#define NREADERS 2
+#define NSAME    2
+#define RUN_SECONDS 2.0
+
+#define W_BASE(i)  ((uint64_t) (i) * REG)
+#define R_BASE(j)  ((uint64_t) (NWRITERS + (j)) * REG)
+#define S_BASE     ((uint64_t) (NWRITERS + NREADERS) * REG)
+#define COLD_BASE  (S_BASE + REG)
+
+/* Versions: thread id in the top bits.  Initial data has thread id 0. */
+#define TID_SHIFT  40
+#define VER(tid, n) (((uint64_t) (tid) << TID_SHIFT) | (n))
+#define TID_OF(v)  ((v) >> TID_SHIFT)
+#define SAME_TID(k) (100 + (k))
+
+static char path[256];
+
+static struct {
+  struct ftl *ftl;
+  double deadline;
+  bool stop;                    /* atomic */
+  pthread_mutex_t lock;
+  char err[512];                /* first error */
+  uint64_t s_last[NSAME][REG];  /* last version each S thread wrote */
+  uint64_t w_version[NWRITERS][REG];
+  uint64_t ops[NWRITERS + NREADERS + NSAME];
+  uint64_t checks;              /* atomic: pages verified by threads */
+} sh;
+
+static void
+thread_fail (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+static void
+thread_fail (const char *fmt, ...)
+{
+  va_list ap;
+
+  pthread_mutex_lock (&sh.lock);
+  if (!sh.err[0]) {
+    va_start (ap, fmt);
+    vsnprintf (sh.err, sizeof sh.err, fmt, ap);
+    va_end (ap);
+  }
+  pthread_mutex_unlock (&sh.lock);
+  __atomic_store_n (&sh.stop, true, __ATOMIC_RELEASE);
+}
+
+static bool
+running (void)
+{
+  if (__atomic_load_n (&sh.stop, __ATOMIC_ACQUIRE))
+    return false;
+  if (unit_now () > sh.deadline) {
+    __atomic_store_n (&sh.stop, true, __ATOMIC_RELEASE);
+    return false;
+  }
+  return true;
+}
+
+/* Identify a page read at lpn; returns false (and records why) unless
+ * it is a whole pattern of that page.
+ */
+static bool
+page_ok (const uint8_t *page, uint64_t lpn, uint64_t *version,
+         const char *who)
+{
+  uint64_t l = lpn;
+  int k = unit_page_identify (page, PS, &l, version);
+
+  if (k < 0) {
+    thread_fail ("%s: page %" PRIu64 " is not a whole page pattern (torn or "
+          "mixed)", who, lpn);
+    return false;
+  }
+  if (k == 1 && l != lpn) {
+    thread_fail ("%s: page %" PRIu64 " holds the data of page %" PRIu64, who, lpn,
+          l);
+    return false;
+  }
+  __atomic_fetch_add (&sh.checks, 1, __ATOMIC_RELAXED);
+  return true;
+}
+
+/* A version seen in the shared region: initial data or either S
+ * thread's.
+ */
+static bool
+s_version_ok (uint64_t v)
+{
+  return v == VER (0, 1) || TID_OF (v) == SAME_TID (0) ||
+    TID_OF (v) == SAME_TID (1);
+}
+
+/* ---- the threads ---- */
+
+struct targ {
+  int idx;                      /* in sh.ops */
+  int k;                        /* writer, reader or S thread number */
+  uint64_t rng;
+};
+
+static void *
+writer (void *arg)
+{
+  struct targ *t = arg;
+  uint64_t *ver = sh.w_version[t->k];
+  uint8_t *buf = malloc (8 * PS);
+  uint64_t n = 0;
+  char who[32];
+
+  snprintf (who, sizeof who, "writer %d", t->k);
+  while (running ()) {
+    uint64_t off = unit_rnd (&t->rng) % REG;
+    uint64_t cnt = 1 + unit_rnd (&t->rng) % 8;
+    uint64_t lpn = W_BASE (t->k) + off;
+    uint64_t what = unit_rnd (&t->rng) % 100;
+    int r;
+
+    if (off + cnt > REG)
+      cnt = REG - off;
+    if (what < 70) {
+      uint64_t v = VER (1 + t->k, ++n);
+      for (uint64_t i = 0; i < cnt; i++)
+        unit_fill_page (buf + i * PS, PS, lpn + i, v);
+      r = ftl_write (sh.ftl, buf, cnt * PS, lpn * PS, 0);
+      if (r < 0) {
+        thread_fail ("%s: write: %s", who, strerror (-r));
+        break;
+      }
+      for (uint64_t i = 0; i < cnt; i++)
+        ver[off + i] = v;
+    }
+    else if (what < 75) {
+      r = ftl_trim (sh.ftl, cnt * PS, lpn * PS, 0);
+      if (r < 0) {
+        thread_fail ("%s: trim: %s", who, strerror (-r));
+        break;
+      }
+      for (uint64_t i = 0; i < cnt; i++)
+        ver[off + i] = 0;
+    }
+    else if (what < 77) {
+      r = ftl_flush (sh.ftl);
+      if (r < 0) {
+        thread_fail ("%s: flush: %s", who, strerror (-r));
+        break;
+      }
+    }
+    else {
+      /* Read back: exactly what this thread wrote last. */
+      r = ftl_read (sh.ftl, buf, cnt * PS, lpn * PS);
+      if (r < 0) {
+        thread_fail ("%s: read: %s", who, strerror (-r));
+        break;
+      }
+      for (uint64_t i = 0; i < cnt; i++) {
+        uint64_t v;
+        if (!page_ok (buf + i * PS, lpn + i, &v, who))
+          goto out;
+        if (v != ver[off + i]) {
+          thread_fail ("%s: page %" PRIu64 " has version 0x%" PRIx64 ", wrote "
+                "0x%" PRIx64 " last", who, lpn + i, v, ver[off + i]);
+          goto out;
+        }
+      }
+    }
+    sh.ops[t->idx]++;
+  }
+ out:
+  free (buf);
+  return NULL;
+}
+
+static void *
+reader (void *arg)
+{
+  struct targ *t = arg;
+  uint8_t *buf = malloc (8 * PS);
+  char who[32];
+
+  snprintf (who, sizeof who, "reader %d", t->k);
+  while (running ()) {
+    bool shared = unit_rnd (&t->rng) % 4 == 0;
+    uint64_t off = unit_rnd (&t->rng) % REG;
+    uint64_t cnt = 1 + unit_rnd (&t->rng) % 8;
+    uint64_t lpn = (shared ? S_BASE : R_BASE (t->k)) + off;
+    int r;
+
+    if (off + cnt > REG)
+      cnt = REG - off;
+    r = ftl_read (sh.ftl, buf, cnt * PS, lpn * PS);
+    if (r < 0) {
+      thread_fail ("%s: read: %s", who, strerror (-r));
+      break;
+    }
+    for (uint64_t i = 0; i < cnt; i++) {
+      uint64_t v;
+      if (!page_ok (buf + i * PS, lpn + i, &v, who))
+        goto out;
+      if (shared ? !s_version_ok (v) : v != VER (0, 1)) {
+        thread_fail ("%s: page %" PRIu64 " has version 0x%" PRIx64 ", which "
+              "nobody wrote there", who, lpn + i, v);
+        goto out;
+      }
+    }
+    sh.ops[t->idx]++;
+  }
+ out:
+  free (buf);
+  return NULL;
+}
+
+/* Both S threads write runs of 1..4 pages at random places of S. */
+static void *
+same_pages (void *arg)
+{
+  struct targ *t = arg;
+  uint8_t *buf = malloc (4 * PS);
+  uint64_t n = 0;
+  char who[32];
+
+  snprintf (who, sizeof who, "same-page writer %d", t->k);
+  while (running ()) {
+    uint64_t off = unit_rnd (&t->rng) % REG;
+    uint64_t cnt = 1 + unit_rnd (&t->rng) % 4;
+    uint64_t v = VER (SAME_TID (t->k), ++n);
+    int r;
+
+    if (off + cnt > REG)
+      cnt = REG - off;
+    for (uint64_t i = 0; i < cnt; i++)
+      unit_fill_page (buf + i * PS, PS, S_BASE + off + i, v);
+    r = ftl_write (sh.ftl, buf, cnt * PS, (S_BASE + off) * PS,
+                   n % 64 == 0 ? FTL_FUA : 0);
+    if (r < 0) {
+      thread_fail ("%s: write: %s", who, strerror (-r));
+      break;
+    }
+    for (uint64_t i = 0; i < cnt; i++)
+      sh.s_last[t->k][off + i] = v;
+    sh.ops[t->idx]++;
+  }
+  free (buf);
+  return NULL;
+}
+
+/* ---- checks from the main thread ---- */
+
+/* Every page as it must be after the threads are done. */
+static void
+verify_final (struct ftl *ftl, const char *what)
+{
+  uint8_t page[PS];
+
+  for (uint64_t lpn = 0; lpn < LP; lpn++) {
+    uint64_t l = lpn, v = 0;
+    ck_assert_int_eq (ftl_read (ftl, page, PS, lpn * PS), 0);
+    int k = unit_page_identify (page, PS, &l, &v);
+    ck_assert_msg (k >= 0, "%s: page %" PRIu64 " is torn or mixed", what,
+                   lpn);
+    ck_assert_msg (l == lpn, "%s: page %" PRIu64 " holds page %" PRIu64
+                   "'s data", what, lpn, l);
+    if (lpn < R_BASE (0)) {
+      uint64_t want = sh.w_version[lpn / REG][lpn % REG];
+      ck_assert_msg (v == want, "%s: page %" PRIu64 " (writer %" PRIu64
+                     ") has version 0x%" PRIx64 ", expected 0x%" PRIx64,
+                     what, lpn, lpn / REG, v, want);
+    }
+    else if (lpn >= S_BASE && lpn < COLD_BASE) {
+      uint64_t a = sh.s_last[0][lpn - S_BASE];
+      uint64_t b = sh.s_last[1][lpn - S_BASE];
+      if (a == 0 && b == 0)
+        ck_assert_uint_eq (v, VER (0, 1));
+      else
+        ck_assert_msg (v == a || v == b, "%s: shared page %" PRIu64 " has "
+                       "version 0x%" PRIx64 ", but the last writes there "
+                       "were 0x%" PRIx64 " and 0x%" PRIx64, what, lpn, v,
+                       a, b);
+    }
+    else
+      ck_assert_msg (v == VER (0, 1), "%s: page %" PRIu64 " has "
+                     "version 0x%" PRIx64 ", expected its initial data",
+                     what, lpn, v);
+  }
+}
+
+static void
+setup (void)
+{
+  unit_dir_clean ();
+  unit_path (path, sizeof path, "threads.img");
+}
+
+static void
+run (bool background)
+{
+  struct ftl *ftl = unit_open (path, LP * PS, PS, 16, 30, 0,
+                               unit_nosync_io ());
+  struct targ args[NWRITERS + NREADERS + NSAME];
+  pthread_t th[NWRITERS + NREADERS + NSAME];
+  uint8_t page[PS];
+  struct ftl_stats a, b;
+  uint32_t r_ppn[NREADERS * REG];
+  unsigned moved = 0;
+  int nt = 0;
+
+  ck_assert_uint_eq (ftl->nstreams, 4);
+  memset (&sh, 0, sizeof sh);
+  pthread_mutex_init (&sh.lock, NULL);
+  sh.ftl = ftl;
+
+  /* Interleaved initial fill: page i of every region, for each i. */
+  for (uint64_t i = 0; i < REG; i++)
+    for (uint64_t base = 0; base < LP; base += REG) {
+      unit_fill_page (page, PS, base + i, VER (0, 1));
+      ck_assert_int_eq (ftl_write (ftl, page, PS, (base + i) * PS, 0), 0);
+    }
+  for (int w = 0; w < NWRITERS; w++)
+    for (int i = 0; i < REG; i++)
+      sh.w_version[w][i] = VER (0, 1);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ftl_get_stats (ftl, &a);
+  for (unsigned i = 0; i < NREADERS * REG; i++)
+    r_ppn[i] = ftl->l2p[R_BASE (0) + i];
+
+  if (background)
+    ck_assert_int_eq (ftl_start_background (ftl), 0);
+  sh.deadline = unit_now () + RUN_SECONDS;
+  for (int k = 0; k < NWRITERS; k++, nt++) {
+    args[nt] = (struct targ) { .idx = nt, .k = k, .rng = 1000 + nt };
+    ck_assert_int_eq (pthread_create (&th[nt], NULL, writer, &args[nt]), 0);
+  }
+  for (int k = 0; k < NREADERS; k++, nt++) {
+    args[nt] = (struct targ) { .idx = nt, .k = k, .rng = 1000 + nt };
+    ck_assert_int_eq (pthread_create (&th[nt], NULL, reader, &args[nt]), 0);
+  }
+  for (int k = 0; k < NSAME; k++, nt++) {
+    args[nt] = (struct targ) { .idx = nt, .k = k, .rng = 1000 + nt };
+    ck_assert_int_eq (pthread_create (&th[nt], NULL, same_pages, &args[nt]),
+                      0);
+  }
+  for (int i = 0; i < nt; i++)
+    pthread_join (th[i], NULL);
+  if (background)
+    ftl_stop_background (ftl);
+  ck_assert_msg (sh.err[0] == '\0', "%s", sh.err);
+
+  ftl_get_stats (ftl, &b);
+  for (unsigned i = 0; i < NREADERS * REG; i++)
+    moved += ftl->l2p[R_BASE (0) + i] != r_ppn[i];
+  printf ("threads (%s GC): %u of the readers' %u pages were relocated "
+          "while they read them\n", background ? "background" : "foreground",
+          moved, NREADERS * REG);
+  printf ("threads (%s GC): ops per thread: writers %" PRIu64 " %" PRIu64
+          " %" PRIu64 " %" PRIu64 ", readers %" PRIu64 " %" PRIu64
+          ", same-page %" PRIu64 " %" PRIu64 "; %" PRIu64 " pages verified "
+          "by the threads; %" PRIu64 " GC runs (%" PRIu64 " background), %"
+          PRIu64 " pages copied, %" PRIu64 " checkpoints\n",
+          background ? "background" : "foreground",
+          sh.ops[0], sh.ops[1], sh.ops[2], sh.ops[3], sh.ops[4], sh.ops[5],
+          sh.ops[6], sh.ops[7], sh.checks, b.gc_runs - a.gc_runs,
+          b.gc_background_runs - a.gc_background_runs,
+          b.gc_copied_pages - a.gc_copied_pages,
+          b.checkpoints - a.checkpoints);
+  for (int i = 0; i < nt; i++)
+    ck_assert_msg (sh.ops[i] > 50, "thread %d did only %" PRIu64 " "
+                   "operations", i, sh.ops[i]);
+  ck_assert_uint_gt (b.gc_runs - a.gc_runs, 100);
+  ck_assert_uint_gt (b.gc_copied_pages - a.gc_copied_pages, 100);
+  ck_assert_uint_gt (moved, NREADERS * REG / 2);
+  if (background)
+    ck_assert_uint_gt (b.gc_background_runs, 0);
+
+  verify_final (ftl, "before closing");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  verify_final (ftl, "after reopening");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  pthread_mutex_destroy (&sh.lock);
+}
+
+/* Writers, readers and same-page writers with foreground GC only. */
+START_TEST (test_threads_foreground_gc)
+{
+  run (false);
+}
+END_TEST
+
+/* The same with the background GC thread running too. */
+START_TEST (test_threads_background_gc)
+{
+  run (true);
+}
+END_TEST
+
+static Suite *
+threads_suite (void)
+{
+  Suite *s = suite_create ("threads");
+  TCase *tc = tcase_create ("threads");
+
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_add_checked_fixture (tc, setup, NULL);
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_threads_foreground_gc);
+  tcase_add_test (tc, test_threads_background_gc);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (threads_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
