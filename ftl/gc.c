@@ -23,6 +23,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -497,7 +498,12 @@ ftl_start_background (struct ftl *ftl)
   if (ftl->readonly || ftl->bg_running)
     return 0;
   ftl->bg_stop = false;
+  /* Signals belong to the caller's threads, not to this one. */
+  sigset_t all, old;
+  sigfillset (&all);
+  pthread_sigmask (SIG_SETMASK, &all, &old);
   r = pthread_create (&ftl->bg_thread, NULL, background, ftl);
+  pthread_sigmask (SIG_SETMASK, &old, NULL);
   if (r != 0)
     return -r;
   __atomic_store_n (&ftl->bg_running, true, __ATOMIC_RELEASE);
