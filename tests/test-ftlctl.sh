@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# nbdkit-ftl: ftlctl creates an image, describes it and checks it; a
+# corrupted data page is found and named by check, --repair unmaps it,
+# and the image is clean again with every other page intact.
+
+source "${srcdir:-.}/functions.sh"
+requires_plugin
+requires nbdsh jq dd awk timeout
+
+export FTLCTL="${FTLCTL:-../tools/ftlctl}"
+if [ ! -x "$FTLCTL" ]; then
+    echo "$0: SKIP: $FTLCTL not built"
+    exit 77
+fi
+
+make_tmpdir
+disk="$tmp/disk.img"
+sock="$tmp/sock"
+pid="$tmp/pid"
+uri="nbd+unix:///?socket=$sock"
+
+# fail MESSAGE: end the test.
+fail ()
+{
+    echo "$0: FAIL: $*"
+    exit 1
+}
+
+# expect_status N CMD...: run CMD, which must exit with status N; its
+# output goes to $tmp/out (and to the log).
+expect_status ()
+{
+    local want="$1" r=0
+    shift
+    "$@" > "$tmp/out" 2>&1 || r=$?
+    cat "$tmp/out"
+    [ $r -eq "$want" ] || fail "exit status $r, not $want: $*"
+}
+
+# 1. Create an image; an existing one is not overwritten without --force.
+$FTLCTL format --size 64M --pages-per-block 64 "$disk"
+expect_status 1 $FTLCTL format --size 64M "$disk"
+grep -q 'not empty' "$tmp/out"
+
+# 2. Write 100 pages, page n full of the byte n + 1.  While the server
+# has the image, check refuses it.
+start_server "$sock" "$pid" file="$disk"
+timeout 120 nbdsh -u "$uri" -c '
+for n in range(100):
+    h.pwrite(bytes([n + 1]) * 4096, n * 4096)
+h.flush()
+'
+expect_status 8 $FTLCTL check "$disk"
+grep -q 'in use' "$tmp/out"
+stop_server "$pid"
+
+# 3. info shows the geometry and the mapped pages.
+$FTLCTL info "$disk"
+$FTLCTL info --json "$disk" > "$tmp/info.json"
+jq -e '.geometry.page_size == 4096 and
+       .geometry.pages_per_block == 64 and
+       .geometry.logical_bytes == 67108864 and
+       .capacity.mapped_pages == 100 and
+       .capacity.logical_pages == 16384 and
+       .superblock.clean and
+       .blocks.total == .geometry.blocks and
+       (.wear.histogram | map(.blocks) | add) == .geometry.blocks' \
+   "$tmp/info.json" > /dev/null ||
+    { cat "$tmp/info.json"; fail "info --json"; }
+
+# 4. The image is clean.
+expect_status 0 $FTLCTL check "$disk"
+grep -q 'clean, 100/16384 logical pages mapped' "$tmp/out"
+
+# 5. Corrupt the data of logical page 42 in the file.  dump says where
+# it is; the superblock's layout must agree.
+$FTLCTL dump --lpn 42 "$disk" | tee "$tmp/dump"
+offset="$(awk '/data offset:/ { print $3 }' "$tmp/dump")"
+read -r block page < <(sed -En \
+    's/^physical page [0-9]+: erase block ([0-9]+), page ([0-9]+)$/\1 \2/p' \
+    "$tmp/dump")
+expected="$(jq --argjson b "$block" --argjson p "$page" \
+    '.geometry as $g | $g.data_offset
+       + $b * ($g.meta_pages + $g.pages_per_block) * $g.page_size
+       + ($g.meta_pages + $p) * $g.page_size' "$tmp/info.json")"
+[ "$offset" = "$expected" ] || fail "data offset $offset, expected $expected"
+printf 'not the data' | dd of="$disk" bs=1 seek="$offset" conv=notrunc \
+                           status=none
+
+# 6. check finds it and names the logical page.
+expect_status 4 $FTLCTL check "$disk"
+grep -q 'error: logical page 42 .*data checksum mismatch' "$tmp/out"
+grep -q '1 error found' "$tmp/out"
+
+# 7. --repair unmaps it (the data was lost already) and checks again.
+expect_status 1 $FTLCTL check --repair "$disk"
+grep -q 'repair: logical page 42 unmapped' "$tmp/out"
+grep -q '1 error corrected, 0 left' "$tmp/out"
+expect_status 0 $FTLCTL check "$disk"
+grep -q 'clean, 99/16384 logical pages mapped' "$tmp/out"
+
+# Page 42 reads as zeros; every other page is intact.
+timeout 120 nbdkit -r -U - "$FTL_PLUGIN" file="$disk" \
+    --run 'nbdsh -u "$uri" -c "
+assert h.pread(4096, 42 * 4096) == bytearray(4096)
+for n in range(100):
+    if n != 42:
+        assert h.pread(4096, n * 4096) == bytes([n + 1]) * 4096, n
+"'
+
+# 8. dump shows an erase block, a page by number and an unmapped page.
+expect_status 0 $FTLCTL dump --block 0 "$disk"
+grep -q '^erase block 0: full, erase count 0' "$tmp/out"
+grep -Eq '^  page +0  data  lpn [0-9]+ +seq [0-9]+ +valid' "$tmp/out"
+expect_status 0 $FTLCTL dump --page 0 --hex "$disk"
+grep -q 'data checksum: .*(matches)' "$tmp/out"
+grep -q '^00001000$' "$tmp/out"
+expect_status 0 $FTLCTL dump --lpn 42 "$disk"
+grep -q 'not mapped' "$tmp/out"
+
+# 9. Bad command lines: usage on stderr, status 2 (8 for check).
+expect_status 2 $FTLCTL no-such-subcommand "$disk"
+expect_status 2 $FTLCTL info --no-such-option "$disk"
+expect_status 2 $FTLCTL dump --block 0 --lpn 1 "$disk"
+expect_status 8 $FTLCTL check --no-such-option "$disk"
+expect_status 1 $FTLCTL dump --block 999999 "$disk"
+grep -q 'beyond the last' "$tmp/out"

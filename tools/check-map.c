@@ -1,0 +1,299 @@
+/* ftlctl check: the image as the library recovered it.
+ *
+ * The library rebuilds its counts from the map when it opens an image;
+ * this recomputes them once more, independently, and then reads the
+ * media to see that what the map promises is there:
+ *
+ *   erase blocks  every state is known; the free pool and the retired
+ *                 count in the handle match the states; free + open +
+ *                 full + retired = all erase blocks.
+ *   the map       every mapped logical page lies in the written part of
+ *                 an erase block that is neither free nor retired; no
+ *                 two logical pages map to one physical page; the mapped
+ *                 count and each block's valid count match the map; the
+ *                 reverse map agrees.
+ *   each block    its header decodes and has the block's erase count; a
+ *                 free or retired block has nothing written (program
+ *                 pointer 0, every OOB entry empty).
+ *   each mapped   its OOB entry decodes, describes data, names this
+ *   page          logical page and the block's erase count, and the
+ *                 page's data matches the checksum in it.
+ *
+ * Blocks are read in order, each metadata area once and the mapped
+ * pages in runs, so the walk reads the file sequentially.
+ */
+
+#include <config.h>
+
+#include <inttypes.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "check.h"
+#include "ftlctl.h"
+#include "ftl-internal.h"
+
+/* Read at most this many bytes of data pages at once. */
+#define READ_BYTES (1024 * 1024)
+
+/* Where a mapped page is, for messages. */
+#define WHERE_FMT "logical page %" PRIu64 " (physical page %u: erase " \
+  "block %u, page %u)"
+#define WHERE(lpn, m, ppn) (lpn), (ppn), media_ppn_block ((m), (ppn)), \
+    media_ppn_page ((m), (ppn))
+
+/* Erase block states and the counts kept for them. */
+static void
+check_block_states (struct checker *c, struct ftl *ftl)
+{
+  uint32_t n[FTL_BLK_RETIRED + 1] = { 0 }, known = 0;
+
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    if (ftl->state[b] > FTL_BLK_RETIRED)
+      check_error (c, "erase block %u has an unknown state %u", b,
+                   ftl->state[b]);
+    else {
+      n[ftl->state[b]]++;
+      known++;
+    }
+  }
+  if (ftl->nfree != n[FTL_BLK_FREE])
+    check_error (c, "the free pool counts %u erase blocks, but %u are free",
+                 ftl->nfree, n[FTL_BLK_FREE]);
+  if (ftl->retired != n[FTL_BLK_RETIRED])
+    check_error (c, "the image counts %u retired erase blocks, but %u are "
+                 "retired", ftl->retired, n[FTL_BLK_RETIRED]);
+  if (n[FTL_BLK_FREE] + n[FTL_BLK_OPEN] + n[FTL_BLK_FULL]
+      + n[FTL_BLK_RETIRED] != ftl->blocks)
+    check_error (c, "%u free, %u open, %u full and %u retired erase blocks "
+                 "make %u, not %u", n[FTL_BLK_FREE], n[FTL_BLK_OPEN],
+                 n[FTL_BLK_FULL], n[FTL_BLK_RETIRED], known, ftl->blocks);
+  c->free_blocks = n[FTL_BLK_FREE];
+  c->blocks = ftl->blocks;
+}
+
+/* Walk the map: fill rev[ppn] (the logical page mapping to each
+ * physical page) and count[b] (mapped pages per erase block).  Returns
+ * the number of mapped logical pages.
+ */
+static uint64_t
+check_map (struct checker *c, struct ftl *ftl, uint32_t *rev,
+           uint32_t *count)
+{
+  struct media *m = &ftl->media;
+  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
+  uint64_t mapped = 0;
+
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
+    uint32_t ppn = ftl->l2p[lpn], b, page;
+
+    if (ppn == FTL_UNMAPPED)
+      continue;
+    if (ppn >= phys) {
+      check_error (c, "logical page %" PRIu64 " maps to physical page %u, "
+                   "beyond the last (%" PRIu64 ")", lpn, ppn, phys - 1);
+      continue;
+    }
+    b = media_ppn_block (m, ppn);
+    page = media_ppn_page (m, ppn);
+    if (ftl->state[b] == FTL_BLK_FREE || ftl->state[b] == FTL_BLK_RETIRED) {
+      check_error (c, WHERE_FMT ": the erase block is %s", WHERE (lpn, m, ppn),
+                   block_state_name (ftl->state[b]));
+      continue;
+    }
+    if (page >= m->wp[b]) {
+      check_error (c, WHERE_FMT ": beyond the %u pages written in the "
+                   "erase block", WHERE (lpn, m, ppn), m->wp[b]);
+      continue;
+    }
+    if (rev[ppn] != FTL_UNMAPPED) {
+      check_error (c, "logical pages %u and %" PRIu64 " both map to "
+                   "physical page %u", rev[ppn], lpn, ppn);
+      continue;
+    }
+    rev[ppn] = lpn;
+    count[b]++;
+    mapped++;
+    if (ftl->p2l[ppn] == FTL_UNMAPPED)
+      check_error (c, WHERE_FMT ": the reverse map has no logical page "
+                   "there", WHERE (lpn, m, ppn));
+    else if (ftl->p2l[ppn] != lpn)
+      check_error (c, WHERE_FMT ": the reverse map gives logical page %u",
+                   WHERE (lpn, m, ppn), ftl->p2l[ppn]);
+  }
+
+  if (ftl->mapped != mapped)
+    check_error (c, "the image counts %" PRIu64 " mapped logical pages, "
+                 "the map has %" PRIu64, ftl->mapped, mapped);
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    if (ftl->valid[b] != count[b])
+      check_error (c, "erase block %u: its valid count is %u, but %u "
+                   "logical pages map to it", b, ftl->valid[b], count[b]);
+  return mapped;
+}
+
+/* The block header of erase block b, from its metadata area. */
+static void
+check_header (struct checker *c, struct ftl *ftl, uint32_t b,
+              const uint8_t *meta)
+{
+  struct ftl_block_header bh;
+  enum ftl_fmt_status s = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
+  uint32_t ec = media_erase_count (&ftl->media, b);
+
+  /* Empty is fine: never erased, or its header lost in a crash. */
+  if (s == FTL_FMT_EMPTY)
+    return;
+  if (s != FTL_FMT_OK)
+    check_error (c, "erase block %u: block header: %s", b,
+                 ftl_fmt_status_string (s));
+  else if (bh.erase_count != ec)
+    check_error (c, "erase block %u: the block header gives erase count "
+                 "%u, the image %u", b, bh.erase_count, ec);
+}
+
+/* A free or retired erase block has nothing written. */
+static void
+check_unwritten (struct checker *c, struct ftl *ftl, uint32_t b,
+                 const uint8_t *meta)
+{
+  const char *state = block_state_name (ftl->state[b]);
+  uint32_t used = 0, first = 0;
+
+  if (ftl->media.wp[b] != 0)
+    check_error (c, "erase block %u is %s but has %u pages written", b,
+                 state, ftl->media.wp[b]);
+  for (uint32_t p = 0; p < ftl->ppb; p++) {
+    struct ftl_oob o;
+    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) p * FTL_OOB_BYTES,
+                        FTL_OOB_BYTES, &o) != FTL_FMT_EMPTY && used++ == 0)
+      first = p;
+  }
+  if (used)
+    check_error (c, "erase block %u is %s but %u of its pages have an OOB "
+                 "entry (the first: page %u): it was never erased", b, state,
+                 used, first);
+}
+
+/* One mapped page: its OOB entry and its data (NULL if unreadable). */
+static void
+check_page (struct checker *c, struct ftl *ftl, uint64_t lpn, uint32_t ppn,
+            const uint8_t *oob, const uint8_t *data)
+{
+  struct media *m = &ftl->media;
+  uint32_t ec = media_erase_count (m, media_ppn_block (m, ppn));
+  enum ftl_fmt_status s;
+  struct ftl_oob o;
+
+  s = ftl_oob_decode (oob, FTL_OOB_BYTES, &o);
+  if (s != FTL_FMT_OK) {
+    check_error (c, WHERE_FMT ": OOB entry: %s", WHERE (lpn, m, ppn),
+                 ftl_fmt_status_string (s));
+    check_fix (c, lpn, FIX_UNMAP, "its OOB entry is damaged");
+    return;
+  }
+  if (o.kind != FTL_OOB_DATA) {
+    check_error (c, WHERE_FMT ": the page holds trim records, not data",
+                 WHERE (lpn, m, ppn));
+    check_fix (c, lpn, FIX_UNMAP, "the page holds trim records");
+    return;
+  }
+  if (o.lpn != lpn) {
+    check_error (c, WHERE_FMT ": the page holds logical page %u",
+                 WHERE (lpn, m, ppn), o.lpn);
+    check_fix (c, lpn, FIX_UNMAP, "the page holds another logical page");
+    return;
+  }
+  if (o.erase_count != ec)
+    check_error (c, WHERE_FMT ": its OOB entry gives erase count %u, the "
+                 "erase block's is %u", WHERE (lpn, m, ppn), o.erase_count,
+                 ec);
+  if (data == NULL)
+    return;                     /* reported with the read error */
+  if (ftl_checksum (data, ftl->page_size, ppn) != o.data_checksum) {
+    check_error (c, WHERE_FMT ": data checksum mismatch",
+                 WHERE (lpn, m, ppn));
+    check_fix (c, lpn, FIX_UNMAP, "data checksum mismatch");
+  }
+  else if (o.erase_count != ec)
+    check_fix (c, lpn, FIX_REWRITE, "wrong erase count in its OOB entry");
+}
+
+/* The mapped pages of a full (or open) erase block, read in runs. */
+static void
+check_pages (struct checker *c, struct ftl *ftl, uint32_t b,
+             const uint8_t *meta, const uint32_t *rev, uint8_t *buf,
+             uint32_t run_pages)
+{
+  struct media *m = &ftl->media;
+  uint32_t wp = m->wp[b];
+
+  for (uint32_t p0 = 0; p0 < wp; p0 += run_pages) {
+    uint32_t n = MIN (run_pages, wp - p0), any = 0;
+    int r;
+
+    for (uint32_t p = p0; p < p0 + n; p++)
+      any += rev[media_ppn (m, b, p)] != FTL_UNMAPPED;
+    if (any == 0)
+      continue;
+    r = media_read (m, media_ppn (m, b, p0), n, buf);
+    if (r < 0)
+      check_error (c, "erase block %u: reading pages %u to %u: %s", b, p0,
+                   p0 + n - 1, g_strerror (-r));
+    for (uint32_t p = p0; p < p0 + n; p++) {
+      uint32_t ppn = media_ppn (m, b, p);
+      if (rev[ppn] == FTL_UNMAPPED)
+        continue;
+      check_page (c, ftl, rev[ppn], ppn,
+                  meta + FTL_BLKHDR_BYTES + (size_t) p * FTL_OOB_BYTES,
+                  r < 0 ? NULL : buf + ((size_t) (p - p0) << ftl->page_shift));
+    }
+    progress_add (&c->progress, any);
+  }
+}
+
+void
+check_image (struct checker *c, struct ftl *ftl)
+{
+  struct media *m = &ftl->media;
+  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
+  uint32_t run_pages = MAX (1, MIN (ftl->ppb, READ_BYTES / ftl->page_size));
+  uint32_t *rev, *count;
+  uint8_t *meta, *buf;
+  uint64_t mapped;
+
+  rev = g_new (uint32_t, phys);
+  for (uint64_t i = 0; i < phys; i++)
+    rev[i] = FTL_UNMAPPED;
+  count = g_new0 (uint32_t, ftl->blocks);
+  meta = g_malloc ((size_t) m->meta_pages << ftl->page_shift);
+  buf = g_malloc ((size_t) run_pages << ftl->page_shift);
+
+  check_block_states (c, ftl);
+  mapped = check_map (c, ftl, rev, count);
+  c->mapped_pages = mapped;
+  c->logical_pages = ftl->logical_pages;
+
+  progress_start (&c->progress, "checking", mapped + ftl->blocks);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    int r = media_read_meta (m, b, meta);
+    if (r < 0)
+      check_error (c, "erase block %u: reading its metadata: %s", b,
+                   g_strerror (-r));
+    else {
+      check_header (c, ftl, b, meta);
+      if (ftl->state[b] == FTL_BLK_FREE || ftl->state[b] == FTL_BLK_RETIRED)
+        check_unwritten (c, ftl, b, meta);
+      else if (ftl->state[b] <= FTL_BLK_RETIRED)
+        check_pages (c, ftl, b, meta, rev, buf, run_pages);
+    }
+    progress_add (&c->progress, 1);
+  }
+  progress_clear (&c->progress);
+
+  g_free (buf);
+  g_free (meta);
+  g_free (count);
+  g_free (rev);
+}

@@ -1,0 +1,285 @@
+/* ftlctl check: the superblock copies and the checkpoint slots.
+ *
+ * The library reads both copies of each and quietly takes the best one;
+ * a damaged copy or slot is the first sign of trouble, so this reads
+ * them raw from the file and reports on each:
+ *
+ *   superblock   each copy decodes (magic, version, length, checksum,
+ *                self-consistent geometry); two valid copies agree on
+ *                everything but their generation, state and checkpoint
+ *                (which change at each write), and never share a
+ *                generation with different contents.
+ *   checkpoint   each slot is never written, or its header decodes, is
+ *                for the superblock's geometry, and its body matches its
+ *                checksum; then the snapshot is self-consistent: every
+ *                mapped logical page lies in the written part of an erase
+ *                block that is neither free nor retired, no two map to
+ *                one physical page, and every block's state and program
+ *                pointer are possible.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "check.h"
+#include "ftlctl.h"
+#include "ftl-internal.h"
+
+static const char copy_name[2] = { 'A', 'B' };
+
+/* Read exactly len bytes at off: 0, or a negative errno (-EIO when the
+ * file ends first).
+ */
+static int
+read_at (int fd, void *buf, size_t len, uint64_t off)
+{
+  return ftl_default_io.pread (NULL, fd, buf, len, off);
+}
+
+/* Compare the fields of two valid superblock copies that must never
+ * change; report each that differs.
+ */
+static void
+compare_superblocks (struct checker *c, const struct ftl_superblock *a,
+                     const struct ftl_superblock *b)
+{
+#define SAME(field)                                                     \
+  do {                                                                  \
+    if (a->field != b->field)                                           \
+      check_error (c, "superblock copies A and B disagree on " #field   \
+                   " (%" PRIu64 " and %" PRIu64 ")",                    \
+                   (uint64_t) a->field, (uint64_t) b->field);           \
+  } while (0)
+
+  SAME (version);
+  SAME (page_size);
+  SAME (pages_per_block);
+  SAME (blocks);
+  SAME (meta_pages);
+  SAME (logical_bytes);
+  SAME (data_offset);
+  SAME (ckpt_offset[0]);
+  SAME (ckpt_offset[1]);
+  SAME (ckpt_bytes);
+  SAME (op_ppm);
+  SAME (uuid[0]);
+  SAME (uuid[1]);
+  SAME (created);
+#undef SAME
+  if (a->generation == b->generation &&
+      (a->state != b->state || a->clean_ckpt_gen != b->clean_ckpt_gen))
+    check_error (c, "superblock copies A and B have the same generation "
+                 "%" PRIu64 " but differ", a->generation);
+}
+
+/* Read and decode both superblock copies; *best is the newest valid
+ * one.  Returns false if neither is valid.
+ */
+static bool
+check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
+{
+  struct ftl_superblock sb[2];
+  enum ftl_fmt_status st[2];
+  uint8_t buf[FTL_SB_SLOT];
+  char why[128];
+  int r, newest = -1;
+
+  for (int i = 0; i < 2; i++) {
+    r = read_at (fd, buf, sizeof buf, (uint64_t) i * FTL_SB_SLOT);
+    if (r < 0) {
+      check_error (c, "superblock copy %c: cannot be read: %s",
+                   copy_name[i], r == -EIO ? "the file is too short"
+                   : strerror (-r));
+      st[i] = FTL_FMT_BAD_LENGTH;
+      continue;
+    }
+    st[i] = ftl_sb_decode (buf, sizeof buf, &sb[i], why, sizeof why);
+    if (st[i] != FTL_FMT_OK) {
+      check_error (c, "superblock copy %c: %s%s%s", copy_name[i],
+                   ftl_fmt_status_string (st[i]), why[0] ? ": " : "", why);
+      continue;
+    }
+    if (newest == -1 || sb[i].generation > sb[newest].generation)
+      newest = i;
+  }
+  if (newest == -1)
+    return false;
+  for (int i = 0; i < 2; i++)
+    if (st[i] == FTL_FMT_OK && i != newest)
+      check_note (c, "superblock copy %c: generation %" PRIu64 " (older)",
+                  copy_name[i], sb[i].generation);
+    else if (i == newest)
+      check_note (c, "superblock copy %c: generation %" PRIu64 " (newest), "
+                  "%s", copy_name[i], sb[i].generation,
+                  sb[i].state == FTL_SB_CLEAN ? "clean"
+                  : "dirty (not shut down cleanly)");
+  if (st[0] == FTL_FMT_OK && st[1] == FTL_FMT_OK)
+    compare_superblocks (c, &sb[0], &sb[1]);
+  *best = sb[newest];
+  return true;
+}
+
+/* The snapshot in a checkpoint body is self-consistent. */
+static void
+check_ckpt_body (struct checker *c, int slot, const struct ftl_superblock *sb,
+                 const uint8_t *body)
+{
+  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
+  uint32_t ppb = sb->pages_per_block;
+  uint64_t phys = (uint64_t) sb->blocks * ppb;
+  const uint8_t *table = body + 4 * lpages;
+  struct ftl_ckpt_block *blk;
+  uint32_t *owner;
+
+  blk = g_new (struct ftl_ckpt_block, sb->blocks);
+  for (uint32_t b = 0; b < sb->blocks; b++) {
+    ftl_ckpt_block_decode (table + (size_t) b * FTL_CKPT_BLOCK_BYTES,
+                           &blk[b]);
+    if (blk[b].state > FTL_BLK_RETIRED)
+      check_error (c, "checkpoint slot %d: erase block %u has an unknown "
+                   "state %u", slot, b, blk[b].state);
+    else if (blk[b].write_pointer > ppb)
+      check_error (c, "checkpoint slot %d: erase block %u has %u pages "
+                   "written, more than its %u", slot, b,
+                   blk[b].write_pointer, ppb);
+    else if ((blk[b].state == FTL_BLK_FREE ||
+              blk[b].state == FTL_BLK_RETIRED) && blk[b].write_pointer != 0)
+      check_error (c, "checkpoint slot %d: erase block %u is %s but has %u "
+                   "pages written", slot, b, block_state_name (blk[b].state),
+                   blk[b].write_pointer);
+  }
+
+  /* owner[ppn]: the logical page seen mapping to it. */
+  owner = g_new (uint32_t, phys);
+  for (uint64_t i = 0; i < phys; i++)
+    owner[i] = FTL_UNMAPPED;
+  for (uint64_t lpn = 0; lpn < lpages; lpn++) {
+    uint32_t ppn, b, page;
+
+    memcpy (&ppn, body + 4 * lpn, 4);
+    ppn = le32toh (ppn);
+    if (ppn == FTL_UNMAPPED)
+      continue;
+    if (ppn >= phys) {
+      check_error (c, "checkpoint slot %d: logical page %" PRIu64 " maps "
+                   "to physical page %u, beyond the last (%" PRIu64 ")",
+                   slot, lpn, ppn, phys - 1);
+      continue;
+    }
+    b = ppn / ppb;
+    page = ppn % ppb;
+    if (blk[b].state == FTL_BLK_FREE || blk[b].state == FTL_BLK_RETIRED)
+      check_error (c, "checkpoint slot %d: logical page %" PRIu64 " maps "
+                   "to page %u of erase block %u, which is %s", slot, lpn,
+                   page, b, block_state_name (blk[b].state));
+    else if (page >= blk[b].write_pointer)
+      check_error (c, "checkpoint slot %d: logical page %" PRIu64 " maps "
+                   "to page %u of erase block %u, which has only %u pages "
+                   "written", slot, lpn, page, b, blk[b].write_pointer);
+    if (owner[ppn] != FTL_UNMAPPED)
+      check_error (c, "checkpoint slot %d: logical pages %u and %" PRIu64
+                   " both map to physical page %u", slot, owner[ppn], lpn,
+                   ppn);
+    else
+      owner[ppn] = lpn;
+  }
+  g_free (owner);
+  g_free (blk);
+}
+
+/* Read one checkpoint slot and check its header and checksum.  Returns
+ * its body (to be freed with g_free) if it is valid, with its header in
+ * *h; NULL if not.
+ */
+static uint8_t *
+check_ckpt_slot (struct checker *c, int fd, int slot,
+                 const struct ftl_superblock *sb, struct ftl_ckpt_header *h)
+{
+  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
+  uint8_t hdr[FTL_CKPT_HDR_BYTES];
+  enum ftl_fmt_status st;
+  uint8_t *body;
+  int r;
+
+  r = read_at (fd, hdr, sizeof hdr, sb->ckpt_offset[slot]);
+  if (r < 0) {
+    check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
+                 r == -EIO ? "the file is too short" : strerror (-r));
+    return NULL;
+  }
+  st = ftl_ckpt_header_decode (hdr, sizeof hdr, h);
+  if (st == FTL_FMT_EMPTY) {
+    check_note (c, "checkpoint slot %d: never written", slot);
+    return NULL;
+  }
+  if (st != FTL_FMT_OK) {
+    check_error (c, "checkpoint slot %d: %s", slot,
+                 ftl_fmt_status_string (st));
+    return NULL;
+  }
+  if (h->logical_pages != lpages || h->blocks != sb->blocks ||
+      h->pages_per_block != sb->pages_per_block ||
+      FTL_CKPT_HDR_BYTES + h->body_bytes > sb->ckpt_bytes) {
+    check_error (c, "checkpoint slot %d (generation %" PRIu64 "): written "
+                 "for another geometry (%" PRIu64 " logical pages, %u erase "
+                 "blocks of %u pages)", slot, h->generation,
+                 h->logical_pages, h->blocks, h->pages_per_block);
+    return NULL;
+  }
+
+  body = g_try_malloc (h->body_bytes);
+  if (body == NULL) {
+    check_error (c, "checkpoint slot %d: out of memory reading its %"
+                 PRIu64 " bytes", slot, h->body_bytes);
+    return NULL;
+  }
+  r = read_at (fd, body, h->body_bytes,
+               sb->ckpt_offset[slot] + FTL_CKPT_HDR_BYTES);
+  if (r < 0)
+    check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
+                 r == -EIO ? "the file is too short" : strerror (-r));
+  else if (ftl_checksum (body, h->body_bytes, 0) != h->body_checksum)
+    check_error (c, "checkpoint slot %d (generation %" PRIu64 "): its "
+                 "body fails its checksum", slot, h->generation);
+  else
+    return body;
+  g_free (body);
+  return NULL;
+}
+
+void
+check_metadata (struct checker *c, int fd)
+{
+  struct ftl_superblock sb;
+  struct ftl_ckpt_header h[2];
+  uint8_t *body[2];
+
+  if (!check_superblocks (c, fd, &sb))
+    return;                     /* no geometry: nothing more to read */
+  for (int s = 0; s < 2; s++)
+    body[s] = check_ckpt_slot (c, fd, s, &sb, &h[s]);
+  for (int s = 0; s < 2; s++) {
+    if (body[s] == NULL)
+      continue;
+    check_note (c, "checkpoint slot %d: generation %" PRIu64 " (%s), "
+                "sequence %" PRIu64 "%s", s, h[s].generation,
+                !body[1 - s] || h[s].generation > h[1 - s].generation
+                ? "newest" : "older", h[s].seq,
+                h[s].clean ? ", written at a clean shutdown" : "");
+    check_ckpt_body (c, s, &sb, body[s]);
+  }
+  if (!body[0] && !body[1])
+    check_error (c, "no valid checkpoint: the image cannot be opened");
+  if (body[0] && body[1] && h[0].generation == h[1].generation)
+    check_error (c, "checkpoint slots 0 and 1 have the same generation %"
+                 PRIu64, h[0].generation);
+  g_free (body[0]);
+  g_free (body[1]);
+}

@@ -1,0 +1,356 @@
+/* ftlctl dump: show one page or one erase block as it is on the media.
+ *
+ *   --page PPN    a physical page: where it is in the file, its OOB entry
+ *                 decoded and checked against its data, and (--hex) the
+ *                 data itself;
+ *   --lpn LPN     the physical page a logical page maps to, likewise;
+ *   --block N     an erase block: its state in the open image, its block
+ *                 header, and one line per page from its OOB entry.
+ *
+ * The image is opened read-only, so the map and block states shown are
+ * those recovery arrives at.
+ */
+
+#include <config.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib.h>
+
+#include "ftlctl.h"
+#include "ftl-internal.h"
+
+/* Read at most this many bytes of data pages at once. */
+#define READ_BYTES (1024 * 1024)
+
+/* hexdump -C's format: offset, 16 bytes in hex, the same as text;
+ * repeated lines are shown once, then "*".
+ */
+static void
+hex_dump (const uint8_t *data, size_t len)
+{
+  bool starred = false;
+
+  for (size_t off = 0; off < len; off += 16) {
+    size_t n = MIN (16, len - off);
+
+    if (off > 0 && n == 16 && memcmp (data + off, data + off - 16, 16) == 0) {
+      if (!starred)
+        printf ("*\n");
+      starred = true;
+      continue;
+    }
+    starred = false;
+    printf ("%08zx ", off);
+    for (size_t i = 0; i < 16; i++) {
+      if (i == 8)
+        putchar (' ');
+      if (i < n)
+        printf (" %02x", data[off + i]);
+      else
+        printf ("   ");
+    }
+    printf ("  |");
+    for (size_t i = 0; i < n; i++)
+      putchar (g_ascii_isprint (data[off + i]) ? data[off + i] : '.');
+    printf ("|\n");
+  }
+  printf ("%08zx\n", len);
+}
+
+/* Whether the data at ppn is the current version of its logical page. */
+static const char *
+map_status (struct ftl *ftl, const struct ftl_oob *o, uint32_t ppn)
+{
+  if (o->lpn >= ftl->logical_pages)
+    return "beyond the disk";
+  return ftl->l2p[o->lpn] == ppn ? "valid" : "stale";
+}
+
+/* The trim records of a trim page whose data is intact. */
+static void
+print_trim_records (struct ftl *ftl, const uint8_t *data)
+{
+  uint32_t cap = ftl_trim_page_capacity (ftl->page_size), n;
+  struct ftl_trim_entry *e = g_new (struct ftl_trim_entry, cap);
+  enum ftl_fmt_status s = ftl_trim_page_decode (data, ftl->page_size, e, &n);
+
+  if (s != FTL_FMT_OK)
+    printf ("  trim records:     %s\n", ftl_fmt_status_string (s));
+  else
+    for (uint32_t i = 0; i < n; i++)
+      printf ("  trim record:      logical pages %u-%" PRIu64 " unmapped at "
+              "sequence %" PRIu64 "\n", e[i].lpn,
+              (uint64_t) e[i].lpn + e[i].count - 1, e[i].seq);
+  g_free (e);
+}
+
+/* --page: physical page ppn64. */
+static int
+dump_page (struct ftl *ftl, uint64_t ppn64, bool hex)
+{
+  struct media *m = &ftl->media;
+  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
+  uint32_t ppn, b, p, ec;
+  uint8_t oob[FTL_OOB_BYTES], *data;
+  enum ftl_fmt_status s;
+  struct ftl_oob o;
+  int r;
+
+  if (ppn64 >= phys) {
+    ftlctl_error ("%s: physical page %" PRIu64 " is beyond the last (%"
+                  PRIu64 ")", ftl->path, ppn64, phys - 1);
+    return FTLCTL_EXIT_ERROR;
+  }
+  ppn = ppn64;
+  b = media_ppn_block (m, ppn);
+  p = media_ppn_page (m, ppn);
+  ec = media_erase_count (m, b);
+  data = g_malloc (ftl->page_size);
+  r = media_read_oob (m, b, p, 1, oob);
+  if (r == 0)
+    r = media_read (m, ppn, 1, data);
+  if (r < 0) {
+    ftlctl_error ("%s: reading physical page %u: %s", ftl->path, ppn,
+                  g_strerror (-r));
+    g_free (data);
+    return FTLCTL_EXIT_ERROR;
+  }
+
+  printf ("physical page %u: erase block %u, page %u\n", ppn, b, p);
+  printf ("  data offset:      %" PRIu64 "\n", media_page_offset (m, ppn));
+  printf ("  OOB offset:       %" PRIu64 "\n", media_meta_offset (m, b)
+          + FTL_BLKHDR_BYTES + (uint64_t) p * FTL_OOB_BYTES);
+  printf ("  erase block:      %s, erase count %u, %u of %u pages "
+          "written\n", block_state_name (ftl->state[b]), ec, m->wp[b],
+          ftl->ppb);
+  if (p >= m->wp[b])
+    printf ("  written:          no (beyond the program pointer)\n");
+
+  s = ftl_oob_decode (oob, sizeof oob, &o);
+  printf ("  OOB entry:        %s\n", ftl_fmt_status_string (s));
+  if (s == FTL_FMT_OK) {
+    uint64_t sum = ftl_checksum (data, ftl->page_size, ppn);
+
+    if (o.kind == FTL_OOB_DATA)
+      printf ("  kind:             data\n"
+              "  logical page:     %u (%s)\n", o.lpn,
+              map_status (ftl, &o, ppn));
+    else
+      printf ("  kind:             trim records (%u)\n", o.lpn);
+    printf ("  sequence:         %" PRIu64 "\n", o.seq);
+    printf ("  erase count:      %u", o.erase_count);
+    if (o.erase_count != ec)
+      printf (" (wrong: the erase block's is %u)", ec);
+    printf ("\n");
+    if (sum == o.data_checksum)
+      printf ("  data checksum:    %016" PRIx64 " (matches)\n", sum);
+    else
+      printf ("  data checksum:    %016" PRIx64 " (MISMATCH: the data's is "
+              "%016" PRIx64 ")\n", o.data_checksum, sum);
+    if (o.kind == FTL_OOB_TRIM && sum == o.data_checksum)
+      print_trim_records (ftl, data);
+  }
+  if (hex)
+    hex_dump (data, ftl->page_size);
+  g_free (data);
+  return FTLCTL_EXIT_OK;
+}
+
+/* --lpn: the physical page that logical page lpn maps to. */
+static int
+dump_lpn (struct ftl *ftl, uint64_t lpn, bool hex)
+{
+  uint32_t ppn;
+
+  if (lpn >= ftl->logical_pages) {
+    ftlctl_error ("%s: logical page %" PRIu64 " is beyond the last (%"
+                  PRIu64 ")", ftl->path, lpn, ftl->logical_pages - 1);
+    return FTLCTL_EXIT_ERROR;
+  }
+  ppn = ftl->l2p[lpn];
+  if (ppn == FTL_UNMAPPED) {
+    printf ("logical page %" PRIu64 ": not mapped (reads as zeros)\n", lpn);
+    return FTLCTL_EXIT_OK;
+  }
+  printf ("logical page %" PRIu64 ": physical page %u\n", lpn, ppn);
+  return dump_page (ftl, ppn, hex);
+}
+
+/* One line for page p of erase block b, given its OOB entry; data is
+ * the page (NULL if it could not be read).
+ */
+static void
+print_block_page (struct ftl *ftl, uint32_t b, uint32_t p,
+                  const struct ftl_oob *o, const uint8_t *data)
+{
+  struct media *m = &ftl->media;
+  uint32_t ppn = media_ppn (m, b, p);
+
+  if (o->kind == FTL_OOB_DATA)
+    printf ("  page %5u  data  lpn %-10u seq %-12" PRIu64 " %s", p, o->lpn,
+            o->seq, map_status (ftl, o, ppn));
+  else
+    printf ("  page %5u  trim  %-3u records     seq %-12" PRIu64, p, o->lpn,
+            o->seq);
+  if (data == NULL)
+    printf (", unreadable");
+  else if (ftl_checksum (data, ftl->page_size, ppn) != o->data_checksum)
+    printf (", DATA CHECKSUM MISMATCH");
+  if (o->erase_count != media_erase_count (m, b))
+    printf (", erase count %u (WRONG)", o->erase_count);
+  if (p >= m->wp[b])
+    printf (", beyond the program pointer");
+  printf ("\n");
+}
+
+/* --block: erase block b, a line per page (runs of empty pages make
+ * one line).
+ */
+static int
+dump_block (struct ftl *ftl, uint64_t b)
+{
+  struct media *m = &ftl->media;
+  uint32_t run_pages = MAX (1, MIN (ftl->ppb, READ_BYTES / ftl->page_size));
+  uint32_t run_start = UINT32_MAX, empty_from = UINT32_MAX;
+  struct ftl_block_header bh;
+  enum ftl_fmt_status s;
+  uint8_t *meta, *buf;
+  int r, run_r = 0;
+
+  if (b >= ftl->blocks) {
+    ftlctl_error ("%s: erase block %" PRIu64 " is beyond the last (%u)",
+                  ftl->path, b, ftl->blocks - 1);
+    return FTLCTL_EXIT_ERROR;
+  }
+  meta = g_malloc ((size_t) m->meta_pages << ftl->page_shift);
+  buf = g_malloc ((size_t) run_pages << ftl->page_shift);
+  r = media_read_meta (m, b, meta);
+  if (r < 0) {
+    ftlctl_error ("%s: reading erase block %" PRIu64 ": %s", ftl->path, b,
+                  g_strerror (-r));
+    goto out;
+  }
+
+  printf ("erase block %" PRIu64 ": %s, erase count %u, %u of %u pages "
+          "written, %u valid\n", b, block_state_name (ftl->state[b]),
+          media_erase_count (m, b), m->wp[b], ftl->ppb, ftl->valid[b]);
+  printf ("  metadata offset:  %" PRIu64 "\n", media_meta_offset (m, b));
+  printf ("  data offset:      %" PRIu64 "\n",
+          media_page_offset (m, media_ppn (m, b, 0)));
+  s = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
+  if (s == FTL_FMT_OK)
+    printf ("  block header:     erase count %u, erased at sequence %"
+            PRIu64 "\n", bh.erase_count, bh.erase_seq);
+  else if (s == FTL_FMT_EMPTY)
+    printf ("  block header:     none (all zeros: never erased)\n");
+  else
+    printf ("  block header:     %s\n", ftl_fmt_status_string (s));
+
+  for (uint32_t p = 0; p <= ftl->ppb; p++) {
+    struct ftl_oob o;
+
+    s = p < ftl->ppb
+      ? ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) p * FTL_OOB_BYTES,
+                        FTL_OOB_BYTES, &o)
+      : FTL_FMT_OK;
+    /* Runs of empty pages make one line. */
+    if (s == FTL_FMT_EMPTY) {
+      if (empty_from == UINT32_MAX)
+        empty_from = p;
+      continue;
+    }
+    if (empty_from != UINT32_MAX) {
+      if (empty_from == p - 1)
+        printf ("  page %5u  empty\n", empty_from);
+      else
+        printf ("  pages %u-%u  empty\n", empty_from, p - 1);
+      empty_from = UINT32_MAX;
+    }
+    if (p == ftl->ppb)
+      break;
+    if (s != FTL_FMT_OK) {
+      printf ("  page %5u  damaged OOB entry (%s)\n", p,
+              ftl_fmt_status_string (s));
+      continue;
+    }
+    if (run_start == UINT32_MAX || p >= run_start + run_pages) {
+      run_start = p;
+      run_r = media_read (m, media_ppn (m, b, p),
+                          MIN (run_pages, ftl->ppb - p), buf);
+    }
+    print_block_page (ftl, b, p, &o, run_r < 0 ? NULL :
+                      buf + ((size_t) (p - run_start) << ftl->page_shift));
+  }
+
+ out:
+  g_free (buf);
+  g_free (meta);
+  return r < 0 ? FTLCTL_EXIT_ERROR : FTLCTL_EXIT_OK;
+}
+
+int
+cmd_dump (int argc, char **argv)
+{
+  char *page_s = NULL, *lpn_s = NULL, *block_s = NULL;
+  gboolean hex = FALSE;
+  const GOptionEntry entries[] = {
+    { "page", 'p', 0, G_OPTION_ARG_STRING, &page_s,
+      "Show physical page PPN", "PPN" },
+    { "lpn", 'l', 0, G_OPTION_ARG_STRING, &lpn_s,
+      "Show the physical page that logical page LPN maps to", "LPN" },
+    { "block", 'b', 0, G_OPTION_ARG_STRING, &block_s,
+      "Show erase block N, a line per page", "N" },
+    { "hex", 'x', 0, G_OPTION_ARG_NONE, &hex,
+      "With --page or --lpn: a hex dump of the page's data", NULL },
+    { NULL }
+  };
+  GOptionContext *ctx;
+  struct ftl *ftl;
+  uint64_t v;
+  int status = FTLCTL_EXIT_USAGE;
+
+  ctx = g_option_context_new ("FILE");
+  g_option_context_set_summary (ctx, "Show a page or an erase block of an "
+                                "nbdkit-ftl image as it is on the media.");
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  if (!parse_options (ctx, &argc, &argv))
+    goto out;
+  if (argc != 2) {
+    usage_error (ctx, argc < 2 ? "no image file given"
+                 : "too many arguments");
+    goto out;
+  }
+  if ((page_s != NULL) + (lpn_s != NULL) + (block_s != NULL) != 1) {
+    usage_error (ctx, "give one of --page, --lpn and --block");
+    goto out;
+  }
+  if (hex && block_s) {
+    usage_error (ctx, "--hex goes with --page or --lpn");
+    goto out;
+  }
+  if (!parse_uint64 (page_s ? "--page" : lpn_s ? "--lpn" : "--block",
+                     page_s ? page_s : lpn_s ? lpn_s : block_s, &v))
+    goto out;
+
+  status = FTLCTL_EXIT_ERROR;
+  ftl = image_open (argv[1], true, false);
+  if (ftl == NULL)
+    goto out;
+  if (page_s)
+    status = dump_page (ftl, v, hex);
+  else if (lpn_s)
+    status = dump_lpn (ftl, v, hex);
+  else
+    status = dump_block (ftl, v);
+  ftl_close (ftl);
+
+ out:
+  g_option_context_free (ctx);
+  g_free (page_s);
+  g_free (lpn_s);
+  g_free (block_s);
+  return status;
+}

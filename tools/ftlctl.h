@@ -1,0 +1,72 @@
+/* ftlctl: create, inspect and check nbdkit-ftl images.
+ *
+ * One file per subcommand (cmd-*.c); ftlctl.c dispatches to them.  The
+ * helpers declared here are shared by all of them: messages, option
+ * values, and opening an image with the library.
+ *
+ * The subcommands that inspect an image open it read-only, which
+ * recovers it in memory without writing anything, and then read the
+ * FTL handle's internals (ftl-internal.h): the map, the state of each
+ * erase block, erase counts.  No other thread uses the handle, so they
+ * read it without taking its locks.
+ */
+
+#ifndef FTLCTL_H
+#define FTLCTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <glib.h>
+
+#include "ftl.h"
+
+/* Exit status of every subcommand but check (see check.h). */
+#define FTLCTL_EXIT_OK     0
+#define FTLCTL_EXIT_ERROR  1   /* the operation failed */
+#define FTLCTL_EXIT_USAGE  2   /* bad command line */
+
+/* The subcommands: argv[0] is the subcommand's name.  Each returns the
+ * process's exit status.
+ */
+extern int cmd_format (int argc, char **argv);
+extern int cmd_info (int argc, char **argv);
+extern int cmd_check (int argc, char **argv);
+extern int cmd_dump (int argc, char **argv);
+
+/* "ftlctl: " then the message on stderr, with a newline. */
+extern void ftlctl_error (const char *fs, ...)
+  __attribute__ ((format (printf, 1, 2)));
+
+/* Parse the command line of a subcommand with ctx.  On a bad option,
+ * print the message and the subcommand's help on stderr and return
+ * false.
+ */
+extern bool parse_options (GOptionContext *ctx, int *argc, char ***argv);
+
+/* Print a usage error (message, then the help of ctx) on stderr. */
+extern void usage_error (GOptionContext *ctx, const char *fs, ...)
+  __attribute__ ((format (printf, 2, 3)));
+
+/* Option values.  Each returns false, after printing why on stderr, if
+ * the string is not a valid value for the option named.
+ */
+/* A size in bytes: a number with an optional suffix K, M, G, T, P or E
+ * (powers of 1024), as nbdkit's size= takes.
+ */
+extern bool parse_size (const char *option, const char *s, uint64_t *r);
+/* A decimal unsigned integer. */
+extern bool parse_uint64 (const char *option, const char *s, uint64_t *r);
+/* A decimal number (a percentage). */
+extern bool parse_double (const char *option, const char *s, double *r);
+
+/* Open an existing image with the library.  On failure, print
+ * "ftlctl: FILE: <the library's explanation>" and return NULL.  The
+ * library's warnings and errors go to stderr unless quiet.
+ */
+extern struct ftl *image_open (const char *file, bool readonly, bool quiet);
+
+/* The name of an erase block state (enum ftl_block_state): "free"... */
+extern const char *block_state_name (unsigned state);
+
+#endif /* FTLCTL_H */
