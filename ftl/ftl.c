@@ -663,12 +663,16 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
     enum ftl_fmt_status s = ftl_oob_decode (oob + i * FTL_OOB_BYTES,
                                             FTL_OOB_BYTES, &o);
     if (s != FTL_FMT_OK || o.kind != FTL_OOB_DATA || o.lpn != lpn + i ||
+        o.erase_count != media_erase_count (m, blk) ||
         o.data_checksum != ftl_checksum (p, ftl->page_size, ppn + i)) {
       ftl_log (ftl, FTL_LOG_ERROR, "logical page %" PRIu64 ": page %u of "
                "erase block %u is damaged (%s)", lpn + i,
                media_ppn_page (m, ppn + i), blk,
                s != FTL_FMT_OK ? ftl_fmt_status_string (s) :
+               o.kind != FTL_OOB_DATA ? "it holds trim records" :
                o.lpn != lpn + i ? "it belongs to another logical page" :
+               o.erase_count != media_erase_count (m, blk) ?
+               "it was written before the block's last erase" :
                "data checksum mismatch");
       return -EIO;
     }
