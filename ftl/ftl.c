@@ -565,6 +565,7 @@ ftl_close (struct ftl *ftl)
   ftl_stop_background (ftl);
   if (!ftl->readonly) {
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    ftl->closing = true;
     r = trimlog_flush (ftl);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
     frontier_close_all (ftl);
@@ -640,7 +641,7 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
   struct media *m = &ftl->media;
   uint32_t blk = media_ppn_block (m, ppn);
   uint8_t oob[READ_RUN_MAX * FTL_OOB_BYTES];
-  uint32_t gen;
+  uint32_t gen, ec;
   int r;
 
   gen = media_block_gen (m, blk);
@@ -649,6 +650,11 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
   r = media_read (m, ppn, n, buf);
   if (r == 0)
     r = media_read_oob (m, blk, media_ppn_page (m, ppn), n, oob);
+  /* The erase count must be taken before the generation is checked
+   * again: an erase that starts after that check would otherwise make
+   * a good read look like a stale page.
+   */
+  ec = media_erase_count_acquire (m, blk);
   __atomic_thread_fence (__ATOMIC_SEQ_CST);
   if (media_block_gen (m, blk) != gen)
     return -EAGAIN;
@@ -663,7 +669,7 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
     enum ftl_fmt_status s = ftl_oob_decode (oob + i * FTL_OOB_BYTES,
                                             FTL_OOB_BYTES, &o);
     if (s != FTL_FMT_OK || o.kind != FTL_OOB_DATA || o.lpn != lpn + i ||
-        o.erase_count != media_erase_count (m, blk) ||
+        o.erase_count != ec ||
         o.data_checksum != ftl_checksum (p, ftl->page_size, ppn + i)) {
       ftl_log (ftl, FTL_LOG_ERROR, "logical page %" PRIu64 ": page %u of "
                "erase block %u is damaged (%s)", lpn + i,
@@ -671,7 +677,7 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
                s != FTL_FMT_OK ? ftl_fmt_status_string (s) :
                o.kind != FTL_OOB_DATA ? "it holds trim records" :
                o.lpn != lpn + i ? "it belongs to another logical page" :
-               o.erase_count != media_erase_count (m, blk) ?
+               o.erase_count != ec ?
                "it was written before the block's last erase" :
                "data checksum mismatch");
       return -EIO;
@@ -912,7 +918,9 @@ whole_pages (struct ftl *ftl, uint64_t count, uint64_t offset,
 static int
 sync_fua (struct ftl *ftl)
 {
-  int r = trimlog_flush (ftl);
+  int r = trimlog_make_room (ftl);
+  if (r == 0)
+    r = trimlog_flush (ftl);
   if (r == 0)
     r = media_sync (&ftl->media);
   return r;

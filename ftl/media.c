@@ -197,7 +197,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   m->wp[blk] = 0;
   h.erase_count = media_erase_count (m, blk) + 1;
   h.erase_seq = seq;
-  __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELAXED);
+  __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELEASE);
   __atomic_fetch_add (&m->erases, 1, __ATOMIC_RELAXED);
   ftl_blkhdr_encode (&h, buf);
   return m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,

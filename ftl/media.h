@@ -141,6 +141,16 @@ media_erase_count (const struct media *m, uint32_t blk)
   return __atomic_load_n (&m->erase_count[blk], __ATOMIC_RELAXED);
 }
 
+/* For readers validating a page against the generation: an erase
+ * publishes its new count with release after bumping the generation,
+ * so a reader that sees the new count also sees the new generation.
+ */
+static inline uint32_t
+media_erase_count_acquire (const struct media *m, uint32_t blk)
+{
+  return __atomic_load_n (&m->erase_count[blk], __ATOMIC_ACQUIRE);
+}
+
 /* Set a block's state as found by recovery. */
 extern void media_set_block (struct media *m, uint32_t blk,
                              uint32_t erase_count, uint32_t wp);
