@@ -81,14 +81,19 @@ alloc_nfree (struct ftl *ftl)
   return n;
 }
 
-/* How many free blocks a frontier of this kind must leave behind. */
+/* How many free blocks a frontier of this kind must leave behind.  Trim
+ * records logged by GC itself (before an erase) may take the last block,
+ * as GC's relocations may: the erase that follows gives one back.  So
+ * may the last records written by ftl_close, when nothing else runs.
+ */
 static uint32_t
-keep_free (enum frontier_kind kind)
+keep_free (const struct ftl *ftl, enum frontier_kind kind)
 {
   switch (kind) {
   case FRONTIER_HOST: return FTL_RESERVE_BLOCKS;
-  case FRONTIER_GC: return 1;
-  case FRONTIER_META: return 0;
+  case FRONTIER_GC: return 0;
+  case FRONTIER_META:
+    return gc_running_here () || ftl->closing ? 0 : FTL_META_KEEP_BLOCKS;
   }
   abort ();
 }
@@ -99,7 +104,7 @@ take_free_block (struct ftl *ftl, enum frontier_kind kind)
 {
   uint32_t best = FTL_NO_BLOCK, best_ec = UINT32_MAX;
 
-  if (ftl->nfree <= keep_free (kind))
+  if (ftl->nfree <= keep_free (ftl, kind))
     return FTL_NO_BLOCK;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     if (ftl->state[b] == FTL_BLK_FREE) {
@@ -150,6 +155,9 @@ frontier_ensure_block (struct ftl *ftl, struct frontier *f)
       break;
     }
     if (f->kind != FRONTIER_HOST) {
+      /* Trim records are written under trim_lock, which GC takes too:
+       * trimlog_make_room ran GC before it (see trim.c).
+       */
       ftl_log (ftl, FTL_LOG_ERROR,
                "no free erase block for %s data (free pool exhausted)",
                f->kind == FRONTIER_GC ? "relocated" : "trim record");

@@ -56,14 +56,19 @@
 #define FTL_STRIPES       64
 #define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
 
-/* Free blocks that host frontiers may not take: one for GC and one for
- * trim records, so that garbage collection can always make progress.
+/* Free blocks that host frontiers may not take, so that garbage
+ * collection can always make progress: it may need a block for the data
+ * it relocates and one for the trim records it logs before an erase,
+ * while trims from clients may take the metadata frontier down to
+ * FTL_META_KEEP_BLOCKS.  Only GC itself takes the last free blocks, and
+ * each victim it erases gives one back.
  */
-#define FTL_RESERVE_BLOCKS 2
+#define FTL_RESERVE_BLOCKS 3
+#define FTL_META_KEEP_BLOCKS 2
 /* Free blocks that foreground GC keeps (at least; more on large disks,
  * see gc_high).
  */
-#define FTL_GC_LOW_BLOCKS (FTL_RESERVE_BLOCKS + 1)
+#define FTL_GC_LOW_BLOCKS FTL_RESERVE_BLOCKS
 /* Spare blocks needed beyond the logical capacity, given the number of
  * host streams: every open frontier (host, GC, metadata), the free
  * blocks GC keeps, and room for invalid pages so that reclaiming a
@@ -86,6 +91,7 @@ struct ftl {
   char *path;
   int fd;
   bool readonly;
+  bool closing;                 /* ftl_close is writing its last records */
   unsigned debug;
   ftl_log_fn log;
   void *log_opaque;
@@ -212,6 +218,8 @@ extern void gc_free (struct ftl *ftl);
  * ckpt_rw shared).  Returns 0, or -ENOSPC when nothing can be reclaimed.
  */
 extern int gc_reclaim (struct ftl *ftl, uint32_t target);
+/* True in the thread that is running garbage collection (gc_lock). */
+extern bool gc_running_here (void);
 /* Wake the background thread if the free pool is below its watermark. */
 extern void gc_kick (struct ftl *ftl, uint32_t nfree);
 
@@ -222,6 +230,11 @@ extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
  * ckpt_rw shared and not trim_lock.
  */
 extern int trimlog_flush (struct ftl *ftl);
+/* Run GC first if the free pool is low (not from GC itself); callers of
+ * trimlog_flush that serve clients call it before, holding no lock GC
+ * takes.
+ */
+extern int trimlog_make_room (struct ftl *ftl);
 extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
 
 /* ckpt.c: superblocks and checkpoints. */

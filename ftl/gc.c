@@ -391,6 +391,18 @@ wear_level (struct ftl *ftl)
   return r;
 }
 
+/* Set while this thread holds gc_lock: the metadata frontier may then
+ * take the last free blocks (see keep_free), and trim logging must not
+ * start GC again.
+ */
+static __thread bool tls_in_gc;
+
+bool
+gc_running_here (void)
+{
+  return tls_in_gc;
+}
+
 /* Reclaim until more than target blocks are free.  bg: called by the
  * background thread (counted apart).
  */
@@ -400,6 +412,7 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
   int r = 0;
 
   pthread_mutex_lock (&ftl->gc_lock);
+  tls_in_gc = true;
   while (alloc_nfree (ftl) <= target) {
     uint32_t victim = pick_victim (ftl);
     if (victim == FTL_NO_BLOCK) {
@@ -423,6 +436,7 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
       break;
     }
   }
+  tls_in_gc = false;
   pthread_mutex_unlock (&ftl->gc_lock);
   return r;
 }

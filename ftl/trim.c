@@ -61,14 +61,31 @@ write_trim_page (struct ftl *ftl)
   return 0;
 }
 
+/* Outside GC, before taking trim_lock (GC takes it too): reclaim
+ * blocks first if the free pool is low, so that a trim page about to be
+ * written finds a block without eating into GC's reserve.  Called by
+ * trimlog_append and, before trimlog_flush, by flushes.
+ */
+int
+trimlog_make_room (struct ftl *ftl)
+{
+  if (gc_running_here () || alloc_nfree (ftl) > ftl->gc_low)
+    return 0;
+  int r = gc_reclaim (ftl, ftl->gc_low);
+  return r == -ENOSPC ? 0 : r;
+}
+
 int
 trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
                 uint64_t *seqp)
 {
-  int r = 0;
+  int r;
 
   assert (lpn + count <= ftl->logical_pages);
   assert (count > 0 && count < UINT32_MAX);
+  r = trimlog_make_room (ftl);
+  if (r < 0)
+    return r;
   pthread_mutex_lock (&ftl->trim_lock);
   if (ftl->trim_count == ftl->trim_cap)
     r = write_trim_page (ftl);

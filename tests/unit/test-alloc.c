@@ -279,25 +279,26 @@ START_TEST (test_accounting_through_api)
 }
 END_TEST
 
-/* Host frontiers never take the last FTL_RESERVE_BLOCKS free blocks:
- * every block but three is made FULL of valid pages by hand (so that GC
- * finds no victim); the host takes one free block, and when it is full
- * the next host write fails with -ENOSPC and leaves two blocks free.
- * The GC frontier may then take one of them and the metadata frontier
- * (trim records) the last.
+/* Host frontiers never take the last FTL_RESERVE_BLOCKS (3) free
+ * blocks: every block but four is made FULL of valid pages by hand (so
+ * that GC finds no victim); the host takes one free block, and when it
+ * is full the next host write fails with -ENOSPC and leaves three blocks
+ * free.  The metadata frontier (outside GC) may then take one of them
+ * (it leaves FTL_META_KEEP_BLOCKS), and the GC frontier the last two.
  */
 START_TEST (test_host_reserve)
 {
   struct ftl *ftl = open_new (1);
   uint8_t page[PS];
 
-  ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 2);
-  for (uint32_t b = 3; b < ftl->blocks; b++) {
+  ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 3);
+  ck_assert_uint_eq (FTL_META_KEEP_BLOCKS, 2);
+  for (uint32_t b = 4; b < ftl->blocks; b++) {
     ftl->state[b] = FTL_BLK_FULL;
     ftl->valid[b] = PPB;
     media_set_block (&ftl->media, b, 0, PPB);
   }
-  ftl->nfree = 3;
+  ftl->nfree = 4;
 
   for (uint64_t l = 0; l < PPB; l++)
     write_page (ftl, l, 1);
@@ -314,8 +315,8 @@ START_TEST (test_host_reserve)
   unit_fill_page (page, PS, 0, 2);
   ck_assert_int_eq (ftl_write (ftl, page, PS, 0, 0), -ENOSPC);
   ck_assert_uint_eq (ftl->nfree, FTL_RESERVE_BLOCKS);
-  ck_assert_uint_eq (ftl->state[1], FTL_BLK_FREE);
-  ck_assert_uint_eq (ftl->state[2], FTL_BLK_FREE);
+  for (uint32_t b = 1; b <= 3; b++)
+    ck_assert_uint_eq (ftl->state[b], FTL_BLK_FREE);
   unit_quiet = false;
 
   /* What was written is intact. */
@@ -327,18 +328,35 @@ START_TEST (test_host_reserve)
     ck_assert_uint_eq (version, 1);
   }
 
-  /* GC may use all of the reserve but one block. */
+  /* A client's trim records take one block, and not a second. */
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->metaf), 0);
+  uint32_t mb = ftl->metaf.block;
+  ftl->metaf.block = FTL_NO_BLOCK;
+  unit_quiet = true;
+  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->metaf), -ENOSPC);
+  unit_quiet = false;
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ftl->state[mb] = FTL_BLK_FULL;
+  ftl->valid[mb] = PPB;
+  media_set_block (&ftl->media, mb, 0, PPB);
+  ck_assert (mb >= 1 && mb <= 3);
+  ck_assert_uint_eq (ftl->nfree, FTL_META_KEEP_BLOCKS);
+
+  /* GC may use all of the rest. */
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
-  ck_assert_uint_eq (ftl->gcf.block, 1);
+  uint32_t g1 = ftl->gcf.block;
+  ck_assert (g1 >= 1 && g1 <= 3 && g1 != mb);
   ck_assert_uint_eq (ftl->nfree, 1);
-
-  /* Trim records may take the last one. */
-  ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), 0);
-  ck_assert_int_eq (ftl_flush (ftl), 0);
-  ck_assert_uint_eq (ftl->metaf.block, 2);
+  ftl->state[g1] = FTL_BLK_FULL;
+  ftl->valid[g1] = PPB;
+  media_set_block (&ftl->media, g1, 0, PPB);
+  ftl->gcf.block = FTL_NO_BLOCK;
+  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
+  ck_assert_uint_eq (ftl->gcf.block, 6 - mb - g1);
   ck_assert_uint_eq (ftl->nfree, 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
   ftl_abandon (ftl);
 }
 END_TEST
