@@ -2,12 +2,29 @@
  * updates.
  *
  * A frontier appends to one open erase block.  When its block is full it
- * is closed (FULL) and the frontier takes the free block with the lowest
- * erase count (dynamic wear leveling).  Host frontiers may only take a
- * block while more than FTL_RESERVE_BLOCKS are free; below that they run
- * garbage collection first.  The GC frontier may use all but one of the
- * reserve and the metadata frontier the last one, so GC always has room
- * to relocate a victim and to log trim records before erasing it.
+ * is closed (FULL) and the frontier takes a free block: the one with the
+ * lowest erase count (dynamic wear leveling), except the frontier of cold
+ * relocated data (gcf), which takes the most worn one so that long-lived
+ * data rests there.  Host frontiers may only take a block while more
+ * than FTL_RESERVE_BLOCKS are free; below that they run garbage
+ * collection first.  Trim records written for clients leave
+ * FTL_META_KEEP_BLOCKS; GC itself may take the last ones.
+ *
+ * Frontiers, by temperature (hot/cold separation, unless one_log):
+ *
+ *   host[s]   stream s: first writes and rewrites of cold data
+ *   hot[s]    stream s: rewrites of data younger than hot_age
+ *   gcw       GC: relocated data younger than hot_age
+ *   gcf       GC: relocated older data, and wear-leveling moves
+ *   metaf     trim records
+ *
+ * The age of data being replaced is estimated from its erase block: each
+ * block keeps the sum and count of its pages' write sequence numbers
+ * (seq_sum, seq_cnt), so no memory per logical page is needed.
+ *
+ * Invariants: a block is FREE, OPEN (owned by exactly one frontier),
+ * FULL or RETIRED; state and nfree change under alloc_lock; a FREE block
+ * has wp 0 and no valid pages.
  */
 
 #include <config.h>
@@ -32,7 +49,9 @@ alloc_init (struct ftl *ftl)
 {
   ftl->state = calloc (ftl->blocks, 1);
   ftl->close_seq = calloc (ftl->blocks, sizeof *ftl->close_seq);
-  if (!ftl->state || !ftl->close_seq)
+  ftl->seq_sum = calloc (ftl->blocks, sizeof *ftl->seq_sum);
+  ftl->seq_cnt = calloc (ftl->blocks, sizeof *ftl->seq_cnt);
+  if (!ftl->state || !ftl->close_seq || !ftl->seq_sum || !ftl->seq_cnt)
     return -ENOMEM;
   pthread_mutex_init (&ftl->alloc_lock, NULL);
   for (unsigned i = 0; i < FTL_STRIPES; i++)
@@ -41,9 +60,14 @@ alloc_init (struct ftl *ftl)
     pthread_mutex_init (&ftl->host[i].lock, NULL);
     ftl->host[i].kind = FRONTIER_HOST;
     ftl->host[i].block = FTL_NO_BLOCK;
+    pthread_mutex_init (&ftl->hot[i].lock, NULL);
+    ftl->hot[i].kind = FRONTIER_HOST;
+    ftl->hot[i].block = FTL_NO_BLOCK;
   }
   ftl->gcf.kind = FRONTIER_GC;
   ftl->gcf.block = FTL_NO_BLOCK;
+  ftl->gcw.kind = FRONTIER_GC;
+  ftl->gcw.block = FTL_NO_BLOCK;
   ftl->metaf.kind = FRONTIER_META;
   ftl->metaf.block = FTL_NO_BLOCK;
   return 0;
@@ -54,21 +78,60 @@ alloc_free (struct ftl *ftl)
 {
   free (ftl->state);
   free (ftl->close_seq);
+  free (ftl->seq_sum);
+  free (ftl->seq_cnt);
   ftl->state = NULL;
   ftl->close_seq = NULL;
+  ftl->seq_sum = NULL;
+  ftl->seq_cnt = NULL;
   pthread_mutex_destroy (&ftl->alloc_lock);
   for (unsigned i = 0; i < FTL_STRIPES; i++)
     pthread_mutex_destroy (&ftl->stripe[i]);
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++)
+  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
     pthread_mutex_destroy (&ftl->host[i].lock);
+    pthread_mutex_destroy (&ftl->hot[i].lock);
+  }
 }
 
 struct frontier *
-alloc_host_frontier (struct ftl *ftl)
+alloc_host_frontier (struct ftl *ftl, bool hot)
 {
   if (tls_stream == UINT32_MAX)
     tls_stream = __atomic_fetch_add (&ftl->next_stream, 1, __ATOMIC_RELAXED);
+  if (hot && !one_log (ftl))
+    return &ftl->hot[tls_stream % ftl->nstreams];
   return &ftl->host[tls_stream % ftl->nstreams];
+}
+
+/* The mean write sequence number of the data in block b. */
+static uint64_t
+block_data_seq (struct ftl *ftl, uint32_t b)
+{
+  uint32_t n = __atomic_load_n (&ftl->seq_cnt[b], __ATOMIC_RELAXED);
+  uint64_t sum = __atomic_load_n (&ftl->seq_sum[b], __ATOMIC_RELAXED);
+
+  return n ? sum / n : 0;
+}
+
+bool
+alloc_range_is_hot (struct ftl *ftl, uint64_t first, uint64_t last)
+{
+  uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
+  uint32_t hot = 0, cold = 0;
+
+  if (one_log (ftl))
+    return false;
+  for (uint64_t l = first; l <= last && hot + cold < 64; l++) {
+    uint32_t ppn = l2p_load (ftl, l);
+    if (ppn == FTL_UNMAPPED)
+      cold++;
+    else if (now - MIN (now, block_data_seq (ftl, media_ppn_block (&ftl->media, ppn)))
+             < ftl->hot_age)
+      hot++;
+    else
+      cold++;
+  }
+  return hot > cold;
 }
 
 uint32_t
@@ -98,18 +161,22 @@ keep_free (const struct ftl *ftl, enum frontier_kind kind)
   abort ();
 }
 
-/* Take the free block with the lowest erase count (under alloc_lock). */
+/* Take a free block (under alloc_lock): the one with the lowest erase
+ * count, or for the frontier of cold relocated data (most_worn) the one
+ * with the highest, so that long-lived data rests on worn blocks and the
+ * little-worn ones take the rewrites.
+ */
 static uint32_t
-take_free_block (struct ftl *ftl, enum frontier_kind kind)
+take_free_block (struct ftl *ftl, enum frontier_kind kind, bool most_worn)
 {
-  uint32_t best = FTL_NO_BLOCK, best_ec = UINT32_MAX;
+  uint32_t best = FTL_NO_BLOCK, best_ec = 0;
 
   if (ftl->nfree <= keep_free (ftl, kind))
     return FTL_NO_BLOCK;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     if (ftl->state[b] == FTL_BLK_FREE) {
       uint32_t ec = media_erase_count (&ftl->media, b);
-      if (ec < best_ec) {
+      if (best == FTL_NO_BLOCK || (most_worn ? ec > best_ec : ec < best_ec)) {
         best = b;
         best_ec = ec;
       }
@@ -119,6 +186,8 @@ take_free_block (struct ftl *ftl, enum frontier_kind kind)
     return FTL_NO_BLOCK;
   assert (ftl->media.wp[best] == 0);
   assert (__atomic_load_n (&ftl->valid[best], __ATOMIC_RELAXED) == 0);
+  __atomic_store_n (&ftl->seq_sum[best], 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&ftl->seq_cnt[best], 0, __ATOMIC_RELAXED);
   ftl->state[best] = FTL_BLK_OPEN;
   ftl->nfree--;
   return best;
@@ -147,7 +216,7 @@ frontier_ensure_block (struct ftl *ftl, struct frontier *f)
         return r;
     }
     pthread_mutex_lock (&ftl->alloc_lock);
-    b = take_free_block (ftl, f->kind);
+    b = take_free_block (ftl, f->kind, f == &ftl->gcf && !one_log (ftl));
     uint32_t nfree = ftl->nfree;
     pthread_mutex_unlock (&ftl->alloc_lock);
     if (b != FTL_NO_BLOCK) {
@@ -165,6 +234,8 @@ frontier_ensure_block (struct ftl *ftl, struct frontier *f)
     }
     /* Host: GC could not get above the reserve. */
     int r = gc_reclaim (ftl, FTL_RESERVE_BLOCKS);
+    if (r < 0 && ftl_is_read_only (ftl))
+      return -EROFS;            /* GC retired the last blocks it could */
     if (r < 0) {
       ftl_log (ftl, FTL_LOG_ERROR, "device full: garbage collection found "
                "no erase block to reclaim");
@@ -208,12 +279,15 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
 void
 frontier_close_all (struct ftl *ftl)
 {
-  struct frontier *all[FTL_MAX_STREAMS + 2];
+  struct frontier *all[2 * FTL_MAX_STREAMS + 3];
   unsigned n = 0;
 
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++)
+  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
     all[n++] = &ftl->host[i];
+    all[n++] = &ftl->hot[i];
+  }
   all[n++] = &ftl->gcf;
+  all[n++] = &ftl->gcw;
   all[n++] = &ftl->metaf;
   for (unsigned i = 0; i < n; i++) {
     if (all[i]->block != FTL_NO_BLOCK) {

@@ -313,8 +313,10 @@ ftl_free (struct ftl *ftl)
     return;
   gc_free (ftl);
   alloc_free (ftl);
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++)
+  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
     free (ftl->host[i].oob);
+    free (ftl->hot[i].oob);
+  }
   free (ftl->gcf.oob);
   free (ftl->metaf.oob);
   free (ftl->trim_buf);
@@ -495,8 +497,16 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
     goto fail;
   for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
     ftl->host[i].oob = malloc ((size_t) ftl->ppb * FTL_OOB_BYTES);
-    if (!ftl->host[i].oob) { r = -ENOMEM; goto fail; }
+    ftl->hot[i].oob = malloc ((size_t) ftl->ppb * FTL_OOB_BYTES);
+    if (!ftl->host[i].oob || !ftl->hot[i].oob) { r = -ENOMEM; goto fail; }
   }
+
+  /* Hot/cold separation, where the spare blocks allow it (see alloc.c
+   * and gc.c).
+   */
+  ftl->one_log = o->one_log ||
+    spare < FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams);
+  ftl->hot_age = MAX (ftl->logical_pages * HOT_AGE_NUM / HOT_AGE_DEN, ftl->ppb);
 
   /* Foreground GC keeps a few blocks beyond the reserve free. */
   ftl->gc_policy = o->gc_policy;
@@ -586,6 +596,16 @@ check_worn_out (struct ftl *ftl)
 
   if (__atomic_load_n (&ftl->worn_out, __ATOMIC_RELAXED))
     return;
+  if (!one_log (ftl) &&
+      usable < data_blocks + FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams)) {
+    /* Too few blocks left to keep hot and cold data apart: the open
+     * hot frontiers fill up and are not replaced.
+     */
+    __atomic_store_n (&ftl->one_log, true, __ATOMIC_RELAXED);
+    ftl_log (ftl, FTL_LOG_WARN, "%u of %u erase blocks are retired: hot "
+             "and cold data are no longer kept apart", ftl->retired,
+             ftl->blocks);
+  }
   if (usable < data_blocks + FTL_MIN_SPARE_BLOCKS (ftl->nstreams)) {
     __atomic_store_n (&ftl->worn_out, true, __ATOMIC_RELEASE);
     ftl_log (ftl, FTL_LOG_ERROR, "the disk is worn out: %u of %u erase "
@@ -783,6 +803,7 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t lpn, uint64_t n,
       ftl_oob_encode (&o, f->oob + (size_t) i * FTL_OOB_BYTES);
       ftl->p2l[ppn] = lpn + i;
     }
+    block_note_seqs (ftl, blk, k * seq + (uint64_t) k * (k - 1) / 2, k);
     r = media_program (&ftl->media, blk, page, k, data, f->oob);
     if (r < 0) {
       for (uint32_t i = 0; i < k; i++)
@@ -816,7 +837,8 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   uint64_t pos = offset, end = offset + count;
   uint64_t first = offset >> ftl->page_shift;
   uint64_t last = (end - 1) >> ftl->page_shift;
-  struct frontier *f = alloc_host_frontier (ftl);
+  struct frontier *f =
+    alloc_host_frontier (ftl, alloc_range_is_hot (ftl, first, last));
   uint8_t *bounce = NULL;
   int r = 0;
 

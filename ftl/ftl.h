@@ -75,8 +75,9 @@ enum ftl_log_level { FTL_LOG_ERROR, FTL_LOG_WARN, FTL_LOG_DEBUG };
 
 /* Garbage collection victim selection. */
 enum ftl_gc_policy {
-  FTL_GC_GREEDY = 0,            /* fewest valid pages */
-  FTL_GC_COST_BENEFIT = 1,      /* (1-u) * age / (1+u), as in LFS */
+  FTL_GC_COST_BENEFIT = 0,      /* (1-u) * age / (1+u), as in LFS: the
+                                 * default */
+  FTL_GC_GREEDY = 1,            /* fewest valid pages */
 };
 /* "greedy" or "cost-benefit"; and back (-1 for an unknown name). */
 extern const char *ftl_gc_policy_name (enum ftl_gc_policy p);
@@ -102,6 +103,9 @@ struct ftl_options {
                                  * that triggers it (0 = default) */
   uint32_t endurance;           /* erases after which a block is retired
                                  * (0 = default) */
+  bool one_log;                 /* no hot/cold separation: host writes
+                                 * share one log per stream and GC one
+                                 * log (for comparisons) */
   bool readonly;                /* open without writing anything */
   unsigned debug;               /* FTL_DEBUG_* bits */
   ftl_log_fn log;               /* may be NULL */
@@ -210,6 +214,17 @@ struct ftl_stats {
   enum ftl_gc_policy gc_policy;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
+
+/* Erase-count histogram: counts[i] (i < n) is the number of erase blocks
+ * (retired ones included) whose erase count is in [first + i * width,
+ * first + (i + 1) * width).  first is the lowest erase count; width is
+ * the smallest that fits every block into n buckets.  Returns how many
+ * buckets are used (at most n, n >= 1).
+ */
+#define FTL_HISTOGRAM_BUCKETS 16  /* buckets in the stats JSON */
+extern unsigned ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts,
+                                         unsigned n, uint32_t *first,
+                                         uint32_t *width);
 
 /* Write the statistics as a JSON object to path, replacing the file
  * atomically (write to a unique temporary file, then rename).  Safe to

@@ -135,9 +135,9 @@ struct move {
  * entries.  Pages may span two GC blocks.
  */
 static int
-program_batch (struct ftl *ftl, const struct move *mv, uint32_t n)
+program_batch (struct ftl *ftl, struct frontier *f, const struct move *mv,
+               uint32_t n, uint8_t *buf)
 {
-  struct frontier *f = &ftl->gcf;
   uint8_t *oob = ftl->gc_oob + (size_t) ftl->ppb * FTL_OOB_BYTES;
   uint32_t done = 0;
   int r;
@@ -148,8 +148,9 @@ program_batch (struct ftl *ftl, const struct move *mv, uint32_t n)
       return r;
     uint32_t blk = f->block, page = f->wp;
     uint32_t k = MIN (n - done, ftl->ppb - page);
-    uint8_t *data = ftl->gc_buf + ((size_t) done << ftl->page_shift);
+    uint8_t *data = buf + ((size_t) done << ftl->page_shift);
     uint32_t ec = media_erase_count (&ftl->media, blk);
+    uint64_t seqs = 0;
 
     for (uint32_t i = 0; i < k; i++) {
       const struct move *m = &mv[done + i];
@@ -170,7 +171,9 @@ program_batch (struct ftl *ftl, const struct move *mv, uint32_t n)
       }
       ftl_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
       ftl->p2l[ppn] = m->lpn;
+      seqs += m->seq;
     }
+    block_note_seqs (ftl, blk, seqs, k);
     r = media_program (&ftl->media, blk, page, k, data, oob);
     if (r < 0) {
       for (uint32_t i = 0; i < k; i++)
@@ -204,6 +207,31 @@ program_batch (struct ftl *ftl, const struct move *mv, uint32_t n)
     done += k;
   }
   return 0;
+}
+
+/* Put the moves of data younger than hot_age first (stable), and return
+ * how many there are.  They go to their own GC frontier: data that GC
+ * finds still valid soon after it was written is likely rewritten soon
+ * again, and mixing it with long-lived data would make those blocks
+ * partly invalid again before long.  Trim pages count as old.
+ */
+static uint32_t
+partition_young (struct ftl *ftl, struct move *mv, uint32_t n)
+{
+  uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
+  struct move tmp[GC_BATCH];
+  uint32_t young = 0, old = 0;
+
+  if (one_log (ftl))
+    return 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (mv[i].lpn != FTL_P2L_TRIM && now - MIN (now, mv[i].seq) < ftl->hot_age)
+      mv[young++] = mv[i];
+    else
+      tmp[old++] = mv[i];
+  }
+  memcpy (mv + young, tmp, old * sizeof *tmp);
+  return young;
 }
 
 /* Read the pages of a batch from the victim into gc_buf and verify them. */
@@ -282,9 +310,13 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
         mv[n++] = (struct move) { .from = ppn, .lpn = lpn, .seq = o.seq };
     }
     if (n == ftl->gc_buf_pages || (page == wp && n > 0)) {
+      uint32_t young = partition_young (ftl, mv, n);
       r = read_batch (ftl, victim, mv, n);
-      if (r == 0)
-        r = program_batch (ftl, mv, n);
+      if (r == 0 && young > 0)
+        r = program_batch (ftl, &ftl->gcw, mv, young, ftl->gc_buf);
+      if (r == 0 && young < n)
+        r = program_batch (ftl, &ftl->gcf, mv + young, n - young,
+                           ftl->gc_buf + ((size_t) young << ftl->page_shift));
       if (r < 0)
         return r;
       n = 0;

@@ -65,6 +65,45 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
 }
 
+unsigned
+ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts, unsigned n,
+                         uint32_t *first, uint32_t *width)
+{
+  uint32_t lo = UINT32_MAX, hi = 0, w;
+  unsigned used;
+
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    uint32_t ec = media_erase_count (&ftl->media, b);
+    lo = MIN (lo, ec);
+    hi = MAX (hi, ec);
+  }
+  w = (uint32_t) DIV_ROUND_UP ((uint64_t) hi - lo + 1, n);
+  used = (hi - lo) / w + 1;
+  memset (counts, 0, n * sizeof *counts);
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    counts[(media_erase_count (&ftl->media, b) - lo) / w]++;
+  *first = lo;
+  *width = w;
+  return used;
+}
+
+/* The histogram as a JSON object (no newline after it). */
+static void
+histogram_json (struct ftl *ftl, FILE *fp, const char *indent)
+{
+  uint64_t counts[FTL_HISTOGRAM_BUCKETS];
+  uint32_t first, width;
+  unsigned used = ftl_get_erase_histogram (ftl, counts,
+                                           FTL_HISTOGRAM_BUCKETS,
+                                           &first, &width);
+
+  fprintf (fp, "{\n%s  \"first\": %u,\n%s  \"width\": %u,\n"
+           "%s  \"counts\": [", indent, first, indent, width, indent);
+  for (unsigned i = 0; i < used; i++)
+    fprintf (fp, "%s%" PRIu64, i ? ", " : "", counts[i]);
+  fprintf (fp, "]\n%s}", indent);
+}
+
 int
 ftl_write_stats_json (struct ftl *ftl, const char *path)
 {
@@ -125,14 +164,8 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "    \"erase_max\": %u,\n"
            "    \"erase_mean\": %.4f,\n"
            "    \"endurance\": %u,\n"
-           "    \"retired_blocks\": %u\n"
-           "  },\n"
-           "  \"readonly\": %s,\n"
-           "  \"blocks\": {\n"
-           "    \"free\": %u,\n"
-           "    \"total\": %u\n"
-           "  }\n"
-           "}\n",
+           "    \"retired_blocks\": %u,\n"
+           "    \"histogram\": ",
            ftl->page_size, ftl->ppb, ftl->blocks, ftl->logical_bytes,
            ftl->logical_pages, ftl->sb.op_ppm / 10000.0,
            st.host_write_pages, st.host_read_pages, st.host_trim_pages,
@@ -143,8 +176,18 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            st.wl_threshold, st.wl_moved_pages,
            st.checkpoints, st.mapped_pages, st.waf,
            st.erase_min, st.erase_max, st.erase_mean,
-           st.endurance, st.retired_blocks, st.read_only ? "true" : "false",
-           st.blocks_free, st.blocks_total);
+           st.endurance, st.retired_blocks);
+  histogram_json (ftl, fp, "    ");
+  fprintf (fp,
+           "\n"
+           "  },\n"
+           "  \"readonly\": %s,\n"
+           "  \"blocks\": {\n"
+           "    \"free\": %u,\n"
+           "    \"total\": %u\n"
+           "  }\n"
+           "}\n",
+           st.read_only ? "true" : "false", st.blocks_free, st.blocks_total);
   if (ferror (fp))
     r = -EIO;
   if (fclose (fp) == EOF && r == 0)

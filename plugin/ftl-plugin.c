@@ -43,7 +43,8 @@ static double op_percent;               /* op= */
 static uint32_t page_size;              /* page-size= */
 static uint32_t pages_per_block;        /* pages-per-block= */
 static unsigned streams;                /* streams= */
-static enum ftl_gc_policy gc_policy = FTL_GC_GREEDY; /* gc= */
+static enum ftl_gc_policy gc_policy = FTL_GC_COST_BENEFIT; /* gc= */
+static bool hot_cold = true;            /* hot-cold= */
 static unsigned wl_threshold;           /* wl-threshold= */
 static unsigned endurance;              /* endurance= */
 static char *stats_path;                /* stats= */
@@ -147,10 +148,16 @@ ftl_plugin_config (const char *key, const char *value)
   else if (strcmp (key, "gc") == 0) {
     int p = ftl_gc_policy_from_name (value);
     if (p == -1) {
-      nbdkit_error ("gc must be greedy or cost-benefit: %s", value);
+      nbdkit_error ("gc must be cost-benefit or greedy: %s", value);
       return -1;
     }
     gc_policy = p;
+  }
+  else if (strcmp (key, "hot-cold") == 0) {
+    int hc = nbdkit_parse_bool (value);
+    if (hc == -1)
+      return -1;
+    hot_cold = hc;
   }
   else if (strcmp (key, "wl-threshold") == 0) {
     if (nbdkit_parse_unsigned ("wl-threshold", value, &wl_threshold) == -1)
@@ -235,7 +242,8 @@ ftl_plugin_config_complete (void)
   "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
   "streams=<N>                    Host write frontiers (default 4).\n" \
-  "gc=greedy|cost-benefit         Garbage collection victim policy (default greedy).\n" \
+  "gc=cost-benefit|greedy         Garbage collection victim policy (default cost-benefit).\n" \
+  "hot-cold=<BOOL>                Separate hot from cold data (default true).\n" \
   "wl-threshold=<N>               Erase count spread that triggers static wear leveling (default 16).\n" \
   "endurance=<N>                  Erases after which an erase block is retired (default 3000).\n" \
   "stats=<FILENAME>               Write statistics as JSON to this file.\n" \
@@ -271,6 +279,7 @@ ftl_plugin_get_ready (void)
     .op_percent      = op_percent,
     .streams         = streams,
     .gc_policy       = gc_policy,
+    .one_log         = !hot_cold,
     .wl_threshold    = wl_threshold,
     .endurance       = endurance,
     .readonly        = false,

@@ -49,6 +49,11 @@ check '.geometry.logical_bytes == 67108864'
 check '.host.write_pages == 0 and .mapped_pages == 0'
 check '.blocks.total > 0 and .blocks.free <= .blocks.total'
 check '.wear.erase_min <= .wear.erase_mean and .wear.erase_mean <= .wear.erase_max'
+check '.gc.policy == "cost-benefit" and .readonly == false'
+# The erase-count histogram covers every erase block.
+check '.wear.histogram.first == .wear.erase_min and .wear.histogram.width >= 1'
+check '(.wear.histogram.counts | add) == .blocks.total'
+check '(.wear.histogram.counts | length) <= 16'
 
 # After writes and a flush.
 timeout 120 nbdsh -u "$uri" -c '

@@ -77,10 +77,12 @@ lowest_free (struct ftl *ftl)
   return best;
 }
 
-/* Every frontier (host, GC, metadata) opens the free block with the
- * lowest erase count.  Erase counts are set by hand on the free blocks
- * of a new image; then single pages are written (and a trim is logged)
- * and the blocks they land in are checked.
+/* Every frontier (host, GC of young data, metadata) opens the free
+ * block with the lowest erase count, except the frontier of cold
+ * relocated data, which opens the one with the highest.  Erase counts
+ * are set by hand on the free blocks of a new image; then single pages
+ * are written (and a trim is logged) and the blocks they land in are
+ * checked.
  */
 START_TEST (test_lowest_erase_count)
 {
@@ -109,12 +111,22 @@ START_TEST (test_lowest_erase_count)
   }
   ck_assert_uint_eq (ftl->nfree, ftl->blocks - 3);
 
-  /* The GC frontier: block 18 (count 13). */
+  /* The GC frontier of young data: block 18 (count 13). */
+  ck_assert (!ftl->one_log);
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcw), 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ck_assert_uint_eq (ftl->gcw.block, order[3]);
+  ck_assert_uint_eq (ftl->state[order[3]], FTL_BLK_OPEN);
+
+  /* The GC frontier of cold data: the most worn free block, count 119
+   * (the first b with b * 7 % 20 == 19 is 17).
+   */
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
-  ck_assert_uint_eq (ftl->gcf.block, order[3]);
-  ck_assert_uint_eq (ftl->state[order[3]], FTL_BLK_OPEN);
+  ck_assert_uint_eq (ftl->gcf.block, 17);
+  ck_assert_uint_eq (media_erase_count (&ftl->media, 17), 119);
 
   /* The metadata frontier: among the rest (100 + (b*7)%20) the lowest
    * is 100 at block 0; a trim record page goes there.
@@ -126,7 +138,7 @@ START_TEST (test_lowest_erase_count)
   ck_assert_uint_eq (ftl->metaf.block, want);
   ck_assert_uint_eq (ftl->p2l[media_ppn (&ftl->media, want, 0)],
                      FTL_P2L_TRIM);
-  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 5);
+  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 6);
 
   /* Nothing was erased: the counts are the ones set. */
   ck_assert_uint_eq (media_erase_count (&ftl->media, 13), 10);
@@ -223,9 +235,12 @@ check_accounting (struct ftl *ftl)
     if (ftl->state[b] == FTL_BLK_OPEN)
       open++;
   }
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++)
+  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
     frontiers += ftl->host[i].block != FTL_NO_BLOCK;
+    frontiers += ftl->hot[i].block != FTL_NO_BLOCK;
+  }
   frontiers += ftl->gcf.block != FTL_NO_BLOCK;
+  frontiers += ftl->gcw.block != FTL_NO_BLOCK;
   frontiers += ftl->metaf.block != FTL_NO_BLOCK;
   ck_assert_uint_eq (mapped, ftl->mapped);
   ck_assert_uint_eq (nfree, ftl->nfree);

@@ -428,6 +428,79 @@ START_TEST (test_cost_benefit)
 }
 END_TEST
 
+/* Hot/cold separation: a 90/10 workload on a disk with room for the
+ * extra frontiers, once with separation and once with one log (both
+ * cost-benefit).  Separation must cut the write amplification clearly
+ * (the benchmark measures 1.55 against 1.86 on large disks), hot
+ * rewrites must have gone to the hot frontier and young relocations to
+ * their own, and the data must survive, before and after a restart.
+ */
+static double
+hot_cold_run (bool one_log, uint64_t seed, uint64_t *hot_blocks)
+{
+  const uint64_t lp = 4096, hot = lp / 10;
+  struct ftl_options o = {
+    .path = path, .logical_bytes = lp * PS, .page_size = PS,
+    .pages_per_block = 32, .op_percent = 28, .streams = 1,
+    .gc_policy = FTL_GC_COST_BENEFIT, .one_log = one_log, .log = gc_log,
+    .io = &trace_io, .wl_threshold = UINT32_MAX,
+  };
+  struct ftl *ftl;
+  char err[256];
+  struct ref r;
+  uint64_t rng = seed;
+  struct ftl_stats a, b;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  trace.ftl = ftl;
+  trace.data_offset = ftl->sb.data_offset;
+  trace.block_bytes = ftl->media.block_bytes;
+  ck_assert_int_eq (ftl->one_log, one_log);
+  *hot_blocks = 0;
+  ref_init (&r, lp);
+  write_pages (ftl, &r, 0, lp);
+  ftl_get_stats (ftl, &a);
+  for (unsigned i = 0; i < 10 * lp; i++) {
+    uint64_t l = unit_rnd (&rng) % 100 < 90
+      ? unit_rnd (&rng) % hot : hot + unit_rnd (&rng) % (lp - hot);
+    write_pages (ftl, &r, l, 1);
+    if (i % 64 == 0 && ftl->hot[0].block != FTL_NO_BLOCK &&
+        ftl->hot[0].wp == 1)
+      (*hot_blocks)++;
+    if (i % 512 == 0)
+      verify_page (ftl, &r, unit_rnd (&rng) % lp);
+  }
+  ftl_get_stats (ftl, &b);
+  if (one_log)
+    ck_assert (ftl->hot[0].block == FTL_NO_BLOCK &&
+               ftl->gcw.block == FTL_NO_BLOCK);
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+  unlink (path);
+  trace.n = 0;
+  return (double) (b.media_program_pages - a.media_program_pages)
+    / (b.host_write_pages - a.host_write_pages);
+}
+
+START_TEST (test_hot_cold_separation)
+{
+  uint64_t hot_sep, hot_one;
+  double one = hot_cold_run (true, 11, &hot_one);
+  double sep = hot_cold_run (false, 11, &hot_sep);
+
+  printf ("90/10, cost-benefit, 4096 pages: WAF one log %.3f, hot/cold "
+          "separation %.3f\n", one, sep);
+  ck_assert_uint_eq (hot_one, 0);
+  ck_assert_uint_gt (hot_sep, 0);
+  ck_assert_msg (sep < 0.9 * one, "separation %.3f is not clearly below "
+                 "one log %.3f", sep, one);
+}
+END_TEST
+
 /* Fill the whole disk, then overwrite it at random (uniform, 4 KiB
  * pages) for ten times its size: no write fails with -ENOSPC even with
  * the fewest spare blocks the geometry allows, and every page reads back
@@ -581,6 +654,7 @@ gc_suite (void)
   tcase_add_test (tc, test_greedy_constructed);
   tcase_add_test (tc, test_greedy_every_victim);
   tcase_add_test (tc, test_cost_benefit);
+  tcase_add_test (tc, test_hot_cold_separation);
   tcase_add_test (tc, test_full_device_min_spare);
   tcase_add_test (tc, test_full_device_waf_geometry);
   tcase_add_test (tc, test_waf_uniform);
