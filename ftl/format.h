@@ -63,8 +63,9 @@
 #define FTL_TRIM_HDR_BYTES     16
 #define FTL_TRIM_ENTRY_BYTES   16
 
-/* Map values: no physical page; and, in the reverse map, a page that
- * holds trim records rather than a logical page.
+/* Map values: no physical page; and, where a page's logical page is
+ * recorded in memory (GC's list of pages to move), a page that holds
+ * trim records rather than a logical page.
  */
 #define FTL_UNMAPPED           UINT32_MAX
 #define FTL_P2L_TRIM           (UINT32_MAX - 1)

@@ -8,11 +8,10 @@
  *                 (compare-and-swap from the old PPN, so a host write that
  *                 raced wins).  Readers take no lock: they validate with
  *                 the block's erase generation (media.h).
- *   p2l[ppn]      reverse map: the LPN a physical page was programmed
- *                 with (or FTL_P2L_TRIM).  Written by the programming
- *                 thread under its frontier lock before the block can
- *                 become a GC victim; read by GC.  A page is valid iff
- *                 l2p[p2l[ppn]] == ppn.
+ *   (reverse map) there is none in memory: the OOB entry of a physical
+ *                 page names the LPN it was programmed with (or marks
+ *                 a page of trim records), and GC reads the victim's
+ *                 OOB entries.  A page is valid iff l2p[oob.lpn] == ppn.
  *   valid[blk]    valid pages per block (atomic).  Incremented before a
  *                 page is installed in l2p, decremented after it leaves.
  *   state[blk]    FREE / OPEN / FULL, and nfree: under alloc_lock.
@@ -120,7 +119,6 @@ struct ftl {
 
   /* The map. */
   uint32_t *l2p;
-  uint32_t *p2l;
   uint32_t *valid;
   uint32_t *trim_pages;         /* atomic: trim pages per block since the
                                  * last checkpoint (GC victim cost) */

@@ -322,7 +322,6 @@ ftl_free (struct ftl *ftl)
   free (ftl->trim_buf);
   free (ftl->trim_page);
   free (ftl->l2p);
-  free (ftl->p2l);
   free (ftl->valid);
   free (ftl->trim_pages);
   media_free (&ftl->media);
@@ -478,13 +477,12 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   if (r < 0)
     goto fail;
   ftl->l2p = malloc (ftl->logical_pages * sizeof *ftl->l2p);
-  ftl->p2l = malloc ((size_t) ftl->blocks * ftl->ppb * sizeof *ftl->p2l);
   ftl->valid = calloc (ftl->blocks, sizeof *ftl->valid);
   ftl->trim_pages = calloc (ftl->blocks, sizeof *ftl->trim_pages);
   ftl->trim_cap = ftl_trim_page_capacity (ftl->page_size);
   ftl->trim_buf = malloc (ftl->trim_cap * sizeof *ftl->trim_buf);
   ftl->trim_page = malloc (ftl->page_size);
-  if (!ftl->l2p || !ftl->p2l || !ftl->valid || !ftl->trim_pages ||
+  if (!ftl->l2p || !ftl->valid || !ftl->trim_pages ||
       !ftl->trim_buf ||
       !ftl->trim_page) {
     r = -ENOMEM;
@@ -801,13 +799,13 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t lpn, uint64_t n,
                                        ftl->page_size, ppn),
       };
       ftl_oob_encode (&o, f->oob + (size_t) i * FTL_OOB_BYTES);
-      ftl->p2l[ppn] = lpn + i;
     }
     block_note_seqs (ftl, blk, k * seq + (uint64_t) k * (k - 1) / 2, k);
     r = media_program (&ftl->media, blk, page, k, data, f->oob);
     if (r < 0) {
-      for (uint32_t i = 0; i < k; i++)
-        ftl->p2l[media_ppn (&ftl->media, blk, page + i)] = FTL_UNMAPPED;
+      /* The pages count as programmed (never reprogrammed), hold nothing
+       * the map points to, and are garbage for GC.
+       */
       frontier_advance (ftl, f, k);
       ftl_log (ftl, FTL_LOG_ERROR, "programming erase block %u: %s", blk,
                strerror (-r));

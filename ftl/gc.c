@@ -3,7 +3,7 @@
  * Victim selection is greedy (the FULL block with the fewest valid pages)
  * or cost-benefit (see pick_victim).
  * Relocation reads the victim's OOB entries once, then for each page that
- * is still valid (l2p[p2l[ppn]] == ppn) reads the data, checks it against
+ * is still valid (l2p[oob.lpn] == ppn) reads the data, checks it against
  * its OOB checksum, programs it at the GC frontier with its original
  * sequence number, and moves the map entry with a compare-and-swap: if a
  * host write replaced the page meanwhile, the swap fails and the copy is
@@ -170,14 +170,11 @@ program_batch (struct ftl *ftl, struct frontier *f, const struct move *mv,
         o.lpn = le32toh (cnt);
       }
       ftl_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
-      ftl->p2l[ppn] = m->lpn;
       seqs += m->seq;
     }
     block_note_seqs (ftl, blk, seqs, k);
     r = media_program (&ftl->media, blk, page, k, data, oob);
     if (r < 0) {
-      for (uint32_t i = 0; i < k; i++)
-        ftl->p2l[media_ppn (&ftl->media, blk, page + i)] = FTL_UNMAPPED;
       frontier_advance (ftl, f, k);
       ftl_log (ftl, FTL_LOG_ERROR, "gc: programming block %u: %s",
                blk, strerror (-r));
@@ -287,27 +284,23 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   for (uint32_t page = 0; page <= wp; page++) {
     if (page < wp) {
       uint32_t ppn = media_ppn (&ftl->media, victim, page);
-      uint32_t lpn = ftl->p2l[ppn];
       struct ftl_oob o;
-      bool move = false;
 
-      if (lpn == FTL_P2L_TRIM) {
-        if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
-                            FTL_OOB_BYTES, &o) == FTL_FMT_OK &&
-            o.seq >= live_trim)
-          move = true;
+      /* An entry that does not decode belongs to a page whose
+       * programming failed or was torn: nothing maps to it.  (Were a
+       * mapped page's entry damaged, the victim's valid count would not
+       * reach zero below, and GC would fail with an error.)
+       */
+      if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
+                          FTL_OOB_BYTES, &o) != FTL_FMT_OK)
+        continue;
+      if (o.kind == FTL_OOB_TRIM) {
+        if (o.seq >= live_trim)
+          mv[n++] = (struct move) {
+            .from = ppn, .lpn = FTL_P2L_TRIM, .seq = o.seq };
       }
-      else if (lpn < ftl->logical_pages && l2p_load (ftl, lpn) == ppn) {
-        if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
-                            FTL_OOB_BYTES, &o) != FTL_FMT_OK) {
-          ftl_log (ftl, FTL_LOG_ERROR, "gc: OOB entry %u of block %u is "
-                   "damaged", page, victim);
-          return -EIO;
-        }
-        move = true;
-      }
-      if (move)
-        mv[n++] = (struct move) { .from = ppn, .lpn = lpn, .seq = o.seq };
+      else if (o.lpn < ftl->logical_pages && l2p_load (ftl, o.lpn) == ppn)
+        mv[n++] = (struct move) { .from = ppn, .lpn = o.lpn, .seq = o.seq };
     }
     if (n == ftl->gc_buf_pages || (page == wp && n > 0)) {
       uint32_t young = partition_young (ftl, mv, n);
@@ -324,14 +317,21 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   }
 
   /* Host writes that replaced pages of the victim decrement its valid
-   * count just after their exchange; wait for any still in flight.
+   * count just after their exchange; wait for any still in flight (a
+   * few instructions each).  A count that stays up means a mapped page
+   * whose OOB entry is damaged: the block is left alone.
    */
   for (unsigned spins = 0;
        __atomic_load_n (&ftl->valid[victim], __ATOMIC_ACQUIRE) != 0;
        spins++) {
-    if (NEVER (spins > 10000000)) {
-      ftl_log (ftl, FTL_LOG_ERROR, "gc: block %u still has %u valid pages "
-               "after relocation", victim,
+    if (spins > 1000) {
+      struct timespec ts = { .tv_nsec = 1000000 };
+      nanosleep (&ts, NULL);
+    }
+    if (spins > 3000) {
+      ftl_log (ftl, FTL_LOG_ERROR, "gc: erase block %u still has %u valid "
+               "pages after relocation: their OOB entries are damaged",
+               victim,
                __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED));
       return -EIO;
     }
@@ -350,8 +350,6 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   /* The victim stays FULL (never picked twice: only we pick victims)
    * until the erase is done.
    */
-  for (uint32_t page = 0; page < wp; page++)
-    ftl->p2l[media_ppn (&ftl->media, victim, page)] = FTL_UNMAPPED;
   r = media_erase (&ftl->media, victim,
                    __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED));
   if (r < 0) {

@@ -295,7 +295,6 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
                  "records; ignored", b, i);
         continue;
       }
-      ftl->p2l[ppn] = FTL_P2L_TRIM;
       for (uint32_t k = 0; k < n; k++) {
         if ((uint64_t) trims[k].lpn + trims[k].count > ftl->logical_pages)
           continue;
@@ -372,7 +371,15 @@ static int
 rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
 {
   uint64_t mapped = 0;
+  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
+  /* One bit per physical page, for this check only: no two logical
+   * pages may map to one physical page.
+   */
+  uint64_t *seen = calloc (DIV_ROUND_UP (phys, 64), sizeof *seen);
+  int r = 0;
 
+  if (!seen)
+    return -ENOMEM;
   memset (ftl->valid, 0, ftl->blocks * sizeof *ftl->valid);
   for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
     uint32_t ppn = ftl->l2p[lpn];
@@ -384,14 +391,16 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
       snprintf (errbuf, errlen, "logical page %" PRIu64 " maps to page %u "
                 "of erase block %u, which was never written", lpn,
                 media_ppn_page (&ftl->media, ppn), b);
-      return -EINVAL;
+      r = -EINVAL;
+      goto out;
     }
-    if (ftl->p2l[ppn] != FTL_UNMAPPED) {
-      snprintf (errbuf, errlen, "logical pages %u and %" PRIu64 " both map "
-                "to physical page %u", ftl->p2l[ppn], lpn, ppn);
-      return -EINVAL;
+    if (seen[ppn / 64] & (UINT64_C (1) << (ppn % 64))) {
+      snprintf (errbuf, errlen, "logical page %" PRIu64 " maps to physical "
+                "page %u, as another logical page does", lpn, ppn);
+      r = -EINVAL;
+      goto out;
     }
-    ftl->p2l[ppn] = lpn;
+    seen[ppn / 64] |= UINT64_C (1) << (ppn % 64);
     ftl->valid[b]++;
     mapped++;
   }
@@ -418,12 +427,15 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
     if (ftl->state[b] == FTL_BLK_FREE) {
       if (ftl->valid[b] != 0 || ftl->media.wp[b] != 0) {
         snprintf (errbuf, errlen, "erase block %u is free but holds data", b);
-        return -EINVAL;
+        r = -EINVAL;
+        goto out;
       }
       ftl->nfree++;
     }
   }
-  return 0;
+ out:
+  free (seen);
+  return r;
 }
 
 int
@@ -432,9 +444,6 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
   struct ftl_ckpt_header h;
   bool clean;
   int r;
-
-  for (uint64_t i = 0; i < (uint64_t) ftl->blocks * ftl->ppb; i++)
-    ftl->p2l[i] = FTL_UNMAPPED;
 
   r = load_checkpoint (ftl, &h, errbuf, errlen);
   if (r < 0)

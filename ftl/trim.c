@@ -48,12 +48,10 @@ write_trim_page (struct ftl *ftl)
     .data_checksum = ftl_checksum (ftl->trim_page, ftl->page_size, ppn),
   };
   ftl_oob_encode (&o, oob);
-  ftl->p2l[ppn] = FTL_P2L_TRIM;
   r = media_program (&ftl->media, f->block, f->wp, 1, ftl->trim_page, oob);
   __atomic_fetch_add (&ftl->trim_pages[f->block], 1, __ATOMIC_RELAXED);
   frontier_advance (ftl, f, 1);
   if (r < 0) {
-    ftl->p2l[ppn] = FTL_UNMAPPED;
     ftl_log (ftl, FTL_LOG_ERROR, "writing trim records: %s", strerror (-r));
     return r;
   }

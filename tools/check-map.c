@@ -115,12 +115,6 @@ check_map (struct checker *c, struct ftl *ftl, uint32_t *rev,
     rev[ppn] = lpn;
     count[b]++;
     mapped++;
-    if (ftl->p2l[ppn] == FTL_UNMAPPED)
-      check_error (c, WHERE_FMT ": the reverse map has no logical page "
-                   "there", WHERE (lpn, m, ppn));
-    else if (ftl->p2l[ppn] != lpn)
-      check_error (c, WHERE_FMT ": the reverse map gives logical page %u",
-                   WHERE (lpn, m, ppn), ftl->p2l[ppn]);
   }
 
   if (ftl->mapped != mapped)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "helpers.h"
+#include "ftl-internal.h"
 #include "media.h"
 
 #define UNIT_DIR_TEMPLATE "/tmp/ftl-unit.XXXXXX"
@@ -79,6 +80,19 @@ unit_path (char *buf, size_t len, const char *name)
 {
   ck_assert_msg (unit_dir[0], "no temporary directory (fixture missing?)");
   snprintf (buf, len, "%s/%s", unit_dir, name);
+}
+
+int
+unit_oob_at (struct ftl *ftl, uint32_t ppn, struct ftl_oob *o)
+{
+  uint8_t buf[FTL_OOB_BYTES];
+  uint32_t b = media_ppn_block (&ftl->media, ppn);
+  int r = media_read_oob (&ftl->media, b, media_ppn_page (&ftl->media, ppn),
+                          1, buf);
+
+  if (r < 0)
+    return r;
+  return ftl_oob_decode (buf, sizeof buf, o) == FTL_FMT_OK ? 0 : -EINVAL;
 }
 
 static int

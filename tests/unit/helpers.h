@@ -35,6 +35,12 @@ extern void unit_path (char *buf, size_t len, const char *name);
  */
 extern const struct ftl_io *unit_nosync_io (void);
 
+/* Read and decode the OOB entry of physical page ppn: 0, or a negative
+ * errno (-EINVAL if it does not decode).
+ */
+struct ftl_oob;
+extern int unit_oob_at (struct ftl *ftl, uint32_t ppn, struct ftl_oob *o);
+
 /* Log callback: keeps the last error in unit_last_error.  Errors are
  * also printed to stderr unless unit_quiet is set (tests that provoke
  * errors on purpose set it).

@@ -136,8 +136,10 @@ START_TEST (test_lowest_erase_count)
   ck_assert_int_eq (ftl_trim (ftl, 2 * PS, 0, 0), 0);
   ck_assert_int_eq (ftl_flush (ftl), 0);
   ck_assert_uint_eq (ftl->metaf.block, want);
-  ck_assert_uint_eq (ftl->p2l[media_ppn (&ftl->media, want, 0)],
-                     FTL_P2L_TRIM);
+  struct ftl_oob o;
+  ck_assert_int_eq (unit_oob_at (ftl, media_ppn (&ftl->media, want, 0), &o),
+                    0);
+  ck_assert_uint_eq (o.kind, FTL_OOB_TRIM);
   ck_assert_uint_eq (ftl->nfree, ftl->blocks - 6);
 
   /* Nothing was erased: the counts are the ones set. */
@@ -222,7 +224,10 @@ check_accounting (struct ftl *ftl)
     if (ppn == FTL_UNMAPPED)
       continue;
     mapped++;
-    ck_assert_uint_eq (ftl->p2l[ppn], l);
+    struct ftl_oob o;
+    ck_assert_int_eq (unit_oob_at (ftl, ppn, &o), 0);
+    ck_assert_uint_eq (o.kind, FTL_OOB_DATA);
+    ck_assert_uint_eq (o.lpn, l);
     valid[media_ppn_block (&ftl->media, ppn)]++;
   }
   for (uint32_t b = 0; b < ftl->blocks; b++) {

@@ -112,7 +112,15 @@ check_invariants (struct ftl *ftl)
     uint32_t ppn = ftl->l2p[l];
     if (ppn == FTL_UNMAPPED) continue;
     mapped++;
-    ck_assert_uint_eq (ftl->p2l[ppn], l);
+    struct ftl_oob o;
+    uint8_t ob[FTL_OOB_BYTES];
+    ck_assert_int_eq (media_read_oob (&ftl->media,
+                                      media_ppn_block (&ftl->media, ppn),
+                                      media_ppn_page (&ftl->media, ppn), 1,
+                                      ob), 0);
+    ck_assert_int_eq (ftl_oob_decode (ob, sizeof ob, &o), FTL_FMT_OK);
+    ck_assert_uint_eq (o.kind, FTL_OOB_DATA);
+    ck_assert_uint_eq (o.lpn, l);
     valid[media_ppn_block (&ftl->media, ppn)]++;
   }
   ck_assert_uint_eq (mapped, ftl->mapped);
