@@ -23,8 +23,9 @@ guest_build "${srcdir:-.}/guest/scenario-kernel-nbd.sh"
 sock="$tmp/nbd.sock"
 pidfile="$tmp/nbdkit.pid"
 stats="$tmp/stats.json"
+# nbdkit's log filter records the requests of the first boot.
 start_server "$sock" "$pidfile" file="$tmp/disk.img" size=128M \
-    stats="$stats"
+    stats="$stats" --filter=log logfile="$tmp/requests.log"
 
 # What the kernel client will be told: 6.1 kernels mark every NBD disk
 # non-rotational whatever the server says, so check the flag itself.
@@ -75,6 +76,23 @@ guest_answer trimmed
 guest_wait_for "GUEST-SYNCED"
 guest_kill
 kill_server "$pidfile"
+
+# What the kernel client sent (on the last connection; nbdinfo's came
+# first): flushes and trims, writes of at most 128 KiB, no write zeroes.
+c=$(sed -n 's/.*connection=\([0-9]*\) Connect .*/\1/p' "$tmp/requests.log" |
+    tail -n 1)
+for k in Write Trim Flush Zero; do
+    n=$(grep -c "connection=$c $k id=" "$tmp/requests.log" || :)
+    echo "kernel client requests: $k $n"
+done
+largest=$(sed -n "s/.*connection=$c Write id=.* count=\(0x[0-9a-f]*\) .*/\1/p" \
+          "$tmp/requests.log" | sort -u | while read -r x; do echo $((x)); done |
+          sort -n | tail -n 1)
+echo "kernel client requests: largest write $largest bytes"
+test "$largest" -le $((128 * 1024))
+grep -q "connection=$c Trim id=" "$tmp/requests.log"
+grep -q "connection=$c Flush id=" "$tmp/requests.log"
+! grep -q "connection=$c Zero id=" "$tmp/requests.log"
 
 start_server "$sock" "$pidfile" file="$tmp/disk.img" stats="$stats"
 guest_start check "${nbd_port[@]}"
