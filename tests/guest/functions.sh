@@ -98,10 +98,11 @@ guest_wait_for ()
     done
 }
 
-# guest_answer NAME: let the guest go on after GUEST-WAIT NAME.
+# guest_answer NAME: let the guest go on after GUEST-WAIT NAME.  (qemu
+# holds the FIFO open; should it have gone, opening it would block.)
 guest_answer ()
 {
-    echo "go $1" > "$tmp/ctl.in"
+    timeout 10 bash -c 'echo "go $1" > "$2"' bash "$1" "$tmp/ctl.in"
 }
 
 # guest_finish: wait until the guest powers off; print its lines; fail
