@@ -34,7 +34,8 @@ mapped1=$(stat .mapped_pages)
 trim1=$(stat .host.trim_pages)
 echo "after the writes: mapped_pages $mapped1, host.trim_pages $trim1"
 # mkfs.ext4 discarded the whole disk first.
-test "$trim1" -ge $((128 * 256 - 64))
+guest_check "mkfs.ext4's discard of the whole disk reached the FTL" \
+    test "$trim1" -ge $((128 * 256 - 64))
 guest_answer filled
 
 # The guest deleted a 16 MiB file (4096 pages) and ran fstrim: at least
@@ -51,8 +52,10 @@ for (( i = 0; i < 100; i++ )); do
     sleep 0.2
 done
 echo "after fstrim: mapped_pages $mapped2, host.trim_pages $trim2"
-test "$trim2" -ge $((trim1 + 4096))
-test "$mapped2" -le $((mapped1 - 3840))
+guest_check "fstrim's trims reached the FTL" \
+    test "$trim2" -ge $((trim1 + 4096))
+guest_check "the deleted file's pages were unmapped" \
+    test "$mapped2" -le $((mapped1 - 3840))
 guest_answer trimmed
 
 guest_finish

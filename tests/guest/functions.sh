@@ -125,6 +125,19 @@ guest_finish ()
     fi
 }
 
+# guest_check DESCRIPTION TEST...: run the test command; if it fails,
+# say what was expected, show what the guest printed so far, and fail.
+guest_check ()
+{
+    local what="$1"
+    shift
+    if ! "$@"; then
+        echo "$0: FAIL: $what"
+        guest_lines
+        return 1
+    fi
+}
+
 # guest_kill: pull the plug (SIGKILL to qemu).
 guest_kill ()
 {
