@@ -1,0 +1,108 @@
+# nbdkit-ftl: guest side of test-ftl-kernel-nbd.sh (busybox sh, run by
+# tests/guest/init with "sh -e").
+#
+# The host's nbdkit socket is the virtio-serial port named "nbd"; socat
+# bridges it to a Unix socket here, which the kernel's NBD client
+# (nbd-client -unix) attaches as /dev/nbd0.
+#
+#   fill   check the queue limits, mkfs.ext4, mount, write files, trim a
+#          deleted file with fstrim (the host checks the FTL saw it),
+#          remount and verify, write more, sync, then wait to be killed
+#   check  after the power cut: mount, verify every file, e2fsck -f -n
+. /lib/guest-lib.sh
+
+phase="$1"
+
+attach ()
+{
+    socat UNIX-LISTEN:/run/nbd.sock "OPEN:$(port nbd)" &
+    wait_for test -S /run/nbd.sock
+    nbd-client -unix /run/nbd.sock /dev/nbd0 -b 4096
+    wait_for test "$(cat /sys/block/nbd0/size)" -gt 0
+    say "nbd0: $(($(cat /sys/block/nbd0/size) / 2048)) MiB," \
+        "logical_block_size $(cat /sys/block/nbd0/queue/logical_block_size)"
+}
+
+# Files whose checksums are kept in /mnt/SUMS.
+write_files ()
+{
+    local prefix="$1" n="$2" i=0
+    while [ $i -lt "$n" ]; do
+        dd if=/dev/urandom of="/mnt/$prefix-$i" bs=64k count=$((i + 1)) 2>/dev/null
+        i=$((i + 1))
+    done
+}
+sums ()
+{
+    (cd /mnt && sha256sum $(ls | grep -E '^(keep|late)-') > SUMS.new &&
+        mv SUMS.new SUMS)
+}
+verify ()
+{
+    local n
+    (cd /mnt && sha256sum -c SUMS > /tmp/verify.out)
+    n=$(wc -l < /tmp/verify.out)
+    say "verified $n files: $(grep -c ': OK$' /tmp/verify.out) OK"
+}
+
+case "$phase" in
+fill)
+    attach
+    rot=$(cat /sys/block/nbd0/queue/rotational)
+    dmax=$(cat /sys/block/nbd0/queue/discard_max_bytes)
+    dgran=$(cat /sys/block/nbd0/queue/discard_granularity)
+    say "rotational $rot, discard_max_bytes $dmax, discard_granularity $dgran"
+    [ "$rot" = 0 ]
+    [ "$dmax" -gt 0 ]
+
+    /usr/sbin/mkfs.ext4 -q -F -b 4096 /dev/nbd0
+    say "mkfs.ext4 done"
+    mount -t ext4 /dev/nbd0 /mnt
+    write_files keep 8
+    dd if=/dev/urandom of=/mnt/junk bs=1M count=16 2>/dev/null
+    sums
+    sync
+    say "wrote $(ls /mnt | wc -l) files, $(du -sk /mnt | cut -f1) KiB"
+    host_wait filled
+
+    rm /mnt/junk
+    sync
+    say "$(/usr/sbin/fstrim -v /mnt)"
+    sync
+    host_wait trimmed
+
+    umount /mnt
+    mount -t ext4 /dev/nbd0 /mnt
+    verify
+    write_files late 4
+    sums
+    sync
+    say "synced $(wc -l < /mnt/SUMS) files; waiting for the power cut"
+    echo "GUEST-SYNCED"
+    # The host kills the guest here.
+    sleep 600
+    exit 1
+    ;;
+check)
+    attach
+    mount -t ext4 /dev/nbd0 /mnt
+    verify
+    umount /mnt
+    /usr/sbin/e2fsck -f -n /dev/nbd0 > /tmp/fsck.out 2>&1 || {
+        cat /tmp/fsck.out
+        say "e2fsck -f -n found problems"
+        exit 1
+    }
+    say "e2fsck -f -n: clean ($(tail -n 1 /tmp/fsck.out))"
+    # A clean discard of the whole disk with util-linux's blkdiscard
+    # (busybox's has no options).
+    /usr/sbin/blkdiscard -f -v /dev/nbd0 > /tmp/discard.out
+    say "$(cat /tmp/discard.out)"
+    nbd-client -d /dev/nbd0
+    say "detached"
+    ;;
+*)
+    say "unknown phase '$phase'"
+    exit 1
+    ;;
+esac
