@@ -8,8 +8,9 @@
  * checkpoint) and writes into DIR/<target>/ the structures each fuzz
  * target reads, cut out of those images: superblock copies, checkpoint
  * slots, block headers, OOB entries, trim pages, and whole images.
- * Each seed is named after the checksum of its bytes, so running it
- * again gives the same files.  fuzz/make-corpus.sh runs it.
+ * Each seed is named after the checksum of its bytes (images differ
+ * from run to run: they get a random UUID and the time of creation).
+ * fuzz/make-corpus.sh runs it.
  */
 
 #include <config.h>

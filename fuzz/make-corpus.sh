@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: regenerate the seed corpus of the fuzz targets from real
-# images (made by gen-corpus with the FTL library).  "make corpus" runs
+# images (made by gen-corpus with the FTL library).  "make seed-corpus" runs
 #
 #   make-corpus.sh GEN-CORPUS CORPUS-DIR
 #
