@@ -288,7 +288,10 @@ ftl_ckpt_header_decode (const uint8_t *buf, size_t len,
   h.clean = get32 (buf + 72);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     h.counters[i] = get64 (buf + 80 + 8 * i);
-  if (h.clean > 1 ||
+  /* Bound the page count first: 4 * logical_pages must not wrap around
+   * to a body length that only looks right.
+   */
+  if (h.clean > 1 || h.logical_pages >= FTL_P2L_TRIM ||
       h.body_bytes != 4 * h.logical_pages
                       + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks)
     return FTL_FMT_BAD_FIELD;

@@ -190,6 +190,7 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
   struct ftl_superblock s[2];
   enum ftl_fmt_status st[2];
   char why[2][128];
+  bool magic = false;
   int best = -1;
 
   for (int i = 0; i < 2; i++) {
@@ -199,13 +200,18 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
                 strerror (errno));
       return -errno;
     }
+    if (i == 0)
+      magic = n >= 8 && memcmp (buf, FTL_SB_MAGIC, 8) == 0;
     st[i] = ftl_sb_decode (buf, n, &s[i], why[i], sizeof why[i]);
     if (st[i] == FTL_FMT_OK && (best == -1 ||
                                 s[i].generation > s[best].generation))
       best = i;
   }
   if (best == -1) {
-    if (st[0] == FTL_FMT_BAD_VERSION || st[1] == FTL_FMT_BAD_VERSION)
+    if (magic && file_size < 2 * FTL_SB_SLOT)
+      snprintf (errbuf, errlen, "the image is truncated: %" PRIu64 " bytes, "
+                "too short to hold its superblocks", file_size);
+    else if (st[0] == FTL_FMT_BAD_VERSION || st[1] == FTL_FMT_BAD_VERSION)
       snprintf (errbuf, errlen, "the image has a newer format (%s)",
                 why[st[0] == FTL_FMT_BAD_VERSION ? 0 : 1]);
     else if ((st[0] == FTL_FMT_BAD_MAGIC || st[0] == FTL_FMT_EMPTY ||

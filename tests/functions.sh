@@ -57,6 +57,32 @@ trap _run_cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# A build with --enable-sanitizers: nbdkit is not built with the
+# sanitizer, so its runtime must be preloaded into nbdkit, which loads
+# the plugin.  An nbdkit wrapper first in PATH does that, and keeps the
+# runtime from the commands that nbdkit --run starts (python, qemu, dd
+# are not built for it either, and some fail under it).
+if [ -n "${FTL_SANITIZER_PRELOAD:-}" ]; then
+    _shim="$(mktemp -d "${TMPDIR:-/tmp}/ftl-shim.XXXXXX")"
+    cleanup_fn rm -rf "$_shim"
+    {
+        echo '#!/usr/bin/env bash'
+        echo 'args=()'
+        echo 'while [ $# -gt 0 ]; do'
+        echo '    case "$1" in'
+        echo '        --run) args+=("$1" "unset LD_PRELOAD; ${2-}"); shift'
+        echo '               [ $# -gt 0 ] && shift ;;'
+        echo '        --run=*) args+=("--run=unset LD_PRELOAD; ${1#--run=}"); shift ;;'
+        echo '        *) args+=("$1"); shift ;;'
+        echo '    esac'
+        echo 'done'
+        printf 'LD_PRELOAD=%q exec %q "${args[@]}"\n' \
+               "$FTL_SANITIZER_PRELOAD" "$(command -v nbdkit)"
+    } > "$_shim/nbdkit"
+    chmod +x "$_shim/nbdkit"
+    PATH="$_shim:$PATH"
+fi
+
 # make_tmpdir: create a private directory in $tmp, removed at exit.
 make_tmpdir ()
 {

@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <glib.h>
@@ -254,6 +255,19 @@ check_ckpt_slot (struct checker *c, int fd, int slot,
   return NULL;
 }
 
+/* The file holds every region of the geometry. */
+static void
+check_size (struct checker *c, int fd, const struct ftl_superblock *sb)
+{
+  uint64_t need = sb->data_offset + (uint64_t) sb->blocks
+    * (sb->meta_pages + sb->pages_per_block) * sb->page_size;
+  struct stat st;
+
+  if (fstat (fd, &st) == 0 && (uint64_t) st.st_size < need)
+    check_error (c, "the image is truncated: %" PRIu64 " bytes, its "
+                 "geometry needs %" PRIu64, (uint64_t) st.st_size, need);
+}
+
 void
 check_metadata (struct checker *c, int fd)
 {
@@ -263,6 +277,7 @@ check_metadata (struct checker *c, int fd)
 
   if (!check_superblocks (c, fd, &sb))
     return;                     /* no geometry: nothing more to read */
+  check_size (c, fd, &sb);
   for (int s = 0; s < 2; s++)
     body[s] = check_ckpt_slot (c, fd, s, &sb, &h[s]);
   for (int s = 0; s < 2; s++) {

@@ -1,0 +1,90 @@
+/* nbdkit-ftl fuzz target: the superblock decoder (ftl_sb_decode).
+ *
+ * Input: the bytes of a superblock slot.  They are decoded as they are
+ * and, resealed, once more.  A decoded superblock must describe a
+ * geometry that the rest of the FTL can use without overflow, and must
+ * encode back to the same bytes.
+ */
+
+#include <config.h>
+
+#include <string.h>
+
+#include "fuzz.h"
+#include "util.h"
+
+static void
+check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)
+{
+  uint8_t again[FTL_SB_BYTES];
+  uint64_t lpages, block_bytes, end;
+
+  FUZZ_CHECK (sb->page_size >= 512 && sb->page_size <= 65536 &&
+              (sb->page_size & (sb->page_size - 1)) == 0);
+  FUZZ_CHECK (sb->pages_per_block >= 8 && sb->pages_per_block <= 65536 &&
+              (sb->pages_per_block & (sb->pages_per_block - 1)) == 0);
+  FUZZ_CHECK (sb->meta_pages == ftl_meta_pages (sb->page_size,
+                                                sb->pages_per_block));
+  lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
+  FUZZ_CHECK (lpages > 0 && lpages < FTL_P2L_TRIM);
+  FUZZ_CHECK ((uint64_t) sb->blocks * sb->pages_per_block < FTL_P2L_TRIM);
+  FUZZ_CHECK ((uint64_t) sb->blocks * sb->pages_per_block > lpages);
+  FUZZ_CHECK (sb->ckpt_bytes == ftl_ckpt_bytes (sb->page_size, lpages,
+                                                sb->blocks));
+  FUZZ_CHECK (sb->ckpt_bytes >= FTL_CKPT_HDR_BYTES + 4 * lpages
+              + (uint64_t) FTL_CKPT_BLOCK_BYTES * sb->blocks);
+  /* The regions follow each other, after both superblock slots, and the
+   * whole image fits a 63 bit file offset.
+   */
+  FUZZ_CHECK (sb->ckpt_offset[0] >= 2 * FTL_SB_SLOT);
+  FUZZ_CHECK (sb->ckpt_offset[1] == sb->ckpt_offset[0] + sb->ckpt_bytes);
+  FUZZ_CHECK (sb->data_offset == sb->ckpt_offset[1] + sb->ckpt_bytes);
+  block_bytes = (uint64_t) (sb->meta_pages + sb->pages_per_block)
+    * sb->page_size;
+  FUZZ_CHECK (!__builtin_mul_overflow ((uint64_t) sb->blocks, block_bytes,
+                                       &end));
+  FUZZ_CHECK (!__builtin_add_overflow (end, sb->data_offset, &end));
+  FUZZ_CHECK (end <= INT64_MAX);
+  FUZZ_CHECK (sb->state == FTL_SB_CLEAN || sb->state == FTL_SB_DIRTY);
+
+  ftl_sb_encode (sb, again);
+  FUZZ_CHECK (memcmp (again, buf, FTL_SB_BYTES) == 0);
+}
+
+static void
+decode (const uint8_t *buf, size_t len)
+{
+  struct ftl_superblock sb;
+  char why[128];
+  enum ftl_fmt_status st;
+
+  st = ftl_sb_decode (buf, len, &sb, why, sizeof why);
+  FUZZ_CHECK (strlen (why) < sizeof why);
+  if (st == FTL_FMT_OK)
+    check_decoded (buf, &sb);
+  else
+    FUZZ_CHECK (ftl_fmt_status_string (st)[0] != '\0');
+  /* Without room for the reason. */
+  ftl_sb_decode (buf, len, &sb, NULL, 0);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  uint8_t *copy;
+
+  if (size > FTL_SB_SLOT)
+    return -1;                  /* not a slot: not worth keeping */
+  /* An exact copy, so that reading beyond size is caught. */
+  copy = malloc (size ? size : 1);
+  if (!copy)
+    return 0;
+  memcpy (copy, data, size);
+  decode (copy, size);
+  if (size >= FTL_SB_BYTES) {
+    fuzz_reseal_sb (copy);
+    decode (copy, size);
+  }
+  free (copy);
+  return 0;
+}

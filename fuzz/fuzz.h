@@ -1,0 +1,124 @@
+/* nbdkit-ftl fuzz targets: helpers shared by the targets.
+ *
+ * Every target is a libFuzzer entry point (LLVMFuzzerTestOneInput) that
+ * must never crash, hang or leak whatever bytes it is given.  A decoder
+ * stops most mutated inputs at its checksum, which a fuzzer cannot
+ * forge; so each target also feeds the decoder a copy of the input
+ * whose checksums are recomputed ("resealed"), which reaches the
+ * validation of every field behind the checksum.
+ *
+ * FUZZ_CHECK (cond) aborts, which libFuzzer reports as a crash with the
+ * input that caused it: it states what a decoder promises.
+ */
+
+#ifndef FTL_FUZZ_H
+#define FTL_FUZZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "format.h"
+
+#define FUZZ_CHECK(cond)                                                \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf (stderr, "%s:%d: %s: check failed: %s\n",                 \
+               __FILE__, __LINE__, __func__, #cond);                    \
+      abort ();                                                         \
+    }                                                                   \
+  } while (0)
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
+
+static inline void
+fuzz_put32 (uint8_t *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++) p[i] = v >> (8 * i);
+}
+
+static inline void
+fuzz_put64 (uint8_t *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++) p[i] = v >> (8 * i);
+}
+
+static inline uint32_t
+fuzz_get32 (const uint8_t *p)
+{
+  return p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
+    | (uint32_t) p[3] << 24;
+}
+
+static inline uint64_t
+fuzz_get64 (const uint8_t *p)
+{
+  return fuzz_get32 (p) | (uint64_t) fuzz_get32 (p + 4) << 32;
+}
+
+static inline bool
+fuzz_all_zero (const uint8_t *p, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (p[i]) return false;
+  return true;
+}
+
+/* Recompute the checksum of an encoded structure of len bytes whose
+ * 64 bit checksum field is at csum_off (superblock, checkpoint header):
+ * the checksum of the bytes with that field taken as zero.
+ */
+static inline void
+fuzz_reseal_struct (uint8_t *buf, size_t len, size_t csum_off)
+{
+  fuzz_put64 (buf + csum_off, 0);
+  fuzz_put64 (buf + csum_off, ftl_checksum (buf, len, 0));
+}
+
+static inline void
+fuzz_reseal_sb (uint8_t *buf)
+{
+  fuzz_reseal_struct (buf, FTL_SB_BYTES, 16);
+}
+
+static inline void
+fuzz_reseal_ckpt_header (uint8_t *buf)
+{
+  fuzz_reseal_struct (buf, FTL_CKPT_HDR_BYTES, 16);
+}
+
+static inline void
+fuzz_reseal_blkhdr (uint8_t *buf)
+{
+  fuzz_put64 (buf + 24, ftl_checksum (buf, 24, 0));
+}
+
+/* An OOB entry's checksum is 32 bits at offset 20, of the entry with
+ * those bytes zero.
+ */
+static inline void
+fuzz_reseal_oob (uint8_t *buf)
+{
+  fuzz_put32 (buf + 20, 0);
+  fuzz_put32 (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+}
+
+/* A trim page's checksum covers its entries (as many as its count says,
+ * bounded by what fits), seeded with the first 8 header bytes.
+ */
+static inline void
+fuzz_reseal_trim_page (uint8_t *page, uint32_t page_size)
+{
+  uint32_t count = fuzz_get32 (page);
+  uint32_t cap = ftl_trim_page_capacity (page_size);
+
+  if (count > cap)
+    count = cap;
+  fuzz_put64 (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
+                                      (size_t) count * FTL_TRIM_ENTRY_BYTES,
+                                      fuzz_get64 (page)));
+}
+
+#endif /* FTL_FUZZ_H */

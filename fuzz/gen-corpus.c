@@ -1,0 +1,252 @@
+/* nbdkit-ftl: make the seed corpus of the fuzz targets from real images.
+ *
+ *   gen-corpus DIR
+ *
+ * Creates a few small images with the FTL library (a fresh one; one
+ * shut down cleanly after overwrites, trims and garbage collection; one
+ * left as a crash would leave it, with log written after its last
+ * checkpoint) and writes into DIR/<target>/ the structures each fuzz
+ * target reads, cut out of those images: superblock copies, checkpoint
+ * slots, block headers, OOB entries, trim pages, and whole images.
+ * Each seed is named after the checksum of its bytes (images differ
+ * from run to run: they get a random UUID and the time of creation).
+ * fuzz/make-corpus.sh runs it.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "ftl-internal.h"
+
+/* A small geometry: 24 logical pages of 512 bytes, 13 erase blocks of
+ * 8 pages, about 68 KiB in all.
+ */
+#define PAGE_SIZE   512
+#define PPB         8
+#define LOGICAL     (24 * PAGE_SIZE)
+#define OP_PERCENT  333.0
+
+static const char *outdir;
+
+static void
+die (const char *what)
+{
+  perror (what);
+  exit (EXIT_FAILURE);
+}
+
+static void
+check (int r, const char *what)
+{
+  if (r < 0) {
+    fprintf (stderr, "gen-corpus: %s: %s\n", what, strerror (-r));
+    exit (EXIT_FAILURE);
+  }
+}
+
+/* Write one seed: prefix (may be NULL, plen bytes) then data. */
+static void
+seed (const char *target, const uint8_t *prefix, size_t plen,
+      const uint8_t *data, size_t len)
+{
+  char dir[4096], file[4200];
+  uint8_t *buf = malloc (plen + len);
+  FILE *fp;
+
+  if (!buf)
+    die ("malloc");
+  if (plen)
+    memcpy (buf, prefix, plen);
+  memcpy (buf + plen, data, len);
+  snprintf (dir, sizeof dir, "%s/%s", outdir, target);
+  if (mkdir (dir, 0755) == -1 && errno != EEXIST)
+    die (dir);
+  snprintf (file, sizeof file, "%s/%016llx", dir,
+            (unsigned long long) ftl_checksum (buf, plen + len, 0));
+  fp = fopen (file, "w");
+  if (!fp || fwrite (buf, 1, plen + len, fp) != plen + len ||
+      fclose (fp) != 0)
+    die (file);
+  free (buf);
+}
+
+static void
+fill (uint8_t *page, unsigned v)
+{
+  for (unsigned i = 0; i < PAGE_SIZE; i++)
+    page[i] = v * 31 + i;
+}
+
+static struct ftl *
+open_image (const char *path)
+{
+  struct ftl_options o = {
+    .path = path,
+    .logical_bytes = LOGICAL,
+    .page_size = PAGE_SIZE,
+    .pages_per_block = PPB,
+    .op_percent = OP_PERCENT,
+    .streams = 1,
+  };
+  char errbuf[256];
+  struct ftl *ftl;
+
+  if (ftl_open (&o, &ftl, errbuf, sizeof errbuf) < 0) {
+    fprintf (stderr, "gen-corpus: %s: %s\n", path, errbuf);
+    exit (EXIT_FAILURE);
+  }
+  return ftl;
+}
+
+/* Overwrites enough to run garbage collection and write checkpoints,
+ * with trims and zeros among them.
+ */
+static void
+workload (struct ftl *ftl, unsigned rounds)
+{
+  uint8_t page[PAGE_SIZE];
+  unsigned x = 1;
+
+  for (unsigned r = 0; r < rounds; r++)
+    for (unsigned lpn = 0; lpn < LOGICAL / PAGE_SIZE; lpn++) {
+      x = x * 1103515245 + 12345;
+      fill (page, x >> 16);
+      check (ftl_write (ftl, page, PAGE_SIZE, (uint64_t) lpn * PAGE_SIZE, 0),
+             "write");
+      if ((x >> 8) % 11 == 0)
+        check (ftl_trim (ftl, 2 * PAGE_SIZE,
+                         (uint64_t) ((x >> 12) % 20) * PAGE_SIZE, 0), "trim");
+      if ((x >> 8) % 13 == 0)
+        check (ftl_zero (ftl, PAGE_SIZE + 100, 300, 0), "zero");
+      if ((x >> 8) % 5 == 0)
+        check (ftl_flush (ftl), "flush");
+    }
+}
+
+static uint8_t *
+slurp (const char *path, size_t *lenp)
+{
+  struct stat st;
+  uint8_t *buf;
+  int fd = open (path, O_RDONLY);
+
+  if (fd == -1 || fstat (fd, &st) == -1)
+    die (path);
+  buf = malloc (st.st_size);
+  if (!buf || pread (fd, buf, st.st_size, 0) != st.st_size)
+    die (path);
+  close (fd);
+  *lenp = st.st_size;
+  return buf;
+}
+
+/* Cut the seeds out of one image. */
+static void
+seeds_of_image (const char *path, bool with_write)
+{
+  struct ftl_superblock sb;
+  uint8_t flags;
+  uint8_t *img;
+  size_t n;
+  uint64_t block_bytes;
+  unsigned oob_seeds = 0, hdr_seeds = 0;
+
+  img = slurp (path, &n);
+  if (ftl_sb_decode (img, n, &sb, NULL, 0) != FTL_FMT_OK) {
+    fprintf (stderr, "gen-corpus: %s: no valid superblock\n", path);
+    exit (EXIT_FAILURE);
+  }
+
+  /* Whole images: opened read-only and, for some, read-write (flags
+   * in fuzz-open.c).
+   */
+  flags = 0;
+  seed ("fuzz-open", &flags, 1, img, n);
+  if (with_write) {
+    flags = 0x10;
+    seed ("fuzz-open", &flags, 1, img, n);
+  }
+
+  for (int i = 0; i < 2; i++)
+    seed ("fuzz-superblock", NULL, 0, img + i * FTL_SB_SLOT, FTL_SB_BYTES);
+  for (int s = 0; s < 2; s++) {
+    const uint8_t *h = img + sb.ckpt_offset[s];
+    if (!fuzz_all_zero (h, FTL_CKPT_HDR_BYTES))
+      seed ("fuzz-ckpt", NULL, 0, h,
+            FTL_CKPT_HDR_BYTES + fuzz_get64 (h + 40));
+  }
+
+  block_bytes = (uint64_t) (sb.meta_pages + sb.pages_per_block)
+    * sb.page_size;
+  for (uint32_t b = 0; b < sb.blocks; b++) {
+    const uint8_t *meta = img + sb.data_offset + b * block_bytes;
+    if (!fuzz_all_zero (meta, FTL_BLKHDR_BYTES) && hdr_seeds++ < 3)
+      seed ("fuzz-blkhdr", NULL, 0, meta, FTL_BLKHDR_BYTES);
+    for (uint32_t i = 0; i < sb.pages_per_block; i++) {
+      const uint8_t *e = meta + FTL_BLKHDR_BYTES + i * FTL_OOB_BYTES;
+      const uint8_t *page = meta + (size_t) (sb.meta_pages + i)
+        * sb.page_size;
+      uint8_t ps = 0;           /* 512 << 0 */
+      if (fuzz_all_zero (e, FTL_OOB_BYTES))
+        continue;
+      if (e[2] == FTL_OOB_TRIM) {
+        seed ("fuzz-oob", NULL, 0, e, FTL_OOB_BYTES);
+        seed ("fuzz-trim", &ps, 1, page, sb.page_size);
+      }
+      else if (oob_seeds++ < 3)
+        seed ("fuzz-oob", NULL, 0, e, FTL_OOB_BYTES);
+    }
+  }
+  free (img);
+}
+
+int
+main (int argc, char **argv)
+{
+  char tmpl[] = "/tmp/ftl-corpus.XXXXXX";
+  char path[3][4200];
+  struct ftl *ftl;
+
+  if (argc != 2) {
+    fprintf (stderr, "usage: gen-corpus DIR\n");
+    return 2;
+  }
+  outdir = argv[1];
+  if (mkdir (outdir, 0755) == -1 && errno != EEXIST)
+    die (outdir);
+  if (!mkdtemp (tmpl))
+    die ("mkdtemp");
+  for (int i = 0; i < 3; i++)
+    snprintf (path[i], sizeof path[i], "%s/%d.img", tmpl, i);
+
+  /* A fresh image. */
+  check (ftl_close (open_image (path[0])), "close");
+
+  /* Shut down cleanly after garbage collection. */
+  ftl = open_image (path[1]);
+  workload (ftl, 12);
+  check (ftl_close (ftl), "close");
+
+  /* A crash: log written after the last checkpoint, never closed. */
+  ftl = open_image (path[2]);
+  workload (ftl, 9);
+  check (ftl_flush (ftl), "flush");
+  ftl_abandon (ftl);
+
+  seeds_of_image (path[0], false);
+  seeds_of_image (path[1], true);
+  seeds_of_image (path[2], true);
+
+  for (int i = 0; i < 3; i++)
+    unlink (path[i]);
+  rmdir (tmpl);
+  return 0;
+}

@@ -1,0 +1,2 @@
+/* The FTL library module alloc.c, built with libFuzzer instrumentation. */
+#include "alloc.c"

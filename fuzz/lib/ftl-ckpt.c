@@ -1,0 +1,2 @@
+/* The FTL library module ckpt.c, built with libFuzzer instrumentation. */
+#include "ckpt.c"

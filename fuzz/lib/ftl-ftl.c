@@ -1,0 +1,2 @@
+/* The FTL library module ftl.c, built with libFuzzer instrumentation. */
+#include "ftl.c"

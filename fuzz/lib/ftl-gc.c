@@ -1,0 +1,2 @@
+/* The FTL library module gc.c, built with libFuzzer instrumentation. */
+#include "gc.c"

@@ -1,0 +1,2 @@
+/* The FTL library module stats.c, built with libFuzzer instrumentation. */
+#include "stats.c"

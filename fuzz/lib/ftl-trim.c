@@ -1,0 +1,2 @@
+/* The FTL library module trim.c, built with libFuzzer instrumentation. */
+#include "trim.c"
