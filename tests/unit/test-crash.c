@@ -363,7 +363,7 @@ classify_after (struct unit_fault *f)
         f->ev[i + 1].tag |= e->tag & (TAG_CKPT | TAG_SB);
     }
     if (e->kind == UNIT_EV_PUNCH && i + 1 < f->n &&
-        f->ev[i + 1].kind == UNIT_EV_PWRITE && f->ev[i + 1].off == e->off &&
+        f->ev[i + 1].kind == UNIT_EV_PWRITE &&
         f->ev[i + 1].len == FTL_BLKHDR_BYTES)
       f->ev[i + 1].tag |= TAG_ERASE;
   }
