@@ -8,8 +8,9 @@
  * sequence number, and moves the map entry with a compare-and-swap: if a
  * host write replaced the page meanwhile, the swap fails and the copy is
  * garbage.  Pages of trim records are copied while a replay could still
- * need them (their sequence number is not older than the durable
- * checkpoint's).  When nothing in the victim is valid any more, buffered
+ * need them (their sequence number is not older than that of the older
+ * checkpoint slot, which recovery falls back to if the newest is
+ * damaged).  When nothing in the victim is valid any more, buffered
  * trim records are logged, the file is synced, and the victim is erased.
  *
  * Everything here runs under gc_lock with ckpt_rw held shared by the
@@ -248,8 +249,8 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
 {
   struct move mv[GC_BATCH];
   uint32_t n = 0, wp = ftl->media.wp[victim];
-  uint64_t live_trim = __atomic_load_n (&ftl->durable_ckpt_seq,
-                                        __ATOMIC_ACQUIRE);
+  /* Trim pages stay while either checkpoint slot may need them. */
+  uint64_t live_trim = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
   int r;
 
   r = media_read_oob (&ftl->media, victim, 0, wp, ftl->gc_oob);
@@ -263,12 +264,27 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
       struct ftl_oob o;
       bool move = false;
 
-      if (lpn == FTL_P2L_TRIM) {
-        if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
-                            FTL_OOB_BYTES, &o) == FTL_FMT_OK &&
-            o.seq >= live_trim)
-          move = true;
+      /* Pages of trim records are known by their OOB entry: the reverse
+       * map has none for those written before the checkpoint that the
+       * last open started from, and they may still be live.
+       */
+      if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
+                          FTL_OOB_BYTES, &o) == FTL_FMT_OK &&
+          o.kind == FTL_OOB_TRIM &&
+          o.erase_count == media_erase_count (&ftl->media, victim)) {
+        move = o.seq >= live_trim;
+        if (move && lpn != FTL_P2L_TRIM) {
+          /* Not seen since the open: it may be torn. */
+          uint8_t *p = ftl->gc_buf + ((size_t) n << ftl->page_shift);
+          r = media_read (&ftl->media, ppn, 1, p);
+          if (r < 0)
+            return r;
+          move = ftl_checksum (p, ftl->page_size, ppn) == o.data_checksum;
+        }
+        lpn = FTL_P2L_TRIM;
       }
+      else if (lpn == FTL_P2L_TRIM)
+        ;                       /* a trim page that did not make it */
       else if (lpn < ftl->logical_pages && l2p_load (ftl, lpn) == ppn) {
         if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
                             FTL_OOB_BYTES, &o) != FTL_FMT_OK) {

@@ -180,6 +180,12 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
 
   ftl->ckpt_gen = h[best].generation;
   ftl->ckpt_slot = best;
+  /* The log must stay replayable from the other slot too, if it holds
+   * an older checkpoint (see ftl-internal.h).
+   */
+  ftl->replay_seq = h[best].seq;
+  if (st[1 - best] == FTL_FMT_OK && h[1 - best].seq < h[best].seq)
+    ftl->replay_seq = h[1 - best].seq;
   *hp = h[best];
   return 0;
 }

@@ -58,6 +58,7 @@
 
 static char base[256], start[256], img[256], img2[256], img3[256];
 static uint64_t seed;
+static long only = -1;          /* FTL_CRASH_EVENT: check one point */
 
 static void
 setup (void)
@@ -71,18 +72,32 @@ setup (void)
   unit_path (img2, sizeof img2, "crash-copy.img");
   unit_path (img3, sizeof img3, "crash2.img");
   seed = e && *e ? strtoull (e, NULL, 0) : 20240611;
+  e = getenv ("FTL_CRASH_EVENT");
+  only = e && *e ? strtol (e, NULL, 0) : -1;
   if (seed == 0)
     seed = 1;
+}
+
+/* FTL_CRASH_DEBUG=1: print the library's debug messages. */
+static void
+debug_log (void *opaque, enum ftl_log_level level, const char *msg)
+{
+  if (level == FTL_LOG_DEBUG)
+    fprintf (stderr, "debug: %s\n", msg);
+  else
+    unit_log (opaque, level, msg);
 }
 
 static struct ftl *
 open_image (const char *path, const struct ftl_io *io, char *err,
             size_t errlen, int *rp)
 {
+  bool debug = getenv ("FTL_CRASH_DEBUG") != NULL;
   struct ftl_options o = {
     .path = path, .logical_bytes = SIZE, .page_size = PS,
     .pages_per_block = PPB, .op_percent = OP, .streams = 1,
-    .wl_threshold = WL, .log = unit_log, .io = io,
+    .wl_threshold = WL, .log = debug ? debug_log : unit_log, .io = io,
+    .debug = debug ? ~0u : 0,
   };
   struct ftl *ftl = NULL;
   *rp = ftl_open (&o, &ftl, err, errlen);
@@ -545,7 +560,7 @@ second_crash (struct unit_fault *rec, const uint64_t *want,
 {
   struct unit_disk d;
   uint64_t got[NSECT];
-  char what[512];
+  char what[1024];
 
   unit_disk_init (&d, rec, img2);
   for (size_t m = 0; m <= rec->n; m++) {
@@ -567,43 +582,63 @@ second_crash (struct unit_fault *rec, const uint64_t *want,
   unit_disk_free (&d);
 }
 
+/* The model and the erase counts at a crash point, advanced event by
+ * event along a recorded run.
+ */
+struct walk {
+  struct model m;
+  const struct op *ops;
+  size_t nops, k, snap;
+  const long *op_end;
+  const struct ctx *c;
+  const struct op *inflight;    /* the op in progress */
+  uint32_t ec_min[64];
+};
+
+static void
+walk_to (struct walk *w, size_t n)
+{
+  /* Ops that returned before event n. */
+  while (w->k < w->nops && w->op_end[w->k] <= (long) n)
+    model_complete (&w->m, &w->ops[w->k++]);
+  w->inflight = w->k < w->nops ? &w->ops[w->k] : NULL;
+  /* Erase counts at the last sync completed before event n. */
+  while (w->snap < w->c->nsnap && w->c->snap_ev[w->snap] < n)
+    w->snap++;
+  if (w->snap > 0)
+    memcpy (w->ec_min, &w->c->snap_ec[(w->snap - 1) * w->c->blocks],
+            w->c->blocks * sizeof *w->ec_min);
+}
+
 START_TEST (test_crash_every_event)
 {
-  static struct model m;
+  static struct walk w;
   struct unit_fault f, rec;
   struct unit_disk d;
   struct ctx c = { 0 };
   struct counts cnt = { 0 };
-  size_t nops, k = 0, snap = 0;
+  size_t nops;
   long *op_end;
   struct op *ops;
   uint64_t got[NSECT], again[NSECT];
-  uint32_t ec_min[64];
   double t0 = unit_now ();
   char what[512];
 
   printf ("crash: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", seed);
-  memset (&m, 0, sizeof m);
   unit_fault_init (&f);
   unit_fault_init (&rec);
   ops = record (&f, &c, &nops, &op_end);
   unit_disk_init (&d, &f, start);
-  memset (ec_min, 0, sizeof ec_min);
+  memset (&w, 0, sizeof w);
+  w = (struct walk) { .ops = ops, .nops = nops, .op_end = op_end, .c = &c };
 
   for (size_t n = 0; n <= f.n; n++) {
     const struct unit_ev *e = n < f.n ? &f.ev[n] : NULL;
     uint64_t rng = seed ^ (n * 0x9E3779B97F4A7C15ULL);
 
-    /* Ops that returned before event n. */
-    while (k < nops && op_end[k] <= (long) n)
-      model_complete (&m, &ops[k++]);
-    const struct op *inflight = k < nops ? &ops[k] : NULL;
-    /* Erase counts at the last sync completed before event n. */
-    while (snap < c.nsnap && c.snap_ev[snap] < n)
-      snap++;
-    if (snap > 0)
-      memcpy (ec_min, &c.snap_ec[(snap - 1) * c.blocks],
-              c.blocks * sizeof *ec_min);
+    walk_to (&w, n);
+    if (only >= 0 && (long) n != only)
+      continue;
 
     for (int mode = 0; mode < 3; mode++) {
       struct unit_cut_info info;
@@ -612,7 +647,7 @@ START_TEST (test_crash_every_event)
       unit_disk_cut (&d, n, mode, &rng, img, &info);
       snprintf (what, sizeof what, "seed %" PRIu64 ", crash at event %zu of "
                 "%zu (op %zu, tags 0x%x; %s: %u of %u pending writes "
-                "applied, torn: %ld at %" PRIu64 ")", seed, n, f.n, k,
+                "applied, torn: %ld at %" PRIu64 ")", seed, n, f.n, w.k,
                 e ? e->tag : 0, mode == UNIT_CUT_ORDER ? "in order" :
                 mode == UNIT_CUT_NONE ? "all lost" : "random",
                 info.applied, info.pending, info.torn, info.torn_at);
@@ -620,12 +655,12 @@ START_TEST (test_crash_every_event)
       /* A sample gets its recovery recorded and crashed again. */
       bool twice = unit_rnd (&rng) % 16 == 0;
       unit_fault_reset (&rec);
-      check_image (img, twice ? &rec : NULL, &m, inflight, ec_min, got,
-                   what);
+      check_image (img, twice ? &rec : NULL, &w.m, w.inflight, w.ec_min,
+                   got, what);
       if (twice)
-        second_crash (&rec, got, ec_min, &rng, what, &cnt);
+        second_crash (&rec, got, w.ec_min, &rng, what, &cnt);
       /* A clean restart gives the same content. */
-      check_image (img, NULL, NULL, NULL, ec_min, again, what);
+      check_image (img, NULL, NULL, NULL, w.ec_min, again, what);
       check_same (got, again, what);
       cnt.images++;
       if (info.torn >= 0)
@@ -646,14 +681,100 @@ START_TEST (test_crash_every_event)
     printf ("crash:   %5u crash points in %s\n", cnt.by_tag[t], tag_names[t]);
   printf ("crash: %u crash points during recovery (%u images checked)\n",
           cnt.second, cnt.second_images);
-  for (int t = 0; t < NTAGS; t++)
+  for (int t = 0; t < NTAGS && only < 0; t++)
     ck_assert_msg (cnt.by_tag[t] > 0, "no crash point in %s", tag_names[t]);
-  ck_assert_uint_gt (cnt.second, 100);
+  ck_assert (only >= 0 || cnt.second > 100);
 
   unit_disk_free (&d);
   unit_fault_free (&f);
   unit_fault_free (&rec);
-  model_free (&m);
+  model_free (&w.m);
+  free (op_end);
+  free (ops);
+  free (c.snap_ev);
+  free (c.snap_ec);
+}
+END_TEST
+
+/* The newest checkpoint damaged (a byte of its body flipped) at every
+ * event after the second checkpoint: recovery either falls back to the
+ * older checkpoint and rolls forward to a state the model allows, or
+ * refuses to open with an error about the checkpoint.  Never wrong
+ * data.
+ */
+START_TEST (test_damaged_newest_checkpoint)
+{
+  static struct walk w;
+  struct unit_fault f;
+  struct unit_disk d;
+  struct ctx c = { 0 };
+  size_t nops;
+  long *op_end;
+  struct op *ops;
+  uint64_t got[NSECT];
+  unsigned recovered = 0, refused = 0;
+  char what[512];
+
+  printf ("damaged checkpoint: seed %" PRIu64 "\n", seed);
+  unit_fault_init (&f);
+  ops = record (&f, &c, &nops, &op_end);
+  unit_disk_init (&d, &f, start);
+  memset (&w, 0, sizeof w);
+  w = (struct walk) { .ops = ops, .nops = nops, .op_end = op_end, .c = &c };
+  unit_quiet = true;
+
+  for (size_t n = 0; n <= f.n; n++) {
+    uint64_t rng = seed ^ (n * 0xD1B54A32D192ED03ULL);
+    struct ftl_superblock sb;
+    struct ftl_ckpt_header h[2];
+    uint8_t buf[FTL_SB_SLOT];
+    struct unit_cut_info info;
+    struct ftl *ftl;
+    char err[256];
+    int r, newest;
+
+    walk_to (&w, n);
+    if (only >= 0 && (long) n != only)
+      continue;
+    unit_disk_cut (&d, n, UNIT_CUT_ORDER, &rng, img, &info);
+    unit_read_file (img, buf, FTL_SB_BYTES, 0);
+    ck_assert_int_eq (ftl_sb_decode (buf, FTL_SB_BYTES, &sb, NULL, 0),
+                      FTL_FMT_OK);
+    for (int i = 0; i < 2; i++) {
+      unit_read_file (img, buf, FTL_CKPT_HDR_BYTES, sb.ckpt_offset[i]);
+      if (ftl_ckpt_header_decode (buf, FTL_CKPT_HDR_BYTES, &h[i])
+          != FTL_FMT_OK)
+        h[i].generation = 0;
+    }
+    if (h[0].generation < 2 && h[1].generation < 2)
+      continue;                 /* no older checkpoint to fall back to */
+    newest = h[1].generation > h[0].generation;
+    uint64_t off = sb.ckpt_offset[newest] + FTL_CKPT_HDR_BYTES
+      + unit_rnd (&rng) % h[newest].body_bytes;
+    unit_flip_byte (img, off, 1u << (unit_rnd (&rng) % 8));
+    snprintf (what, sizeof what, "seed %" PRIu64 ", event %zu of %zu (op "
+              "%zu), checkpoint %" PRIu64 " damaged at byte %" PRIu64,
+              seed, n, f.n, w.k, h[newest].generation,
+              off - sb.ckpt_offset[newest]);
+
+    ftl = open_image (img, unit_nosync_io (), err, sizeof err, &r);
+    if (r < 0) {
+      ck_assert_msg (strstr (err, "checkpoint") != NULL, "%s: open failed "
+                     "with '%s'", what, err);
+      refused++;
+      continue;
+    }
+    ftl_abandon (ftl);
+    check_image (img, NULL, &w.m, w.inflight, w.ec_min, got, what);
+    recovered++;
+  }
+  printf ("damaged checkpoint: %u images recovered from the older "
+          "checkpoint, %u refused to open\n", recovered, refused);
+  ck_assert (only >= 0 || recovered + refused > 500);
+
+  unit_disk_free (&d);
+  unit_fault_free (&f);
+  model_free (&w.m);
   free (op_end);
   free (ops);
   free (c.snap_ev);
@@ -671,6 +792,7 @@ crash_suite (void)
   tcase_add_checked_fixture (tc, setup, NULL);
   tcase_set_timeout (tc, 600);
   tcase_add_test (tc, test_crash_every_event);
+  tcase_add_test (tc, test_damaged_newest_checkpoint);
   suite_add_tcase (s, tc);
   return s;
 }
