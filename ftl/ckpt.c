@@ -9,7 +9,8 @@
  *      done; copy the state; release it (the snapshot costs a memcpy);
  *   2. sync: every page the snapshot maps is durable;
  *   3. write the older slot and sync: only now does it count, and only
- *      now may GC drop trim pages older than it.
+ *      now may GC drop trim pages older than the checkpoint it replaces
+ *      as the fallback (the log stays replayable from either slot).
  *
  * A crash at any step leaves the previous checkpoint and the log after it
  * intact.  The superblock copies alternate the same way and record only
@@ -123,10 +124,17 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
 
   ftl->ckpt_gen = h.generation;
   ftl->ckpt_slot = slot;
+  /* The previous checkpoint is the fallback now: trim records older
+   * than it are in both slots and may go.
+   */
+  uint64_t prev = __atomic_load_n (&ftl->durable_ckpt_seq, __ATOMIC_RELAXED);
+  __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
   __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
   __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
-  trimlog_drop_before (ftl, h.seq);
-  /* Trim pages older than this checkpoint are garbage now. */
+  trimlog_drop_before (ftl, prev);
+  /* Victim costs count the trim pages written since this checkpoint
+   * (the older ones are copied by GC while still live, see gc.c).
+   */
   for (uint32_t b = 0; b < ftl->blocks; b++)
     __atomic_store_n (&ftl->trim_pages[b], 0, __ATOMIC_RELAXED);
   ftl_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "

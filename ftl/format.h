@@ -25,7 +25,11 @@
  *              +--------------------------+---------------------------+
  *
  * The block header is written when the block is erased and records its
- * erase count.  OOB ("out of band") entry i describes data page i: what it
+ * erase count.  It has two copies, at the start of the metadata area
+ * (odd erase counts) and in its last 32 bytes (even ones); an erase
+ * zeros everything else and writes the new header over the older copy,
+ * so a crash during an erase never loses the count of the one before.
+ * The higher valid copy is the block's header.  OOB ("out of band") entry i describes data page i: what it
  * holds (a logical page, or a page of trim records), its sequence number,
  * the block's erase count and a checksum of the page's data.  Data pages
  * stay aligned to the page size in the file.

@@ -37,6 +37,11 @@
  *     synced before it counts as durable.
  *   - GC copies keep the data's sequence number; replay applies log items
  *     newer than the checkpoint in sequence order.
+ *   - The log stays replayable from the older of the two checkpoints
+ *     (replay_seq), not only from the newest: trim records are kept, in
+ *     the buffer and in the log, until both checkpoints include them.
+ *     Recovery may then fall back to the older checkpoint when the
+ *     newest is damaged without losing anything it had made durable.
  */
 
 #ifndef FTL_INTERNAL_H
@@ -182,6 +187,9 @@ struct ftl {
   uint64_t ckpt_gen;            /* generation of the newest durable one */
   unsigned ckpt_slot;           /* slot holding it */
   uint64_t durable_ckpt_seq;    /* atomic: its seq */
+  uint64_t replay_seq;          /* atomic: seq of the older checkpoint
+                                 * slot, which recovery falls back to if
+                                 * the newest is damaged */
   uint64_t pages_since_ckpt;    /* atomic */
   uint64_t ckpt_interval;       /* pages between automatic checkpoints */
 

@@ -8,8 +8,9 @@
  * sequence number, and moves the map entry with a compare-and-swap: if a
  * host write replaced the page meanwhile, the swap fails and the copy is
  * garbage.  Pages of trim records are copied while a replay could still
- * need them (their sequence number is not older than the durable
- * checkpoint's).  When nothing in the victim is valid any more, buffered
+ * need them (their sequence number is not older than that of the older
+ * checkpoint slot, which recovery falls back to if the newest is
+ * damaged).  When nothing in the victim is valid any more, buffered
  * trim records are logged, the file is synced, and the victim is erased.
  *
  * Everything here runs under gc_lock with ckpt_rw held shared by the
@@ -273,8 +274,8 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
 {
   struct move mv[GC_BATCH];
   uint32_t n = 0, wp = ftl->media.wp[victim];
-  uint64_t live_trim = __atomic_load_n (&ftl->durable_ckpt_seq,
-                                        __ATOMIC_ACQUIRE);
+  /* Trim pages stay while either checkpoint slot may need them. */
+  uint64_t live_trim = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
   int r;
 
   r = media_read_oob (&ftl->media, victim, 0, wp, ftl->gc_oob);
@@ -286,16 +287,28 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
       uint32_t ppn = media_ppn (&ftl->media, victim, page);
       struct ftl_oob o;
 
-      /* An entry that does not decode belongs to a page whose
-       * programming failed or was torn: nothing maps to it.  (Were a
-       * mapped page's entry damaged, the victim's valid count would not
-       * reach zero below, and GC would fail with an error.)
+      /* An entry that does not decode, or that is older than the
+       * block's last erase, belongs to a page whose programming failed
+       * or was torn: nothing maps to it.  (Were a mapped page's entry
+       * damaged, the victim's valid count would not reach zero below,
+       * and GC would fail with an error.)
        */
       if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
-                          FTL_OOB_BYTES, &o) != FTL_FMT_OK)
+                          FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
+          o.erase_count != media_erase_count (&ftl->media, victim))
         continue;
       if (o.kind == FTL_OOB_TRIM) {
-        if (o.seq >= live_trim)
+        if (o.seq < live_trim)
+          continue;
+        /* Still needed by a replay; it may be torn (written just before
+         * a crash, and dropped by the recovery that followed): copied
+         * only if intact.
+         */
+        uint8_t *p = ftl->gc_buf + ((size_t) n << ftl->page_shift);
+        r = media_read (&ftl->media, ppn, 1, p);
+        if (r < 0)
+          return r;
+        if (ftl_checksum (p, ftl->page_size, ppn) == o.data_checksum)
           mv[n++] = (struct move) {
             .from = ppn, .lpn = FTL_P2L_TRIM, .seq = o.seq };
       }

@@ -176,22 +176,62 @@ media_read_meta (struct media *m, uint32_t blk, uint8_t *buf)
                        media_meta_offset (m, blk));
 }
 
+uint64_t
+media_header_offset (const struct media *m, uint32_t blk,
+                     uint32_t erase_count)
+{
+  uint64_t meta_bytes = (uint64_t) m->meta_pages << m->page_shift;
+
+  if (erase_count & 1)
+    return media_meta_offset (m, blk);
+  return media_meta_offset (m, blk) + meta_bytes - FTL_BLKHDR_BYTES;
+}
+
+int
+media_read_header_ec (struct media *m, uint32_t blk, uint32_t *ec)
+{
+  uint8_t buf[FTL_BLKHDR_BYTES];
+  struct ftl_block_header h;
+  int found = 0;
+
+  for (uint32_t copy = 0; copy < 2; copy++) {
+    int r = m->io->pread (m->io->opaque, m->fd, buf, sizeof buf,
+                          media_header_offset (m, blk, copy + 1));
+    if (r < 0)
+      return r;
+    if (ftl_blkhdr_decode (buf, sizeof buf, &h) == FTL_FMT_OK &&
+        (!found || h.erase_count > *ec)) {
+      *ec = h.erase_count;
+      found = 1;
+    }
+  }
+  return found;
+}
+
 int
 media_erase (struct media *m, uint32_t blk, uint64_t seq)
 {
   struct ftl_block_header h;
   uint8_t buf[FTL_BLKHDR_BYTES];
+  uint64_t meta = media_meta_offset (m, blk);
+  uint64_t meta_bytes = (uint64_t) m->meta_pages << m->page_shift;
   int r;
 
   assert (blk < m->blocks);
+  assert (meta_bytes >= FTL_BLKHDR_BYTES * 2
+          + (uint64_t) m->pages_per_block * FTL_OOB_BYTES);
 
   /* Readers that looked this block up before the erase see the
    * generation change and retry.
    */
   __atomic_fetch_add (&m->gen[blk], 1, __ATOMIC_SEQ_CST);
 
-  r = m->io->punch (m->io->opaque, m->fd, media_meta_offset (m, blk),
-                    m->block_bytes);
+  /* The OOB entries and the data; not the header copies. */
+  r = m->io->punch (m->io->opaque, m->fd, meta + FTL_BLKHDR_BYTES,
+                    meta_bytes - 2 * FTL_BLKHDR_BYTES);
+  if (r == 0)
+    r = m->io->punch (m->io->opaque, m->fd, meta + meta_bytes,
+                      m->block_bytes - meta_bytes);
   if (r < 0)
     return r;
   m->wp[blk] = 0;
@@ -201,7 +241,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   __atomic_fetch_add (&m->erases, 1, __ATOMIC_RELAXED);
   ftl_blkhdr_encode (&h, buf);
   return m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,
-                        media_meta_offset (m, blk));
+                        media_header_offset (m, blk, h.erase_count));
 }
 
 int

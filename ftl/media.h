@@ -10,9 +10,13 @@
  *   - pages of a block are programmed in order: a program starts exactly
  *     at the block's program pointer;
  *   - a page is never programmed twice without an erase of its block;
- *   - an erase makes the whole block (data and metadata) read as zeros,
- *     increments the erase count and the erase generation, then writes
- *     the block header with the new erase count.
+ *   - an erase makes the whole block (data and metadata) read as zeros
+ *     except the two copies of the block header, increments the erase
+ *     count and the erase generation, then writes the block header with
+ *     the new erase count over the older copy (media_header_offset).  So
+ *     the block always keeps a durable record of its last completed
+ *     erase, whether the punch or the header write or both were lost or
+ *     torn in a crash.
  *
  * Concurrency: a block is programmed by one thread at a time (the owner
  * of the frontier it is open in, under that frontier's lock) and erased
@@ -100,6 +104,20 @@ media_meta_offset (const struct media *m, uint32_t blk)
 {
   return m->data_offset + blk * m->block_bytes;
 }
+
+/* File offset of the block header copy that records an erase count:
+ * odd counts at the start of the metadata area, even ones at its end
+ * (the metadata area always has room for both, see format.h).
+ */
+extern uint64_t media_header_offset (const struct media *m, uint32_t blk,
+                                     uint32_t erase_count);
+
+/* The highest erase count recorded by a valid copy of the block
+ * header: returns 1 and sets *ec, 0 if no copy is valid, or a negative
+ * errno.
+ */
+extern int media_read_header_ec (struct media *m, uint32_t blk,
+                                 uint32_t *ec);
 
 /* Program n pages starting at page 'page' of block 'blk': data is n
  * pages, oob is n encoded OOB entries.  Asserts the NAND rules.

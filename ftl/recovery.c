@@ -180,6 +180,12 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
 
   ftl->ckpt_gen = h[best].generation;
   ftl->ckpt_slot = best;
+  /* The log must stay replayable from the other slot too, if it holds
+   * an older checkpoint (see ftl-internal.h).
+   */
+  ftl->replay_seq = h[best].seq;
+  if (st[1 - best] == FTL_FMT_OK && h[1 - best].seq < h[best].seq)
+    ftl->replay_seq = h[1 - best].seq;
   *hp = h[best];
   return 0;
 }
@@ -201,11 +207,9 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
   struct media *m = &ftl->media;
   uint32_t state = ftl->state[b];
   uint32_t cec = media_erase_count (m, b), cwp = m->wp[b];
-  uint32_t ec, start, wp;
-  struct ftl_block_header bh;
-  enum ftl_fmt_status hs;
+  uint32_t ec, start, wp, hec = 0;
   struct ftl_oob o;
-  int r;
+  int r, hok;
 
   if (state == FTL_BLK_RETIRED)
     return 0;                   /* never written again */
@@ -218,14 +222,14 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
                       media_meta_offset (m, b));
     if (r < 0)
       return r;
-    hs = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
+    hok = media_read_header_ec (m, b, &hec);
+    if (hok < 0)
+      return hok;
     bool first_ok = ftl_oob_decode (meta + FTL_BLKHDR_BYTES, FTL_OOB_BYTES,
                                     &o) == FTL_FMT_OK;
-    if ((hs != FTL_FMT_OK || bh.erase_count <= cec) &&
-        first_ok && o.erase_count <= cec)
+    if ((!hok || hec <= cec) && first_ok && o.erase_count <= cec)
       return 0;
-    if (hs != FTL_FMT_OK &&
-        all_zero (meta, FTL_BLKHDR_BYTES + FTL_OOB_BYTES)) {
+    if (!hok && all_zero (meta, FTL_BLKHDR_BYTES + FTL_OOB_BYTES)) {
       /* Erased since, and its header was lost in the crash: count the
        * erase so that erase counts never go backwards.
        */
@@ -243,14 +247,16 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
   r = media_read_meta (m, b, meta);
   if (r < 0)
     return r;
-  hs = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
+  hok = media_read_header_ec (m, b, &hec);
+  if (hok < 0)
+    return hok;
 
   /* The block's erase count now: the highest of the checkpoint's, the
    * header's and any OOB entry's.
    */
   ec = cec;
-  if (hs == FTL_FMT_OK)
-    ec = MAX (ec, bh.erase_count);
+  if (hok)
+    ec = MAX (ec, hec);
   for (uint32_t i = 0; i < ftl->ppb; i++)
     if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
                         FTL_OOB_BYTES, &o) == FTL_FMT_OK)

@@ -8,8 +8,9 @@
  * before its pages are unmapped (see ftl-internal.h for why).
  *
  * A trim page is live while replay could need it: while its highest
- * sequence number is not older than the durable checkpoint's.  GC copies
- * live trim pages and drops the rest.
+ * sequence number is not older than that of the older checkpoint slot
+ * (recovery falls back to it if the newest is damaged).  GC copies live
+ * trim pages and drops the rest.
  */
 
 #include <config.h>

@@ -293,3 +293,218 @@ unit_now (void)
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+/* ---- fault injection ---- */
+
+static struct unit_ev *
+fault_event (struct unit_fault *f, enum unit_ev_kind kind, uint64_t off,
+             uint64_t len, const void *data)
+{
+  struct unit_ev *e;
+
+  if (f->cut || (f->limit >= 0 && (long) f->n >= f->limit)) {
+    f->cut = true;
+    return NULL;
+  }
+  if (f->n == f->cap) {
+    f->cap = f->cap ? 2 * f->cap : 1024;
+    f->ev = realloc (f->ev, f->cap * sizeof *f->ev);
+    ck_assert_ptr_nonnull (f->ev);
+  }
+  e = &f->ev[f->n];
+  *e = (struct unit_ev) { .kind = kind, .off = off, .len = len,
+                          .op = f->op };
+  if (data) {
+    e->data = malloc (len);
+    ck_assert_ptr_nonnull (e->data);
+    memcpy (e->data, data, len);
+  }
+  if (f->classify)
+    e->tag = f->classify (f->classify_arg, e);
+  f->n++;
+  return e;
+}
+
+static int
+fault_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
+{
+  struct unit_fault *f = opaque;
+  if (!fault_event (f, UNIT_EV_PWRITE, off, len, buf))
+    return -EIO;
+  return ftl_default_io.pwrite (NULL, fd, buf, len, off);
+}
+
+static int
+fault_pread (void *opaque, int fd, void *buf, size_t len, off_t off)
+{
+  return ftl_default_io.pread (NULL, fd, buf, len, off);
+}
+
+/* Punch with zeros so that the file stays what the trace says. */
+static int
+fault_punch (void *opaque, int fd, off_t off, off_t len)
+{
+  struct unit_fault *f = opaque;
+  if (!fault_event (f, UNIT_EV_PUNCH, off, len, NULL))
+    return -EIO;
+  return ftl_default_io.punch (NULL, fd, off, len);
+}
+
+/* Nothing to sync for real: the trace decides what is durable. */
+static int
+fault_sync (void *opaque, int fd)
+{
+  struct unit_fault *f = opaque;
+  if (!fault_event (f, UNIT_EV_SYNC, 0, 0, NULL))
+    return -EIO;
+  if (f->synced)
+    f->synced (f->classify_arg, f->n - 1);
+  return 0;
+}
+
+void
+unit_fault_init (struct unit_fault *f)
+{
+  memset (f, 0, sizeof *f);
+  f->io = (struct ftl_io) {
+    .pwrite = fault_pwrite, .pread = fault_pread, .punch = fault_punch,
+    .sync = fault_sync, .opaque = f,
+  };
+  f->limit = -1;
+}
+
+void
+unit_fault_reset (struct unit_fault *f)
+{
+  for (size_t i = 0; i < f->n; i++)
+    free (f->ev[i].data);
+  f->n = 0;
+  f->cut = false;
+}
+
+void
+unit_fault_free (struct unit_fault *f)
+{
+  unit_fault_reset (f);
+  free (f->ev);
+  f->ev = NULL;
+  f->cap = 0;
+}
+
+long
+unit_fault_last_sync (const struct unit_fault *f, size_t n)
+{
+  for (size_t i = n; i-- > 0; )
+    if (f->ev[i].kind == UNIT_EV_SYNC)
+      return i;
+  return -1;
+}
+
+void
+unit_disk_init (struct unit_disk *d, const struct unit_fault *f,
+                const char *base)
+{
+  memset (d, 0, sizeof *d);
+  d->f = f;
+  d->len = unit_file_size (base);
+  d->img = malloc (d->len);
+  d->scratch = malloc (d->len);
+  ck_assert_ptr_nonnull (d->img);
+  ck_assert_ptr_nonnull (d->scratch);
+  unit_read_file (base, d->img, d->len, 0);
+}
+
+void
+unit_disk_free (struct unit_disk *d)
+{
+  free (d->img);
+  free (d->scratch);
+  d->img = d->scratch = NULL;
+}
+
+/* Apply the first 'bytes' bytes of a write event to img. */
+static void
+apply_event (uint8_t *img, size_t len, const struct unit_ev *e,
+             uint64_t bytes)
+{
+  ck_assert_uint_le (e->off + e->len, len);
+  if (e->kind == UNIT_EV_PWRITE)
+    memcpy (img + e->off, e->data, bytes);
+  else if (e->kind == UNIT_EV_PUNCH)
+    memset (img + e->off, 0, bytes);
+}
+
+void
+unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
+               uint64_t *rng, const char *path, struct unit_cut_info *info)
+{
+  const struct unit_fault *f = d->f;
+  long s = unit_fault_last_sync (f, n);
+  size_t start = s >= 0 ? (size_t) s + 1 : 0, end;
+  size_t *pend, np = 0, nap;
+  int fd;
+
+  ck_assert_uint_le (n, f->n);
+  ck_assert_uint_le (d->durable, start);
+  /* Everything before the last completed sync is durable. */
+  for (size_t i = d->durable; i < start; i++)
+    apply_event (d->img, d->len, &f->ev[i], f->ev[i].len);
+  d->durable = start;
+
+  /* The writes since, event n (in flight) included. */
+  end = n < f->n ? n + 1 : f->n;
+  pend = malloc ((end - start + 1) * sizeof *pend);
+  ck_assert_ptr_nonnull (pend);
+  for (size_t i = start; i < end; i++)
+    if (f->ev[i].kind != UNIT_EV_SYNC)
+      pend[np++] = i;
+
+  memcpy (d->scratch, d->img, d->len);
+  info->pending = np;
+  info->torn = -1;
+  info->torn_at = 0;
+  nap = 0;
+  switch (mode) {
+  case UNIT_CUT_ORDER:
+    nap = np;
+    break;
+  case UNIT_CUT_NONE:
+    nap = 0;
+    break;
+  case UNIT_CUT_RANDOM:
+    /* Keep each with probability 1/2, then shuffle what is kept. */
+    for (size_t i = 0; i < np; i++)
+      if (unit_rnd (rng) & 1)
+        pend[nap++] = pend[i];
+    for (size_t i = nap; i > 1; i--) {
+      size_t j = unit_rnd (rng) % i, t = pend[i - 1];
+      pend[i - 1] = pend[j];
+      pend[j] = t;
+    }
+    break;
+  }
+  for (size_t i = 0; i < nap; i++) {
+    const struct unit_ev *e = &f->ev[pend[i]];
+    uint64_t bytes = e->len;
+    if (i == nap - 1) {
+      /* The last one applied: in order, only event n is in flight. */
+      if (mode == UNIT_CUT_RANDOM)
+        bytes = unit_rnd (rng) % (e->len + 1);
+      else if (pend[i] == n)
+        bytes = unit_rnd (rng) % e->len;
+      if (bytes < e->len) {
+        info->torn = pend[i];
+        info->torn_at = bytes;
+      }
+    }
+    apply_event (d->scratch, d->len, e, bytes);
+  }
+  info->applied = nap;
+  free (pend);
+
+  fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
+  ck_assert_int_eq (ftl_default_io.pwrite (NULL, fd, d->scratch, d->len, 0),
+                    0);
+  ck_assert_int_eq (close (fd), 0);
+}

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "ftl.h"
+#include "media.h"
 
 /* The directory of the current TCase, and a path inside it. */
 extern char unit_dir[64];
@@ -81,5 +82,89 @@ extern uint64_t unit_file_size (const char *path);
 
 /* Seconds from a monotonic clock. */
 extern double unit_now (void);
+
+/* ---- Fault injection under the media layer ----
+ *
+ * unit_fault is an I/O layer (struct ftl_io) that does the real file
+ * I/O and records every backing write, punch and sync as an event,
+ * with a copy of the data written.  Given the file as it was before
+ * the first event, unit_disk then rebuilds the file as the storage
+ * would leave it after a power cut during any event n:
+ *
+ *   durable   the base file plus every write before the last sync that
+ *             completed before event n;
+ *   pending   the writes since that sync, event n included if it is a
+ *             write: a power cut applies any subset of them, in any
+ *             order, and the last one applied may be torn at any byte
+ *             (a punch is a write of zeros).
+ *
+ * Because a process that loses power at event n has issued exactly the
+ * events before it, one recorded run gives every crash point.  limit
+ * cuts the power during a live run instead: from event 'limit' on,
+ * every write and sync fails with -EIO and nothing more is recorded.
+ */
+enum unit_ev_kind { UNIT_EV_PWRITE, UNIT_EV_PUNCH, UNIT_EV_SYNC };
+
+struct unit_ev {
+  enum unit_ev_kind kind;
+  uint64_t off, len;            /* pwrite and punch */
+  uint8_t *data;                /* pwrite: a copy of the bytes */
+  unsigned tag;                 /* from the classify callback */
+  long op;                      /* unit_fault.op when it was issued */
+};
+
+struct unit_fault {
+  struct ftl_io io;             /* give &io to ftl_open */
+  struct unit_ev *ev;
+  size_t n, cap;
+  long limit;                   /* -1: no power cut */
+  bool cut;                     /* the limit was reached */
+  long op;                      /* the caller's current operation */
+  /* Called for each event before it is performed: returns its tag. */
+  unsigned (*classify) (void *arg, const struct unit_ev *e);
+  void *classify_arg;
+  /* Called after each sync has completed (index of its event). */
+  void (*synced) (void *arg, size_t ev);
+};
+extern void unit_fault_init (struct unit_fault *f);
+extern void unit_fault_reset (struct unit_fault *f);  /* drop the events */
+extern void unit_fault_free (struct unit_fault *f);
+
+enum unit_cut_mode {
+  UNIT_CUT_ORDER,               /* pending writes in order, event n torn */
+  UNIT_CUT_NONE,                /* every pending write lost */
+  UNIT_CUT_RANDOM,              /* a random subset in a random order, the
+                                 * last one torn at a random byte */
+};
+
+struct unit_disk {
+  const struct unit_fault *f;
+  uint8_t *img;                 /* the durable image */
+  uint8_t *scratch;
+  size_t len;
+  size_t durable;               /* events [0, durable) are in img */
+};
+
+struct unit_cut_info {
+  unsigned pending;             /* writes since the last sync */
+  unsigned applied;             /* ... of them that reached the file */
+  long torn;                    /* the torn event, or -1 */
+  uint64_t torn_at;             /* bytes of it that reached the file */
+};
+
+/* base: the file before the first event.  Cuts must come in
+ * non-decreasing order of n (0 <= n <= f->n).
+ */
+extern void unit_disk_init (struct unit_disk *d, const struct unit_fault *f,
+                            const char *base);
+extern void unit_disk_free (struct unit_disk *d);
+/* Write to path the file after a power cut during event n (n == f->n:
+ * after the last event).  rng seeds the choices.
+ */
+extern void unit_disk_cut (struct unit_disk *d, size_t n,
+                           enum unit_cut_mode mode, uint64_t *rng,
+                           const char *path, struct unit_cut_info *info);
+/* The index of the last sync before event n, or -1. */
+extern long unit_fault_last_sync (const struct unit_fault *f, size_t n);
 
 #endif /* FTL_UNIT_HELPERS_H */

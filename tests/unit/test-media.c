@@ -240,11 +240,13 @@ START_TEST (test_program_in_order)
 }
 END_TEST
 
-/* An erase zeros the block, data and metadata, except for the new
- * header, which records the incremented erase count and the sequence
- * number; the erase generation goes up by one and the program pointer
- * goes back to 0, so page 0 can be programmed again.  Other blocks are
- * not touched.
+/* An erase zeros the block, data and metadata, except for the two
+ * header copies: the new header, which records the incremented erase
+ * count and the sequence number, goes over the older copy (at the start
+ * of the metadata area for odd counts, at its end for even ones) and
+ * the newer one stays; the erase generation goes up by one and the
+ * program pointer goes back to 0, so page 0 can be programmed again.
+ * Other blocks are not touched.
  */
 START_TEST (test_erase)
 {
@@ -264,12 +266,24 @@ START_TEST (test_erase)
     ck_assert_uint_eq (m.erases, round);
     h = (struct ftl_block_header) { .erase_count = round,
                                     .erase_seq = 1000 + round };
-    memset (model + block_off (1), 0, m.block_bytes);
-    ftl_blkhdr_encode (&h, model + block_off (1));
+    uint64_t meta_bytes = (uint64_t) meta_pages * PS;
+    uint64_t copy = round & 1 ? 0 : meta_bytes - FTL_BLKHDR_BYTES;
+    ck_assert_uint_eq (media_header_offset (&m, 1, round),
+                       block_off (1) + copy);
+    memset (model + block_off (1) + FTL_BLKHDR_BYTES, 0,
+            meta_bytes - 2 * FTL_BLKHDR_BYTES);
+    memset (model + block_off (1) + meta_bytes, 0,
+            m.block_bytes - meta_bytes);
+    ftl_blkhdr_encode (&h, model + block_off (1) + copy);
     check_file ();
 
-    /* What is on the file decodes to the right header. */
-    unit_read_file (path, hdr, sizeof hdr, block_off (1));
+    /* What is on the file decodes to the right header, and the higher
+     * copy wins.
+     */
+    uint32_t ec = 0;
+    ck_assert_int_eq (media_read_header_ec (&m, 1, &ec), 1);
+    ck_assert_uint_eq (ec, round);
+    unit_read_file (path, hdr, sizeof hdr, block_off (1) + copy);
     ck_assert_int_eq (ftl_blkhdr_decode (hdr, sizeof hdr, &h), FTL_FMT_OK);
     ck_assert_uint_eq (h.erase_count, round);
     ck_assert_uint_eq (h.erase_seq, 1000 + round);
@@ -285,7 +299,7 @@ START_TEST (test_erase)
       ck_assert_uint_eq (media_erase_count (&m, b), 0);
       ck_assert_uint_eq (media_block_gen (&m, b), 0);
     }
-  ck_assert_uint_eq (calls.punches, 3);
+  ck_assert_uint_eq (calls.punches, 6);
 }
 END_TEST
 
@@ -307,7 +321,8 @@ START_TEST (test_set_block)
 END_TEST
 
 /* Every access goes through the ftl_io hooks: a program is two writes
- * (data, OOB), an erase a punch and a write, a sync a sync.  Raw
+ * (data, OOB), an erase two punches (OOB entries, data) and a write, a
+ * sync a sync.  Raw
  * metadata I/O goes through them too.
  */
 START_TEST (test_io_hooks)
@@ -317,7 +332,7 @@ START_TEST (test_io_hooks)
   program (0, 0, 2, 0);
   ck_assert_uint_eq (calls.pwrites, 2);
   ck_assert_int_eq (media_erase (&m, 0, 1), 0);
-  ck_assert_uint_eq (calls.punches, 1);
+  ck_assert_uint_eq (calls.punches, 2);
   ck_assert_uint_eq (calls.pwrites, 3);
   ck_assert_int_eq (media_read (&m, media_ppn (&m, 1, 0), 1, buf), 0);
   ck_assert_uint_eq (calls.preads, 1);

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# nbdkit-ftl: kill -9 under load.  Several clients write at once (any
+# sector alignment, some with FUA, some zeros) with periodic flushes,
+# each logging what it sent and what was acknowledged as flushed; the
+# server is killed with SIGKILL at a random moment, restarted, and every
+# 512-byte sector must read as its last flushed value or as a value
+# written to it after that flush.  Clients write to disjoint regions, so
+# that each knows which of its writes a flush covers.  Repeated several times on one image,
+# with garbage collection running.  FTL_KILL_SEED=N replays a run.
+
+source "${srcdir:-.}/functions.sh"
+requires_plugin
+requires timeout /usr/bin/python3
+if ! /usr/bin/python3 -c 'import nbd' 2>/dev/null; then
+    echo "$0: SKIP: the Python bindings of libnbd (python3-libnbd) are missing"
+    exit 77
+fi
+
+seed="${FTL_KILL_SEED:-$(( (RANDOM << 15) | RANDOM ))}"
+echo "$0: seed $seed (set FTL_KILL_SEED to replay)"
+RANDOM=$seed
+
+make_tmpdir
+disk="$tmp/disk.img"
+sock="$tmp/sock"
+pid="$tmp/pid"
+clients=3
+rounds=5
+
+# client.py SOCK ID NCLIENTS ROUND SEED LOG: write to this client's
+# sectors until the connection breaks.  The log has one line per
+# event: "W first count version" before a write is sent (count sectors
+# from first; version 0 is zeros), "D first count version" when a FUA
+# write was acknowledged, "F" when a flush was acknowledged.
+#
+# verify.py SOCK NCLIENTS ROUND BASE LOGS...: read the disk and check
+# it against BASE (the versions read after the previous round) and the
+# logs; write the versions read back to BASE.
+cat > "$tmp/kill.py" <<'EOF_PY'
+import random, struct, sys
+import nbd
+
+SECT = 512
+SIZE = 4 * 1024 * 1024
+NSECT = SIZE // SECT
+
+def sector(s, v):
+    return struct.pack("<QQ", s, v) * (SECT // 16)
+
+def region(cid, n):
+    per = NSECT // n
+    return cid * per, (cid + 1) * per
+
+def client(sock, cid, n, rnd, seed, logname):
+    rng = random.Random(seed * 1000 + cid)
+    lo, hi = region(cid, n)
+    h = nbd.NBD()
+    h.connect_unix(sock)
+    fua = h.can_fua()
+    log = open(logname, "w")
+    version = rnd * 10000000
+    try:
+        while True:
+            k = rng.randrange(100)
+            if k < 8:
+                h.flush()
+                log.write("F\n")
+                continue
+            count = rng.randrange(1, 17)
+            first = rng.randrange(lo, hi - count)
+            version += 1
+            if k < 14:
+                log.write("W %d %d 0\n" % (first, count))
+                log.flush()
+                h.zero(count * SECT, first * SECT)
+                continue
+            flags = nbd.CMD_FLAG_FUA if fua and k < 20 else 0
+            buf = b"".join(sector(first + i, version) for i in range(count))
+            log.write("W %d %d %d\n" % (first, count, version))
+            log.flush()
+            h.pwrite(buf, first * SECT, flags)
+            if flags:
+                log.write("D %d %d %d\n" % (first, count, version))
+    except nbd.Error:
+        pass                            # the server is gone
+    finally:
+        log.close()
+
+def verify(sock, n, base_name, logs):
+    base = [int(x) for x in open(base_name).read().split()] \
+        if rnd > 0 else [0] * NSECT
+    durable = list(base)
+    later = [set() for _ in range(NSECT)]
+    last = list(base)
+    for cid, name in enumerate(logs):
+        lo, hi = region(cid, n)
+        for line in open(name):
+            f = line.split()
+            if f[0] == "F":
+                # What this client wrote before the flush; the others'
+                # writes may not have completed yet.
+                for s in range(lo, hi):
+                    if later[s]:
+                        durable[s] = last[s]
+                        later[s] = set()
+                continue
+            first, count, v = int(f[1]), int(f[2]), int(f[3])
+            for s in range(first, first + count):
+                if f[0] == "W":
+                    later[s].add(v)
+                    last[s] = v
+                else:
+                    durable[s] = v
+                    later[s] = set()
+    h = nbd.NBD()
+    h.connect_unix(sock)
+    data = h.pread(SIZE, 0)
+    got = []
+    bad = 0
+    kept = 0
+    for s in range(NSECT):
+        d = data[s * SECT:(s + 1) * SECT]
+        if d == bytes(SECT):
+            v = 0
+        else:
+            s2, v = struct.unpack_from("<QQ", d)
+            if s2 != s or d != sector(s, v):
+                print("sector %d: another sector's data or garbage "
+                      "(header %d, %d)" % (s, s2, v))
+                bad += 1
+                got.append(v)
+                continue
+        if v != durable[s] and v not in later[s]:
+            print("sector %d reads version %d; durable %d, later %s" %
+                  (s, v, durable[s], sorted(later[s])[:10]))
+            bad += 1
+        if later[s] and v == durable[s]:
+            kept += 1
+        got.append(v)
+    open(base_name, "w").write(" ".join(map(str, got)))
+    writes = sum(1 for name in logs for line in open(name) if line[0] == "W")
+    print("round %d: %d writes and zeros logged, %d sectors checked, "
+          "%d unflushed sectors read as their flushed value" %
+          (rnd, writes, NSECT, kept))
+    if bad:
+        sys.exit("round %d: %d sectors wrong" % (rnd, bad))
+
+mode, sock = sys.argv[1], sys.argv[2]
+if mode == "client":
+    cid, n, rnd, seed = map(int, sys.argv[3:7])
+    client(sock, cid, n, rnd, seed, sys.argv[7])
+else:
+    n, rnd = int(sys.argv[3]), int(sys.argv[4])
+    verify(sock, n, sys.argv[5], sys.argv[6:])
+EOF_PY
+
+# A small disk with small erase blocks, so that garbage collection and
+# checkpoints run all the time.
+args=(file="$disk" size=4M pages-per-block=16 op=40 wl-threshold=4)
+
+for (( round = 0; round < rounds; round++ )); do
+    start_server "$sock" "$pid" "${args[@]}"
+    logs=()
+    jobs_=()
+    for (( c = 0; c < clients; c++ )); do
+        log="$tmp/log.$round.$c"
+        logs+=("$log")
+        timeout -k 5 60 /usr/bin/python3 "$tmp/kill.py" client "$sock" \
+            $c $clients $round $seed "$log" &
+        jobs_+=($!)
+    done
+    # Kill at a random moment between 0.3 and 1.5 seconds.
+    delay="$(printf '%d.%03d' $(( RANDOM % 2 )) $(( RANDOM % 1000 )))"
+    if [ "${delay%%.*}" -eq 0 ] && [ "${delay#*.}" -lt 300 ]; then
+        delay=0.3
+    fi
+    sleep "$delay"
+    kill_server "$pid"
+    for j in "${jobs_[@]}"; do
+        wait "$j" || { echo "$0: a client failed (status $?)"; exit 1; }
+    done
+
+    start_server "$sock" "$pid" "${args[@]}"
+    timeout 60 /usr/bin/python3 "$tmp/kill.py" verify "$sock" $clients \
+        $round "$tmp/base" "${logs[@]}"
+    stop_server "$pid"
+done
+echo "$0: $rounds rounds of kill -9 under load with $clients clients: OK"

@@ -1,0 +1,810 @@
+/* nbdkit-ftl: crash-point enumeration.
+ *
+ * A scripted workload (writes, overwrites, sub-page writes, trims,
+ * zeros, flushes, FUA, enough churn for garbage collection, wear
+ * leveling moves, checkpoints, and a clean close and reopen in the
+ * middle) runs once through the fault-injection layer (helpers.h),
+ * which records every backing write, punch and sync.  Then, for every
+ * event index n, the backing file is rebuilt as a power cut during
+ * event n would leave it, three ways:
+ *
+ *   in order   the writes since the last sync reached the file, event n
+ *              torn at a random byte;
+ *   random     a random subset of them, in a random order, the last one
+ *              applied torn at a random byte;
+ *   none       none of them (only at syncs: the cut with most lost).
+ *
+ * The image is reopened and checked against a reference model at
+ * 512-byte sector granularity: each sector reads as its last durable
+ * value (flushed, or written with FUA) or as a value written to that
+ * same sector after it, or zeros where a trim or zero came after it;
+ * never another sector's data, never garbage.  Erase counts are never
+ * below those at the last completed sync.  A clean restart then gives
+ * the same content.
+ *
+ * For a seeded sample of those crash points the recovery itself is
+ * recorded and cut at each of its events, and the image recovered
+ * again: it must give exactly what the uninterrupted recovery gave.
+ *
+ * Each event is classified when it is issued (inside garbage
+ * collection, wear leveling, a checkpoint, a superblock update, an
+ * erase, an open or a close), and the number of crash points in each
+ * category is printed.  FTL_CRASH_SEED=N in the environment replays a
+ * run; the seed is always printed.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl-internal.h"
+#include "helpers.h"
+
+/* 64 pages of 2 KiB (256 sectors), 8 pages per block, 20 blocks. */
+#define PS      2048
+#define SECT    512
+#define SPP     (PS / SECT)
+#define LP      64
+#define NSECT   (LP * SPP)
+#define SIZE    ((uint64_t) LP * PS)
+#define PPB     8
+#define OP      150.0
+#define WL      2               /* wl-threshold: frequent moves */
+
+static char base[256], start[256], img[256], img2[256], img3[256];
+static uint64_t seed;
+static long only = -1;          /* FTL_CRASH_EVENT: check one point */
+
+static void
+setup (void)
+{
+  const char *e = getenv ("FTL_CRASH_SEED");
+
+  unit_dir_clean ();
+  unit_path (base, sizeof base, "base.img");
+  unit_path (start, sizeof start, "start.img");
+  unit_path (img, sizeof img, "crash.img");
+  unit_path (img2, sizeof img2, "crash-copy.img");
+  unit_path (img3, sizeof img3, "crash2.img");
+  seed = e && *e ? strtoull (e, NULL, 0) : 20240611;
+  e = getenv ("FTL_CRASH_EVENT");
+  only = e && *e ? strtol (e, NULL, 0) : -1;
+  if (seed == 0)
+    seed = 1;
+}
+
+/* FTL_CRASH_DEBUG=1: print the library's debug messages. */
+static void
+debug_log (void *opaque, enum ftl_log_level level, const char *msg)
+{
+  if (level == FTL_LOG_DEBUG)
+    fprintf (stderr, "debug: %s\n", msg);
+  else
+    unit_log (opaque, level, msg);
+}
+
+static struct ftl *
+open_image (const char *path, const struct ftl_io *io, char *err,
+            size_t errlen, int *rp)
+{
+  bool debug = getenv ("FTL_CRASH_DEBUG") != NULL;
+  struct ftl_options o = {
+    .path = path, .logical_bytes = SIZE, .page_size = PS,
+    .pages_per_block = PPB, .op_percent = OP, .streams = 1,
+    .wl_threshold = WL, .log = debug ? debug_log : unit_log, .io = io,
+    .debug = debug ? ~0u : 0,
+  };
+  struct ftl *ftl = NULL;
+  *rp = ftl_open (&o, &ftl, err, errlen);
+  return ftl;
+}
+
+/* ---- the workload ---- */
+
+enum op_kind { OP_WRITE, OP_TRIM, OP_ZERO, OP_FLUSH, OP_REOPEN };
+
+struct op {
+  enum op_kind kind;
+  uint32_t sector, n;           /* range in sectors */
+  unsigned flags;
+  uint64_t version;             /* write: sectors get this version */
+};
+
+static void
+add (struct op **ops, size_t *n, size_t *cap, struct op o)
+{
+  if (*n == *cap) {
+    *cap = *cap ? 2 * *cap : 256;
+    *ops = realloc (*ops, *cap * sizeof **ops);
+    ck_assert_ptr_nonnull (*ops);
+  }
+  o.version = *n + 1;
+  (*ops)[(*n)++] = o;
+}
+
+/* A random mix, biased to a hot region so that some blocks stay cold
+ * and wear leveling moves them.
+ */
+static void
+mix (struct op **ops, size_t *n, size_t *cap, uint64_t *rng, unsigned count)
+{
+  for (unsigned i = 0; i < count; i++) {
+    unsigned k = unit_rnd (rng) % 100;
+    bool hot = unit_rnd (rng) % 100 < 80;
+    uint32_t page = hot ? unit_rnd (rng) % 12 : unit_rnd (rng) % LP;
+    struct op o = { .kind = OP_WRITE };
+
+    if (k < 45) {                       /* whole pages */
+      o.sector = page * SPP;
+      o.n = SPP * (1 + unit_rnd (rng) % 3);
+    }
+    else if (k < 62) {                  /* sub-page, maybe across pages */
+      o.sector = page * SPP + unit_rnd (rng) % SPP;
+      o.n = 1 + unit_rnd (rng) % 3;
+    }
+    else if (k < 70) {                  /* trim, partial pages ignored */
+      o.kind = OP_TRIM;
+      o.sector = unit_rnd (rng) % NSECT;
+      o.n = 1 + unit_rnd (rng) % (6 * SPP);
+    }
+    else if (k < 78) {                  /* zero */
+      o.kind = OP_ZERO;
+      o.sector = unit_rnd (rng) % NSECT;
+      o.n = 1 + unit_rnd (rng) % (3 * SPP);
+      o.flags = unit_rnd (rng) % 2 ? FTL_MAY_TRIM : 0;
+    }
+    else if (k < 87)
+      o.kind = OP_FLUSH;
+    else {                              /* FUA */
+      o.sector = page * SPP + (k % 2 ? 0 : unit_rnd (rng) % SPP);
+      o.n = k % 2 ? SPP : 1 + unit_rnd (rng) % 2;
+      o.flags = FTL_FUA;
+      if (k > 97) {
+        o.kind = OP_TRIM;
+        o.n = 2 * SPP;
+      }
+    }
+    if (o.kind != OP_FLUSH && o.sector + o.n > NSECT)
+      o.n = NSECT - o.sector;
+    add (ops, n, cap, o);
+  }
+}
+
+static struct op *
+make_workload (uint64_t s, size_t *nops)
+{
+  struct op *ops = NULL;
+  size_t n = 0, cap = 0;
+  uint64_t rng = s;
+
+  /* Fill the disk, flush. */
+  for (uint32_t p = 0; p < LP; p += 4)
+    add (&ops, &n, &cap, (struct op) { .kind = OP_WRITE, .sector = p * SPP,
+                                       .n = 4 * SPP });
+  add (&ops, &n, &cap, (struct op) { .kind = OP_FLUSH });
+  mix (&ops, &n, &cap, &rng, 220);
+  add (&ops, &n, &cap, (struct op) { .kind = OP_REOPEN });
+  mix (&ops, &n, &cap, &rng, 220);
+  *nops = n;
+  return ops;
+}
+
+/* The whole pages inside an op's range, as the FTL trims them. */
+static void
+trim_pages (const struct op *o, uint32_t *first, uint32_t *end)
+{
+  uint64_t off = (uint64_t) o->sector * SECT, count = (uint64_t) o->n * SECT;
+  *first = (off + PS - 1) / PS;
+  *end = off + count == SIZE ? LP : (off + count) / PS;
+}
+
+/* Does op o set sector s, and to what (0: zeros)? */
+static bool
+op_sets (const struct op *o, uint32_t s, uint64_t *v)
+{
+  uint32_t first, end;
+
+  switch (o->kind) {
+  case OP_WRITE:
+    *v = o->version;
+    return s >= o->sector && s < o->sector + o->n;
+  case OP_ZERO:
+    *v = 0;
+    return s >= o->sector && s < o->sector + o->n;
+  case OP_TRIM:
+    *v = 0;
+    trim_pages (o, &first, &end);
+    return s / SPP >= first && s / SPP < end;
+  case OP_FLUSH: case OP_REOPEN:
+    return false;
+  }
+  abort ();
+}
+
+static int
+run_op (struct ftl *ftl, const struct op *o)
+{
+  uint64_t off = (uint64_t) o->sector * SECT, count = (uint64_t) o->n * SECT;
+  int r;
+
+  switch (o->kind) {
+  case OP_WRITE: {
+    uint8_t *buf = malloc (count);
+    for (uint32_t i = 0; i < o->n; i++)
+      unit_fill_page (buf + (size_t) i * SECT, SECT, o->sector + i,
+                      o->version);
+    r = ftl_write (ftl, buf, count, off, o->flags);
+    free (buf);
+    return r;
+  }
+  case OP_TRIM:
+    return ftl_trim (ftl, count, off, o->flags);
+  case OP_ZERO:
+    return ftl_zero (ftl, count, off, o->flags);
+  case OP_FLUSH:
+    return ftl_flush (ftl);
+  case OP_REOPEN:                /* done by the caller */
+    break;
+  }
+  abort ();
+}
+
+/* ---- the reference model, per sector ---- */
+
+struct model {
+  uint64_t durable[NSECT];      /* 0: zeros */
+  uint64_t last[NSECT];
+  uint64_t *later[NSECT];       /* values written since it was durable */
+  size_t nlater[NSECT], cap[NSECT];
+};
+
+static void
+model_set (struct model *m, uint32_t s, uint64_t v, bool durable)
+{
+  if (durable) {
+    m->durable[s] = m->last[s] = v;
+    m->nlater[s] = 0;
+    return;
+  }
+  if (m->nlater[s] == m->cap[s]) {
+    m->cap[s] = m->cap[s] ? 2 * m->cap[s] : 8;
+    m->later[s] = realloc (m->later[s], m->cap[s] * sizeof *m->later[s]);
+  }
+  m->later[s][m->nlater[s]++] = v;
+  m->last[s] = v;
+}
+
+/* Op o returned successfully. */
+static void
+model_complete (struct model *m, const struct op *o)
+{
+  uint64_t v;
+
+  if (o->kind == OP_FLUSH || o->kind == OP_REOPEN) {
+    for (uint32_t s = 0; s < NSECT; s++)
+      model_set (m, s, m->last[s], true);
+    return;
+  }
+  for (uint32_t s = 0; s < NSECT; s++)
+    if (op_sets (o, s, &v))
+      model_set (m, s, v, o->flags & FTL_FUA);
+}
+
+static bool
+model_allows (const struct model *m, const struct op *inflight, uint32_t s,
+              uint64_t v)
+{
+  uint64_t w;
+
+  if (v == m->durable[s])
+    return true;
+  for (size_t i = 0; i < m->nlater[s]; i++)
+    if (m->later[s][i] == v)
+      return true;
+  return inflight && op_sets (inflight, s, &w) && w == v;
+}
+
+static void
+model_free (struct model *m)
+{
+  for (uint32_t s = 0; s < NSECT; s++)
+    free (m->later[s]);
+}
+
+/* ---- classification of events ---- */
+
+enum {
+  TAG_GC = 1 << 0, TAG_WL = 1 << 1, TAG_CKPT = 1 << 2, TAG_SB = 1 << 3,
+  TAG_ERASE = 1 << 4, TAG_OPEN = 1 << 5, TAG_CLOSE = 1 << 6,
+  NTAGS = 7,
+};
+static const char *tag_names[NTAGS] = {
+  "garbage collection", "wear leveling", "checkpoint", "superblock update",
+  "erase", "open", "close",
+};
+
+struct ctx {
+  struct ftl *ftl;              /* when a handle is open */
+  unsigned phase;               /* TAG_OPEN or TAG_CLOSE or 0 */
+  uint64_t ckpt_start;          /* file offset of checkpoint slot 0 */
+  uint64_t data_offset;
+  /* Erase counts at each completed sync. */
+  size_t nsnap, capsnap;
+  size_t *snap_ev;
+  uint32_t *snap_ec;
+  uint32_t blocks;
+};
+
+static unsigned
+classify (void *arg, const struct unit_ev *e)
+{
+  struct ctx *c = arg;
+  unsigned tag = c->phase;
+
+  if (gc_running_here ()) {
+    tag |= TAG_GC;
+    if (c->ftl && c->ftl->gc_wl)
+      tag |= TAG_WL;
+  }
+  if (e->kind == UNIT_EV_PUNCH)
+    tag |= TAG_ERASE;
+  if (e->kind == UNIT_EV_PWRITE) {
+    if (e->off < 2 * FTL_SB_SLOT)
+      tag |= TAG_SB;
+    else if (e->off >= c->ckpt_start && e->off < c->data_offset)
+      tag |= TAG_CKPT;
+  }
+  return tag;
+}
+
+/* Syncs belong to the write they commit (or prepare, for the sync
+ * before a checkpoint slot is written), and a block header written
+ * just after a punch is part of the erase.
+ */
+static void
+classify_after (struct unit_fault *f)
+{
+  for (size_t i = 0; i < f->n; i++) {
+    struct unit_ev *e = &f->ev[i];
+    if (e->kind == UNIT_EV_PWRITE && (e->tag & (TAG_CKPT | TAG_SB))) {
+      if (i > 0 && f->ev[i - 1].kind == UNIT_EV_SYNC && (e->tag & TAG_CKPT))
+        f->ev[i - 1].tag |= TAG_CKPT;
+      if (i + 1 < f->n && f->ev[i + 1].kind == UNIT_EV_SYNC)
+        f->ev[i + 1].tag |= e->tag & (TAG_CKPT | TAG_SB);
+    }
+    if (e->kind == UNIT_EV_PUNCH && i + 1 < f->n &&
+        f->ev[i + 1].kind == UNIT_EV_PWRITE &&
+        f->ev[i + 1].len == FTL_BLKHDR_BYTES)
+      f->ev[i + 1].tag |= TAG_ERASE;
+  }
+}
+
+static void
+synced (void *arg, size_t ev)
+{
+  struct ctx *c = arg;
+
+  if (!c->ftl)
+    return;
+  if (c->nsnap == c->capsnap) {
+    c->capsnap = c->capsnap ? 2 * c->capsnap : 256;
+    c->snap_ev = realloc (c->snap_ev, c->capsnap * sizeof *c->snap_ev);
+    c->snap_ec = realloc (c->snap_ec, c->capsnap * c->blocks
+                          * sizeof *c->snap_ec);
+  }
+  c->snap_ev[c->nsnap] = ev;
+  for (uint32_t b = 0; b < c->blocks; b++)
+    c->snap_ec[c->nsnap * c->blocks + b] =
+      media_erase_count (&c->ftl->media, b);
+  c->nsnap++;
+}
+
+/* ---- checking an image ---- */
+
+/* Open path (recording the recovery in rec, if given), read every
+ * sector and check it against the model (ops completed so far, op
+ * inflight in progress), and the erase counts against ec_min.  got
+ * receives each sector's version.  Returns false with a message in
+ * why if the image does not open.
+ */
+static void
+check_image (const char *path, struct unit_fault *rec,
+             const struct model *m, const struct op *inflight,
+             const uint32_t *ec_min, uint64_t *got, const char *what)
+{
+  static uint8_t buf[SIZE];
+  struct ftl *ftl;
+  char err[256];
+  int r;
+
+  ftl = open_image (path, rec ? &rec->io : unit_nosync_io (), err,
+                    sizeof err, &r);
+  ck_assert_msg (r == 0, "%s: the image does not open: %s", what, err);
+  r = ftl_read (ftl, buf, SIZE, 0);
+  ck_assert_msg (r == 0, "%s: read failed: %s (%s)", what, strerror (-r),
+                 unit_last_error);
+  for (uint32_t s = 0; s < NSECT; s++) {
+    uint64_t id = s, v = 0;
+    int k = unit_page_identify (buf + (size_t) s * SECT, SECT, &id, &v);
+    ck_assert_msg (k >= 0, "%s: sector %u holds garbage", what, s);
+    ck_assert_msg (id == s, "%s: sector %u holds the data of sector %"
+                   PRIu64 " (version %" PRIu64 ")", what, s, id, v);
+    if (m && !model_allows (m, inflight, s, v)) {
+      char allowed[256];
+      int n = snprintf (allowed, sizeof allowed, "durable %" PRIu64 ", later:",
+                        m->durable[s]);
+      for (size_t i = 0; i < m->nlater[s] && n < 200; i++)
+        n += snprintf (allowed + n, sizeof allowed - n, " %" PRIu64,
+                       m->later[s][i]);
+      ck_abort_msg ("%s: sector %u (page %u) reads version %" PRIu64
+                    "; allowed: %s (0 = zeros)", what, s, s / SPP, v,
+                    allowed);
+    }
+    got[s] = v;
+  }
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    ck_assert_msg (media_erase_count (&ftl->media, b) >= ec_min[b],
+                   "%s: the erase count of block %u went back from %u to %u",
+                   what, b, ec_min[b], media_erase_count (&ftl->media, b));
+  if (rec)
+    ftl_abandon (ftl);          /* the recovery's events only */
+  else
+    ck_assert_int_eq (ftl_close (ftl), 0);
+}
+
+/* got[] must equal want[] sector for sector. */
+static void
+check_same (const uint64_t *want, const uint64_t *got, const char *what)
+{
+  for (uint32_t s = 0; s < NSECT; s++)
+    ck_assert_msg (want[s] == got[s], "%s: sector %u reads version %" PRIu64
+                   ", the first recovery gave %" PRIu64, what, s, got[s],
+                   want[s]);
+}
+
+/* ---- the test ---- */
+
+struct counts {
+  unsigned points, images, by_tag[NTAGS], second, second_images;
+  unsigned torn, dropped;
+};
+
+/* Record the workload; returns the ops and fills f. */
+static struct op *
+record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
+{
+  struct ftl *ftl;
+  struct op *ops = make_workload (seed, nops);
+  uint8_t check[SIZE];
+  char err[256];
+  int r;
+
+  /* The empty image the run starts from. */
+  ftl = open_image (base, unit_nosync_io (), err, sizeof err, &r);
+  ck_assert_msg (r == 0, "creating the image: %s", err);
+  c->ckpt_start = ftl->sb.ckpt_offset[0];
+  c->data_offset = ftl->sb.data_offset;
+  c->blocks = ftl->blocks;
+  ck_assert_uint_le (c->blocks, 64);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  unit_copy_file (base, start);
+
+  f->classify = classify;
+  f->classify_arg = c;
+  f->synced = synced;
+  *op_end = calloc (*nops + 1, sizeof **op_end);
+  c->phase = TAG_OPEN;
+  ftl = open_image (base, &f->io, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "open: %s", err);
+  c->phase = 0;
+  c->ftl = ftl;
+  for (size_t i = 0; i < *nops; i++) {
+    f->op = i;
+    if (ops[i].kind == OP_REOPEN) {
+      /* Events of the close, then of the open. */
+      c->phase = TAG_CLOSE;
+      r = ftl_close (ftl);
+      c->ftl = NULL;
+      ck_assert_int_eq (r, 0);
+      c->phase = TAG_OPEN;
+      ftl = open_image (base, &f->io, err, sizeof err, &r);
+      ck_assert_msg (r == 0, "reopen: %s", err);
+      c->phase = 0;
+      c->ftl = ftl;
+    }
+    else {
+      r = run_op (ftl, &ops[i]);
+      ck_assert_msg (r == 0, "op %zu failed: %s", i, strerror (-r));
+    }
+    (*op_end)[i] = f->n;
+  }
+  /* The run itself must read back as the model's last values. */
+  ck_assert_int_eq (ftl_read (ftl, check, SIZE, 0), 0);
+  {
+    static struct model m;
+    memset (&m, 0, sizeof m);
+    for (size_t i = 0; i < *nops; i++)
+      model_complete (&m, &ops[i]);
+    for (uint32_t s = 0; s < NSECT; s++) {
+      uint64_t id = s, v = 0;
+      ck_assert_int_ge (unit_page_identify (check + (size_t) s * SECT, SECT,
+                                            &id, &v), 0);
+      ck_assert_uint_eq (v, m.last[s]);
+    }
+    model_free (&m);
+  }
+  printf ("crash: workload of %zu ops: %zu backing writes, punches and "
+          "syncs; %" PRIu64 " gc runs, %" PRIu64 " pages moved by wear "
+          "leveling, %" PRIu64 " checkpoints, %" PRIu64 " erases\n",
+          *nops, f->n, ftl->ctr[FTL_CTR_GC_RUNS], ftl->ctr[FTL_CTR_WL_MOVED],
+          ftl->ctr[FTL_CTR_CKPTS], ftl->ctr[FTL_CTR_ERASE]
+          + ftl->media.erases);
+  c->ftl = NULL;
+  ftl_abandon (ftl);
+  classify_after (f);
+  return ops;
+}
+
+/* Crash a second time, at every event of the recovery of img2 (a copy
+ * of the first crash image), in order and at random.
+ */
+static void
+second_crash (struct unit_fault *rec, const uint64_t *want,
+              const uint32_t *ec_min, uint64_t *rng, const char *what1,
+              struct counts *cnt)
+{
+  struct unit_disk d;
+  uint64_t got[NSECT];
+  char what[1024];
+
+  unit_disk_init (&d, rec, img2);
+  for (size_t m = 0; m <= rec->n; m++) {
+    for (int mode = 0; mode < 2; mode++) {
+      struct unit_cut_info info;
+      unit_disk_cut (&d, m, mode == 0 ? UNIT_CUT_ORDER : UNIT_CUT_RANDOM,
+                     rng, img3, &info);
+      snprintf (what, sizeof what, "%s, then a crash during recovery at "
+                "event %zu of %zu (%s, %u of %u pending writes applied, "
+                "torn: %ld at %" PRIu64 ")", what1, m, rec->n,
+                mode == 0 ? "in order" : "random", info.applied,
+                info.pending, info.torn, info.torn_at);
+      check_image (img3, NULL, NULL, NULL, ec_min, got, what);
+      check_same (want, got, what);
+      cnt->second_images++;
+    }
+    cnt->second++;
+  }
+  unit_disk_free (&d);
+}
+
+/* The model and the erase counts at a crash point, advanced event by
+ * event along a recorded run.
+ */
+struct walk {
+  struct model m;
+  const struct op *ops;
+  size_t nops, k, snap;
+  const long *op_end;
+  const struct ctx *c;
+  const struct op *inflight;    /* the op in progress */
+  uint32_t ec_min[64];
+};
+
+static void
+walk_to (struct walk *w, size_t n)
+{
+  /* Ops that returned before event n. */
+  while (w->k < w->nops && w->op_end[w->k] <= (long) n)
+    model_complete (&w->m, &w->ops[w->k++]);
+  w->inflight = w->k < w->nops ? &w->ops[w->k] : NULL;
+  /* Erase counts at the last sync completed before event n. */
+  while (w->snap < w->c->nsnap && w->c->snap_ev[w->snap] < n)
+    w->snap++;
+  if (w->snap > 0)
+    memcpy (w->ec_min, &w->c->snap_ec[(w->snap - 1) * w->c->blocks],
+            w->c->blocks * sizeof *w->ec_min);
+}
+
+START_TEST (test_crash_every_event)
+{
+  static struct walk w;
+  struct unit_fault f, rec;
+  struct unit_disk d;
+  struct ctx c = { 0 };
+  struct counts cnt = { 0 };
+  size_t nops;
+  long *op_end;
+  struct op *ops;
+  uint64_t got[NSECT], again[NSECT];
+  double t0 = unit_now ();
+  char what[512];
+
+  printf ("crash: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", seed);
+  unit_fault_init (&f);
+  unit_fault_init (&rec);
+  ops = record (&f, &c, &nops, &op_end);
+  unit_disk_init (&d, &f, start);
+  memset (&w, 0, sizeof w);
+  w = (struct walk) { .ops = ops, .nops = nops, .op_end = op_end, .c = &c };
+
+  for (size_t n = 0; n <= f.n; n++) {
+    const struct unit_ev *e = n < f.n ? &f.ev[n] : NULL;
+    uint64_t rng = seed ^ (n * 0x9E3779B97F4A7C15ULL);
+
+    walk_to (&w, n);
+    if (only >= 0 && (long) n != only)
+      continue;
+
+    for (int mode = 0; mode < 3; mode++) {
+      struct unit_cut_info info;
+      if (mode == UNIT_CUT_NONE && (!e || e->kind != UNIT_EV_SYNC))
+        continue;
+      unit_disk_cut (&d, n, mode, &rng, img, &info);
+      snprintf (what, sizeof what, "seed %" PRIu64 ", crash at event %zu of "
+                "%zu (op %zu, tags 0x%x; %s: %u of %u pending writes "
+                "applied, torn: %ld at %" PRIu64 ")", seed, n, f.n, w.k,
+                e ? e->tag : 0, mode == UNIT_CUT_ORDER ? "in order" :
+                mode == UNIT_CUT_NONE ? "all lost" : "random",
+                info.applied, info.pending, info.torn, info.torn_at);
+      unit_copy_file (img, img2);
+      /* A sample gets its recovery recorded and crashed again. */
+      bool twice = unit_rnd (&rng) % 16 == 0;
+      unit_fault_reset (&rec);
+      check_image (img, twice ? &rec : NULL, &w.m, w.inflight, w.ec_min,
+                   got, what);
+      if (twice)
+        second_crash (&rec, got, w.ec_min, &rng, what, &cnt);
+      /* A clean restart gives the same content. */
+      check_image (img, NULL, NULL, NULL, w.ec_min, again, what);
+      check_same (got, again, what);
+      cnt.images++;
+      if (info.torn >= 0)
+        cnt.torn++;
+      if (info.applied < info.pending)
+        cnt.dropped++;
+    }
+    cnt.points++;
+    for (int t = 0; t < NTAGS; t++)
+      if (e && (e->tag & (1u << t)))
+        cnt.by_tag[t]++;
+  }
+
+  printf ("crash: %u crash points (every event), %u images checked (%u with "
+          "a torn write, %u with lost writes) in %.1f s\n", cnt.points,
+          cnt.images, cnt.torn, cnt.dropped, unit_now () - t0);
+  for (int t = 0; t < NTAGS; t++)
+    printf ("crash:   %5u crash points in %s\n", cnt.by_tag[t], tag_names[t]);
+  printf ("crash: %u crash points during recovery (%u images checked)\n",
+          cnt.second, cnt.second_images);
+  for (int t = 0; t < NTAGS && only < 0; t++)
+    ck_assert_msg (cnt.by_tag[t] > 0, "no crash point in %s", tag_names[t]);
+  ck_assert (only >= 0 || cnt.second > 100);
+
+  unit_disk_free (&d);
+  unit_fault_free (&f);
+  unit_fault_free (&rec);
+  model_free (&w.m);
+  free (op_end);
+  free (ops);
+  free (c.snap_ev);
+  free (c.snap_ec);
+}
+END_TEST
+
+/* The newest checkpoint damaged (a byte of its body flipped) at every
+ * event after the second checkpoint: recovery either falls back to the
+ * older checkpoint and rolls forward to a state the model allows, or
+ * refuses to open with an error about the checkpoint.  Never wrong
+ * data.
+ */
+START_TEST (test_damaged_newest_checkpoint)
+{
+  static struct walk w;
+  struct unit_fault f;
+  struct unit_disk d;
+  struct ctx c = { 0 };
+  size_t nops;
+  long *op_end;
+  struct op *ops;
+  uint64_t got[NSECT];
+  unsigned recovered = 0, refused = 0;
+  char what[512];
+
+  printf ("damaged checkpoint: seed %" PRIu64 "\n", seed);
+  unit_fault_init (&f);
+  ops = record (&f, &c, &nops, &op_end);
+  unit_disk_init (&d, &f, start);
+  memset (&w, 0, sizeof w);
+  w = (struct walk) { .ops = ops, .nops = nops, .op_end = op_end, .c = &c };
+  unit_quiet = true;
+
+  for (size_t n = 0; n <= f.n; n++) {
+    uint64_t rng = seed ^ (n * 0xD1B54A32D192ED03ULL);
+    struct ftl_superblock sb;
+    struct ftl_ckpt_header h[2];
+    uint8_t buf[FTL_SB_SLOT];
+    struct unit_cut_info info;
+    struct ftl *ftl;
+    char err[256];
+    int r, newest;
+
+    walk_to (&w, n);
+    if (only >= 0 && (long) n != only)
+      continue;
+    unit_disk_cut (&d, n, UNIT_CUT_ORDER, &rng, img, &info);
+    unit_read_file (img, buf, FTL_SB_BYTES, 0);
+    ck_assert_int_eq (ftl_sb_decode (buf, FTL_SB_BYTES, &sb, NULL, 0),
+                      FTL_FMT_OK);
+    for (int i = 0; i < 2; i++) {
+      unit_read_file (img, buf, FTL_CKPT_HDR_BYTES, sb.ckpt_offset[i]);
+      if (ftl_ckpt_header_decode (buf, FTL_CKPT_HDR_BYTES, &h[i])
+          != FTL_FMT_OK)
+        h[i].generation = 0;
+    }
+    if (h[0].generation < 2 && h[1].generation < 2)
+      continue;                 /* no older checkpoint to fall back to */
+    newest = h[1].generation > h[0].generation;
+    uint64_t off = sb.ckpt_offset[newest] + FTL_CKPT_HDR_BYTES
+      + unit_rnd (&rng) % h[newest].body_bytes;
+    unit_flip_byte (img, off, 1u << (unit_rnd (&rng) % 8));
+    snprintf (what, sizeof what, "seed %" PRIu64 ", event %zu of %zu (op "
+              "%zu), checkpoint %" PRIu64 " damaged at byte %" PRIu64,
+              seed, n, f.n, w.k, h[newest].generation,
+              off - sb.ckpt_offset[newest]);
+
+    ftl = open_image (img, unit_nosync_io (), err, sizeof err, &r);
+    if (r < 0) {
+      ck_assert_msg (strstr (err, "checkpoint") != NULL, "%s: open failed "
+                     "with '%s'", what, err);
+      refused++;
+      continue;
+    }
+    ftl_abandon (ftl);
+    check_image (img, NULL, &w.m, w.inflight, w.ec_min, got, what);
+    recovered++;
+  }
+  printf ("damaged checkpoint: %u images recovered from the older "
+          "checkpoint, %u refused to open\n", recovered, refused);
+  ck_assert (only >= 0 || recovered + refused > 500);
+
+  unit_disk_free (&d);
+  unit_fault_free (&f);
+  model_free (&w.m);
+  free (op_end);
+  free (ops);
+  free (c.snap_ev);
+  free (c.snap_ec);
+}
+END_TEST
+
+static Suite *
+crash_suite (void)
+{
+  Suite *s = suite_create ("crash");
+  TCase *tc = tcase_create ("crash");
+
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_add_checked_fixture (tc, setup, NULL);
+  tcase_set_timeout (tc, 600);
+  tcase_add_test (tc, test_crash_every_event);
+  tcase_add_test (tc, test_damaged_newest_checkpoint);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (crash_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
