@@ -24,6 +24,7 @@ enum { S_FREE = 0, S_SETUP = 1, S_ACTIVE = 2, S_DONE = 3, S_ABORTED = 4 };
 static __thread struct dl_slot *tls_slot;
 static __thread uint64_t tls_gen;
 static __thread bool tls_committed;
+static __thread unsigned tls_hold;
 
 static const char *const op_names[FTL_OP__MAX] = {
   [FTL_OP_READ] = "read", [FTL_OP_WRITE] = "write", [FTL_OP_TRIM] = "trim",
@@ -293,6 +294,18 @@ dl_commit (void)
 }
 
 void
+dl_hold (void)
+{
+  tls_hold++;
+}
+
+void
+dl_release (void)
+{
+  tls_hold--;
+}
+
+void
 dl_media_begin (struct deadline *dl)
 {
   if (dl->timeout_ns)
@@ -321,7 +334,7 @@ dl_should_abort (struct deadline *dl)
 {
   if (!dl->timeout_ns || tls_committed)
     return false;
-  if (tls_slot &&
+  if (tls_slot && !tls_hold &&
       __atomic_load_n (&tls_slot->ctl, __ATOMIC_ACQUIRE)
       == CTL (tls_gen, S_ABORTED))
     return true;

@@ -146,6 +146,14 @@ extern int dl_end (struct deadline *dl, struct dl_ticket *t, int r);
  */
 extern void dl_commit (void);
 
+/* Work done on behalf of everybody (garbage collection run by a
+ * writer) is not interrupted by the abort of the request that runs it,
+ * only by a stall of the media: between dl_hold and dl_release (which
+ * nest) the thread's request is aborted only at its end.
+ */
+extern void dl_hold (void);
+extern void dl_release (void);
+
 /* media.c: an operation starts, progresses by n pages, ends. */
 extern void dl_media_begin (struct deadline *dl);
 extern void dl_progress (struct deadline *dl, uint64_t n);

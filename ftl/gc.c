@@ -413,6 +413,7 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
 
   pthread_mutex_lock (&ftl->gc_lock);
   tls_in_gc = true;
+  dl_hold ();                   /* a writer's abort does not stop GC */
   while (alloc_nfree (ftl) <= target) {
     uint32_t victim = pick_victim (ftl);
     if (victim == FTL_NO_BLOCK) {
@@ -436,6 +437,7 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
       break;
     }
   }
+  dl_release ();
   tls_in_gc = false;
   pthread_mutex_unlock (&ftl->gc_lock);
   return r;
