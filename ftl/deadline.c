@@ -15,6 +15,12 @@
 #include "timing.h"
 #include "util.h"
 
+/* The media counts as stalled after this long without progress at the
+ * least, however short the deadline: on a busy host a thread may wait
+ * for a CPU for tens of milliseconds, which is no stall of the file.
+ */
+#define DL_STALL_MIN_NS (100 * UINT64_C (1000000))
+
 enum { S_FREE = 0, S_SETUP = 1, S_ACTIVE = 2, S_DONE = 3, S_ABORTED = 4 };
 #define CTL(gen, state) (((gen) << 3) | (state))
 #define CTL_GEN(c) ((c) >> 3)
@@ -431,7 +437,8 @@ abort_all (struct deadline *dl)
   ctr_inc (dl, DLC_ABORT_ALL);
   dl_log (dl, FTL_LOG_ERROR, "the backing file made no progress for %.3f s: "
           "%u outstanding request%s aborted; new requests fail until it "
-          "answers again", dl->timeout_ns / 1e9, n, n == 1 ? "" : "s");
+          "answers again", MAX (dl->timeout_ns, DL_STALL_MIN_NS) / 1e9, n,
+          n == 1 ? "" : "s");
 }
 
 static void *
@@ -474,7 +481,7 @@ watchdog (void *arg)
     }
     else if (moved || inflight <= 0)
       idle_since = now;
-    else if (now - idle_since >= dl->timeout_ns) {
+    else if (now - idle_since >= MAX (dl->timeout_ns, DL_STALL_MIN_NS)) {
       __atomic_store_n (&dl->stalled, true, __ATOMIC_RELEASE);
       abort_all (dl);
     }

@@ -29,8 +29,8 @@
  *   otherwise                     abort: ACTIVE -> ABORTED
  *
  * and watches the media as a whole: when media operations are in
- * flight and none made progress for a whole timeout, the media is
- * stalled: every outstanding request is aborted ("abort all") and new
+ * flight and none made progress for a whole timeout (and at least
+ * 100 ms), the media is stalled: every outstanding request is aborted ("abort all") and new
  * ones fail at once (-ETIMEDOUT) until the media answers again (an
  * operation completes, or the probe callback succeeds), when service
  * resumes by itself.

@@ -679,6 +679,8 @@ ftl_get_geometry (const struct ftl *ftl, struct ftl_geometry *g)
 
 /* ---- the data path ---- */
 
+static void ckpt_maybe_held (struct ftl *ftl);
+
 static int
 check_range (struct ftl *ftl, uint64_t count, uint64_t offset)
 {
@@ -931,7 +933,7 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
   r = check_range (ftl, count, offset);
   if (r < 0)
     return r;
-  ckpt_maybe (ftl);
+  ckpt_maybe_held (ftl);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (count > 0)
     r = write_range (ftl, buf, count, offset);
@@ -980,15 +982,31 @@ whole_pages (struct ftl *ftl, uint64_t count, uint64_t offset,
     *end = (offset + count) >> ftl->page_shift;
 }
 
+/* Writing buffered trim records and checkpoints is work done for
+ * everybody: the deadline of the request that happens to do it does
+ * not interrupt it (deadline.h), only the sync after it.
+ */
 static int
 sync_fua (struct ftl *ftl)
 {
-  int r = trimlog_make_room (ftl);
+  int r;
+
+  dl_hold ();
+  r = trimlog_make_room (ftl);
   if (r == 0)
     r = trimlog_flush (ftl);
+  dl_release ();
   if (r == 0)
     r = media_sync (&ftl->media);
   return r;
+}
+
+static void
+ckpt_maybe_held (struct ftl *ftl)
+{
+  dl_hold ();
+  ckpt_maybe (ftl);
+  dl_release ();
 }
 
 static int
@@ -1003,7 +1021,7 @@ do_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   if (r < 0)
     return r;
   whole_pages (ftl, count, offset, &first, &end);
-  ckpt_maybe (ftl);
+  ckpt_maybe_held (ftl);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (first < end)
     r = unmap_pages (ftl, first, end - first);
@@ -1026,7 +1044,7 @@ do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
     return r;
   whole_pages (ftl, count, offset, &first, &end);
   end_off = offset + count;
-  ckpt_maybe (ftl);
+  ckpt_maybe_held (ftl);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (first >= end)             /* inside one page, or across one boundary */
     r = write_range (ftl, NULL, count, offset);
@@ -1055,7 +1073,7 @@ do_flush (struct ftl *ftl)
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
     r = sync_fua (ftl);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
-    ckpt_maybe (ftl);
+    ckpt_maybe_held (ftl);
   }
   ctr_add (ftl, FTL_CTR_FLUSH, 1);
   return r;

@@ -177,20 +177,21 @@ gate (struct media *m)
 }
 
 /* Modeled time of n pages (or one erase, n = 0) of latency lat on the
- * unit of block blk: sleep page by page, reporting progress.
+ * unit of block blk.  Each page is reserved on the unit only when the
+ * previous one is done, so operations queued on one unit interleave
+ * page by page, and an operation that gives up leaves at most one page
+ * of work on the unit (a die cannot take back a page it started).
  */
 static int
 model (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
 {
   uint32_t steps = n ? n : 1;
-  uint64_t start = timing_reserve (m->timing, blk, steps * lat);
 
   for (uint32_t i = 0; i < steps; i++) {
-    int r = wait_until (m, start + (i + 1) * lat);
-    if (r < 0) {
-      timing_cancel (m->timing, blk, start + steps * lat, timing_now ());
+    uint64_t start = timing_reserve (m->timing, blk, lat);
+    int r = wait_until (m, start + lat);
+    if (r < 0)
       return r;
-    }
     if (m->dl)
       dl_progress (m->dl, 1);
   }

@@ -71,12 +71,3 @@ timing_reserve (struct timing *t, uint32_t blk, uint64_t dur)
   return start;
 }
 
-void
-timing_cancel (struct timing *t, uint32_t blk, uint64_t end, uint64_t now)
-{
-  uint64_t *u = &t->unit_free[blk % t->units];
-
-  if (now < end)
-    __atomic_compare_exchange_n (u, &end, now, false, __ATOMIC_RELAXED,
-                                 __ATOMIC_RELAXED);
-}

@@ -9,9 +9,10 @@
  *        unit 2  |read|   |--prog--|
  *                ------------------------------------------> time
  *
- *   start = max (now, unit's next-free time)
- *   end   = start + pages x latency     (erase: one erase latency)
- *   the unit's next-free time becomes end
+ *   for each page (an erase: once)
+ *     start = max (now, unit's next-free time)
+ *     end   = start + latency
+ *     the unit's next-free time becomes end
  *
  * Erase block b lives on unit b mod units, so the frontiers (which
  * write different erase blocks) overlap while requests to one erase
@@ -46,12 +47,6 @@ extern void timing_free (struct timing *t);
  * start time (the end is start + dur).
  */
 extern uint64_t timing_reserve (struct timing *t, uint32_t blk, uint64_t dur);
-
-/* An operation reserved until end gave up at now: if nothing queued
- * behind it, the unit is free from now on (the rest is not done).
- */
-extern void timing_cancel (struct timing *t, uint32_t blk, uint64_t end,
-                           uint64_t now);
 
 /* CLOCK_MONOTONIC in ns, and an absolute sleep until such a time. */
 extern uint64_t timing_now (void);
