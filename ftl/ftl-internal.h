@@ -52,8 +52,11 @@
 #include <stdatomic.h>
 
 #include "ftl.h"
+#include "deadline.h"
+#include "fault.h"
 #include "format.h"
 #include "media.h"
+#include "timing.h"
 #include "util.h"
 
 #define FTL_NO_BLOCK      UINT32_MAX
@@ -194,6 +197,13 @@ struct ftl {
   uint64_t ckpt_interval;       /* pages between automatic checkpoints */
 
   uint64_t next_seq;            /* atomic */
+
+  /* Deadlines, the timing model and fault injection (leaves that the
+   * data path and the media layer call; see their headers).
+   */
+  struct deadline dl;
+  struct timing timing;
+  struct fault fault;
 
   /* Counters (atomic); base[] holds the values loaded at open. */
   uint64_t ctr[FTL_CTR__MAX];

@@ -309,6 +309,28 @@ validate_options (const struct ftl_options *o, char *errbuf, size_t errlen)
               o->streams, FTL_MAX_STREAMS);
     return -EINVAL;
   }
+  if (o->timeout_ns > FTL_MAX_DURATION_NS) {
+    snprintf (errbuf, errlen, "timeout is too long (at most %d s)",
+              (int) (FTL_MAX_DURATION_NS / 1000000000));
+    return -EINVAL;
+  }
+  if (o->timing.enabled) {
+    uint64_t ch = o->timing.channels ? o->timing.channels
+      : FTL_DEFAULT_CHANNELS;
+    uint64_t dies = o->timing.dies ? o->timing.dies : FTL_DEFAULT_DIES;
+    if (ch * dies > FTL_MAX_UNITS) {
+      snprintf (errbuf, errlen, "channels x dies is %" PRIu64 ", more than "
+                "%d parallel units", ch * dies, FTL_MAX_UNITS);
+      return -EINVAL;
+    }
+    if (o->timing.read_ns > FTL_MAX_DURATION_NS ||
+        o->timing.program_ns > FTL_MAX_DURATION_NS ||
+        o->timing.erase_ns > FTL_MAX_DURATION_NS) {
+      snprintf (errbuf, errlen, "a NAND latency is too long (at most %d s)",
+                (int) (FTL_MAX_DURATION_NS / 1000000000));
+      return -EINVAL;
+    }
+  }
   return 0;
 }
 
@@ -331,6 +353,9 @@ ftl_free (struct ftl *ftl)
   free (ftl->valid);
   free (ftl->trim_pages);
   media_free (&ftl->media);
+  dl_free (&ftl->dl);
+  timing_free (&ftl->timing);
+  fault_free (&ftl->fault);
   pthread_mutex_destroy (&ftl->trim_lock);
   pthread_mutex_destroy (&ftl->bg_lock);
   pthread_cond_destroy (&ftl->bg_cond);
@@ -382,6 +407,14 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   pthread_rwlock_init (&ftl->ckpt_rw, &rwattr);
   pthread_rwlockattr_destroy (&rwattr);
   if (!ftl->path) { r = -ENOMEM; goto fail; }
+  r = fault_init (&ftl->fault, o->fault_file);
+  if (r == 0)
+    r = dl_init (&ftl->dl, o->timeout_ns, o->timeout_retries, &ftl->fault,
+                 o->log, o->log_opaque);
+  if (r == 0)
+    r = timing_init (&ftl->timing, &o->timing);
+  if (r < 0)
+    goto fail;
 
   /* Open or create the file. */
   ftl->fd = open (o->path, (o->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
@@ -553,6 +586,11 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
     }
   }
 
+  /* From here on the media is timed and faults may be injected;
+   * recovery is neither.
+   */
+  media_attach (&ftl->media, &ftl->timing, &ftl->dl, &ftl->fault);
+
   ftl_debug (ftl, FTL_DEBUG_RECOVERY, "opened %s: %" PRIu64 " bytes, %u "
              "erase blocks of %u pages of %u bytes, %u free, %u streams",
              ftl->path, ftl->logical_bytes, ftl->blocks, ftl->ppb,
@@ -576,6 +614,7 @@ ftl_close (struct ftl *ftl)
 
   if (!ftl)
     return 0;
+  ftl_stop_watchdog (ftl);
   ftl_stop_background (ftl);
   if (!ftl->readonly) {
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
@@ -628,7 +667,27 @@ ftl_is_read_only (struct ftl *ftl)
 void
 ftl_abandon (struct ftl *ftl)
 {
+  ftl_stop_watchdog (ftl);
   ftl_free (ftl);
+}
+
+static int
+probe (void *opaque)
+{
+  struct ftl *ftl = opaque;
+  return media_probe (&ftl->media);
+}
+
+int
+ftl_start_watchdog (struct ftl *ftl)
+{
+  return dl_start (&ftl->dl, probe, ftl);
+}
+
+void
+ftl_stop_watchdog (struct ftl *ftl)
+{
+  dl_stop (&ftl->dl);
 }
 
 void
@@ -643,6 +702,8 @@ ftl_get_geometry (const struct ftl *ftl, struct ftl_geometry *g)
 }
 
 /* ---- the data path ---- */
+
+static void ckpt_maybe_held (struct ftl *ftl);
 
 static int
 check_range (struct ftl *ftl, uint64_t count, uint64_t offset)
@@ -683,8 +744,9 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
   if (media_block_gen (m, blk) != gen)
     return -EAGAIN;
   if (r < 0) {
-    ftl_log (ftl, FTL_LOG_ERROR, "reading erase block %u: %s", blk,
-             strerror (-r));
+    if (r != -ETIMEDOUT)
+      ftl_log (ftl, FTL_LOG_ERROR, "reading erase block %u: %s", blk,
+               strerror (-r));
     return r;
   }
   for (uint32_t i = 0; i < n; i++) {
@@ -738,8 +800,8 @@ ftl_read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n, uint8_t *buf)
   return 0;
 }
 
-int
-ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
+static int
+do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
 {
   uint64_t pos = offset, end = offset + count;
   uint8_t *out = buf;
@@ -813,8 +875,9 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t lpn, uint64_t n,
        * the map points to, and are garbage for GC.
        */
       frontier_advance (ftl, f, k);
-      ftl_log (ftl, FTL_LOG_ERROR, "programming erase block %u: %s", blk,
-               strerror (-r));
+      if (r != -ETIMEDOUT)
+        ftl_log (ftl, FTL_LOG_ERROR, "programming erase block %u: %s", blk,
+                 strerror (-r));
       return r;
     }
     /* Installed before the block can close, so GC never sees a FULL
@@ -822,6 +885,10 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t lpn, uint64_t n,
      */
     for (uint32_t i = 0; i < k; i++)
       map_install (ftl, lpn + i, media_ppn (&ftl->media, blk, page + i));
+    /* Part of the request is in the map: from now on an abort only
+     * changes its reply (all or nothing).
+     */
+    dl_commit ();
     frontier_advance (ftl, f, k);
     ctr_add (ftl, FTL_CTR_HOST_WRITE, k);
     lpn += k;
@@ -881,9 +948,9 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   return r;
 }
 
-int
-ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
-           unsigned flags)
+static int
+do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
+          unsigned flags)
 {
   int r;
 
@@ -892,7 +959,7 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
   r = check_range (ftl, count, offset);
   if (r < 0)
     return r;
-  ckpt_maybe (ftl);
+  ckpt_maybe_held (ftl);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (count > 0)
     r = write_range (ftl, buf, count, offset);
@@ -941,19 +1008,35 @@ whole_pages (struct ftl *ftl, uint64_t count, uint64_t offset,
     *end = (offset + count) >> ftl->page_shift;
 }
 
+/* Writing buffered trim records and checkpoints is work done for
+ * everybody: the deadline of the request that happens to do it does
+ * not interrupt it (deadline.h), only the sync after it.
+ */
 static int
 sync_fua (struct ftl *ftl)
 {
-  int r = trimlog_make_room (ftl);
+  int r;
+
+  dl_hold ();
+  r = trimlog_make_room (ftl);
   if (r == 0)
     r = trimlog_flush (ftl);
+  dl_release ();
   if (r == 0)
     r = media_sync (&ftl->media);
   return r;
 }
 
-int
-ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
+static void
+ckpt_maybe_held (struct ftl *ftl)
+{
+  dl_hold ();
+  ckpt_maybe (ftl);
+  dl_release ();
+}
+
+static int
+do_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
 {
   uint64_t first, end;
   int r;
@@ -964,7 +1047,7 @@ ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   if (r < 0)
     return r;
   whole_pages (ftl, count, offset, &first, &end);
-  ckpt_maybe (ftl);
+  ckpt_maybe_held (ftl);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (first < end)
     r = unmap_pages (ftl, first, end - first);
@@ -974,8 +1057,8 @@ ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   return r;
 }
 
-int
-ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
+static int
+do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
 {
   uint64_t first, end, end_off;
   int r;
@@ -987,7 +1070,7 @@ ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
     return r;
   whole_pages (ftl, count, offset, &first, &end);
   end_off = offset + count;
-  ckpt_maybe (ftl);
+  ckpt_maybe_held (ftl);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (first >= end)             /* inside one page, or across one boundary */
     r = write_range (ftl, NULL, count, offset);
@@ -1007,8 +1090,8 @@ ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   return r;
 }
 
-int
-ftl_flush (struct ftl *ftl)
+static int
+do_flush (struct ftl *ftl)
 {
   int r = 0;
 
@@ -1016,15 +1099,15 @@ ftl_flush (struct ftl *ftl)
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
     r = sync_fua (ftl);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
-    ckpt_maybe (ftl);
+    ckpt_maybe_held (ftl);
   }
   ctr_add (ftl, FTL_CTR_FLUSH, 1);
   return r;
 }
 
-int
-ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
-             ftl_extent_fn fn, void *opaque)
+static int
+do_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
+            ftl_extent_fn fn, void *opaque)
 {
   uint64_t end = offset + count, pos = offset;
   int r;
@@ -1045,4 +1128,76 @@ ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
     pos = run_end;
   }
   return 0;
+}
+
+/* ---- the public data path: every request is registered with the
+ * deadline tracker for its whole duration (deadline.h) ----
+ */
+
+int
+ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
+{
+  struct dl_ticket t;
+  int r = dl_begin (&ftl->dl, FTL_OP_READ, &t);
+
+  if (r < 0)
+    return r;
+  return dl_end (&ftl->dl, &t, do_read (ftl, buf, count, offset));
+}
+
+int
+ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
+           unsigned flags)
+{
+  struct dl_ticket t;
+  int r = dl_begin (&ftl->dl, FTL_OP_WRITE, &t);
+
+  if (r < 0)
+    return r;
+  return dl_end (&ftl->dl, &t, do_write (ftl, buf, count, offset, flags));
+}
+
+int
+ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
+{
+  struct dl_ticket t;
+  int r = dl_begin (&ftl->dl, FTL_OP_TRIM, &t);
+
+  if (r < 0)
+    return r;
+  return dl_end (&ftl->dl, &t, do_trim (ftl, count, offset, flags));
+}
+
+int
+ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
+{
+  struct dl_ticket t;
+  int r = dl_begin (&ftl->dl, FTL_OP_WRITE, &t);
+
+  if (r < 0)
+    return r;
+  return dl_end (&ftl->dl, &t, do_zero (ftl, count, offset, flags));
+}
+
+int
+ftl_flush (struct ftl *ftl)
+{
+  struct dl_ticket t;
+  int r = dl_begin (&ftl->dl, FTL_OP_FLUSH, &t);
+
+  if (r < 0)
+    return r;
+  return dl_end (&ftl->dl, &t, do_flush (ftl));
+}
+
+int
+ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
+             ftl_extent_fn fn, void *opaque)
+{
+  struct dl_ticket t;
+  int r = dl_begin (&ftl->dl, FTL_OP_EXTENTS, &t);
+
+  if (r < 0)
+    return r;
+  return dl_end (&ftl->dl, &t, do_extents (ftl, count, offset, fn, opaque));
 }

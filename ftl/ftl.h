@@ -54,6 +54,26 @@ struct ftl_io;
  */
 #define FTL_DEFAULT_ENDURANCE        3000
 
+/* Request deadlines: the plugin's defaults (the library tracks nothing
+ * unless ftl_options.timeout_ns is set).  30 s is the Linux block
+ * layer's default request timeout.
+ */
+#define FTL_DEFAULT_TIMEOUT_NS       (30 * UINT64_C (1000000000))
+#define FTL_DEFAULT_TIMEOUT_RETRIES  3
+#define FTL_MAX_DURATION_NS          (86400 * UINT64_C (1000000000))
+
+/* The NAND timing model's defaults: a TLC drive.  Published TLC figures
+ * are about 75 us to read a page, 900-1350 us to program one and
+ * 4.5 ms to erase a block (AnandTech, "Samsung SSD 840 review: a TLC
+ * refresher", 2012); 8 channels of 4 dies is a common consumer layout.
+ */
+#define FTL_DEFAULT_READ_LATENCY_NS     75000
+#define FTL_DEFAULT_PROGRAM_LATENCY_NS  1000000
+#define FTL_DEFAULT_ERASE_LATENCY_NS    4500000
+#define FTL_DEFAULT_CHANNELS            8
+#define FTL_DEFAULT_DIES                4
+#define FTL_MAX_UNITS                   4096
+
 /* Limits on the geometry. */
 #define FTL_MIN_PAGE_SIZE            512
 #define FTL_MAX_PAGE_SIZE            (64 * 1024)
@@ -83,6 +103,33 @@ enum ftl_gc_policy {
 extern const char *ftl_gc_policy_name (enum ftl_gc_policy p);
 extern int ftl_gc_policy_from_name (const char *name);
 
+/* The NAND timing model (see timing.h).  When enabled, every data page
+ * read and programmed and every erase takes its latency on one of
+ * channels x dies parallel units; the latencies are taken as given (0
+ * is allowed), channels and dies of 0 mean the defaults.
+ */
+struct ftl_timing {
+  bool enabled;
+  uint64_t read_ns, program_ns, erase_ns;
+  unsigned channels, dies;
+};
+
+/* Request kinds, for deadlines and latency histograms.  Zero counts as
+ * a write.
+ */
+enum ftl_op {
+  FTL_OP_READ, FTL_OP_WRITE, FTL_OP_TRIM, FTL_OP_FLUSH, FTL_OP_EXTENTS,
+  FTL_OP__MAX
+};
+extern const char *ftl_op_name (enum ftl_op op);
+
+/* Parse a duration: a decimal number followed by us, ms or s ("500ms",
+ * "1.5s", "200us"); a plain "0" is also accepted.  Returns 0 and sets
+ * *ns, or a negative errno and writes why into err (if errlen > 0).
+ */
+extern int ftl_parse_duration (const char *s, uint64_t *ns, char *err,
+                               size_t errlen);
+
 typedef void (*ftl_log_fn) (void *opaque, enum ftl_log_level level,
                             const char *msg);
 
@@ -111,6 +158,11 @@ struct ftl_options {
   ftl_log_fn log;               /* may be NULL */
   void *log_opaque;
   const struct ftl_io *io;      /* NULL: the real file; tests inject faults */
+  uint64_t timeout_ns;          /* request deadline; 0: no tracking */
+  unsigned timeout_retries;     /* deadline resets of a progressing request */
+  struct ftl_timing timing;     /* the NAND timing model (off by default) */
+  const char *fault_file;       /* fault injection control file, for tests
+                                 * (see fault.h); NULL: none */
 };
 
 /* Open an image, creating it if the file is absent or empty and
@@ -187,6 +239,15 @@ extern bool ftl_is_read_only (struct ftl *ftl);
 extern int ftl_start_background (struct ftl *ftl);
 extern void ftl_stop_background (struct ftl *ftl);
 
+/* The deadline watchdog: a thread that runs the timeout handler for
+ * requests past their deadline (see deadline.h).  Does nothing when
+ * timeout_ns is 0.  A request that the handler aborts fails with
+ * -ETIMEDOUT; while the backing file is stalled every request does, at
+ * once.  ftl_close stops it.  (nbdkit: start it in .after_fork.)
+ */
+extern int ftl_start_watchdog (struct ftl *ftl);
+extern void ftl_stop_watchdog (struct ftl *ftl);
+
 /* Counters.  All page counts are in pages. */
 struct ftl_stats {
   uint64_t host_write_pages;    /* pages written by the host */
@@ -212,6 +273,22 @@ struct ftl_stats {
   double erase_mean;
   double waf;                   /* media_program_pages / host_write_pages */
   enum ftl_gc_policy gc_policy;
+  struct {
+    uint64_t timeout_ns;
+    unsigned retries;
+    uint64_t requests;          /* tracked */
+    uint64_t expired;           /* deadlines that passed */
+    uint64_t handled;           /* ... of a request that had completed */
+    uint64_t reset;             /* ... of a progressing request: restarted */
+    uint64_t aborted;           /* requests that failed with -ETIMEDOUT */
+    uint64_t abort_all;         /* times the media stalled */
+    uint64_t rejected;          /* requests refused while it was stalled */
+    bool stalled;
+  } deadline;
+  struct {
+    uint64_t count;
+    uint64_t p50, p99, p999, max;   /* microseconds */
+  } latency[FTL_OP__MAX];
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
 

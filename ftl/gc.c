@@ -456,6 +456,7 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
 
   pthread_mutex_lock (&ftl->gc_lock);
   tls_in_gc = true;
+  dl_hold ();                   /* a writer's abort does not stop GC */
   while (alloc_nfree (ftl) <= target) {
     uint32_t victim = pick_victim (ftl);
     if (victim == FTL_NO_BLOCK) {
@@ -479,6 +480,7 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
       break;
     }
   }
+  dl_release ();
   tls_in_gc = false;
   pthread_mutex_unlock (&ftl->gc_lock);
   return r;

@@ -9,8 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deadline.h"
+#include "fault.h"
 #include "format.h"
 #include "media.h"
+#include "timing.h"
 #include "util.h"
 
 static int
@@ -117,6 +120,145 @@ media_free (struct media *m)
   m->wp = m->erase_count = m->gen = NULL;
 }
 
+void
+media_attach (struct media *m, struct timing *t, struct deadline *dl,
+              struct fault *f)
+{
+  m->timing = t && t->enabled ? t : NULL;
+  m->dl = dl;
+  m->fault = f && fault_enabled (f) ? f : NULL;
+}
+
+static bool
+should_abort (struct media *m)
+{
+  return m->dl && dl_should_abort (m->dl);
+}
+
+/* Sleep until t, or give up (-ETIMEDOUT) if the request is aborted
+ * meanwhile: the wait is cut into slices of at most 1 ms.
+ */
+static int
+wait_until (struct media *m, uint64_t t)
+{
+  for (;;) {
+    if (should_abort (m))
+      return -ETIMEDOUT;
+    uint64_t now = timing_now ();
+    if (now >= t)
+      return 0;
+    timing_sleep_until (MIN (t, now + 1000000));
+  }
+}
+
+/* The fault gate, at the start of every operation: an injected delay,
+ * then an injected stall (wait until it is lifted), then a last check
+ * that the request has not been aborted.
+ */
+static int
+gate (struct media *m)
+{
+  if (m->fault) {
+    fault_refresh (m->fault);
+    uint64_t d = fault_delay (m->fault);
+    if (d > 0) {
+      int r = wait_until (m, timing_now () + d);
+      if (r < 0)
+        return r;
+    }
+    while (fault_stalled (m->fault)) {
+      if (should_abort (m))
+        return -ETIMEDOUT;
+      timing_sleep_until (timing_now () + 1000000);
+      fault_refresh (m->fault);
+    }
+  }
+  return should_abort (m) ? -ETIMEDOUT : 0;
+}
+
+/* Modeled time of n pages (or one erase, n = 0) of latency lat on the
+ * unit of block blk.  Each page is reserved on the unit only when the
+ * previous one is done, so operations queued on one unit interleave
+ * page by page, and an operation that gives up leaves at most one page
+ * of work on the unit (a die cannot take back a page it started).
+ */
+static int
+model (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
+{
+  uint32_t steps = n ? n : 1;
+
+  for (uint32_t i = 0; i < steps; i++) {
+    uint64_t start = timing_reserve (m->timing, blk, lat);
+    int r = wait_until (m, start + lat);
+    if (r < 0)
+      return r;
+    if (m->dl)
+      dl_progress (m->dl, 1);
+  }
+  return 0;
+}
+
+/* Before an operation on block blk (n pages of latency lat): the gate,
+ * then the timing model.  Progress without the model is reported by
+ * op_end.
+ */
+static int
+op_begin (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
+{
+  int r;
+
+  if (m->dl)
+    dl_media_begin (m->dl);
+  r = gate (m);
+  if (r == 0 && m->timing)
+    r = model (m, blk, n, lat);
+  return r;
+}
+
+static int
+op_end (struct media *m, uint32_t n, int r)
+{
+  if (m->dl) {
+    if (r == 0 && !m->timing)
+      dl_progress (m->dl, n ? n : 1);
+    dl_media_end (m->dl);
+  }
+  return r;
+}
+
+/* Operations that the timing model does not time. */
+static int
+untimed_begin (struct media *m)
+{
+  if (m->dl)
+    dl_media_begin (m->dl);
+  return gate (m);
+}
+
+static int
+untimed_end (struct media *m, int r)
+{
+  if (m->dl) {
+    if (r == 0)
+      dl_progress (m->dl, 1);
+    dl_media_end (m->dl);
+  }
+  return r;
+}
+
+int
+media_probe (struct media *m)
+{
+  uint8_t buf[512];
+
+  if (m->fault) {
+    fault_refresh (m->fault);
+    if (fault_stalled (m->fault))
+      return -EAGAIN;
+  }
+  return m->io->pread (m->io->opaque, m->fd, buf, sizeof buf, 0);
+}
+
 int
 media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
                const void *data, const uint8_t *oob)
@@ -133,17 +275,20 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
    * anything, and NAND does not allow programming them again.
    */
   m->wp[blk] = page + n;
+  r = op_begin (m, blk, n, m->timing ? m->timing->program_ns : 0);
+  if (r < 0)
+    return op_end (m, n, r);
   r = m->io->pwrite (m->io->opaque, m->fd, data, (size_t) n << m->page_shift,
                      media_page_offset (m, media_ppn (m, blk, page)));
   if (r < 0)
-    return r;
+    return op_end (m, n, r);
   r = m->io->pwrite (m->io->opaque, m->fd, oob, (size_t) n * FTL_OOB_BYTES,
                      media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
                      + (uint64_t) page * FTL_OOB_BYTES);
   if (r < 0)
-    return r;
+    return op_end (m, n, r);
   __atomic_fetch_add (&m->programs, n, __ATOMIC_RELAXED);
-  return 0;
+  return op_end (m, n, 0);
 }
 
 int
@@ -151,9 +296,14 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
 {
   assert (media_ppn_block (m, ppn) < m->blocks);
   assert (media_ppn_page (m, ppn) + n <= m->pages_per_block);
+  int r = op_begin (m, media_ppn_block (m, ppn), n,
+                    m->timing ? m->timing->read_ns : 0);
+  if (r < 0)
+    return op_end (m, n, r);
   __atomic_fetch_add (&m->reads, n, __ATOMIC_RELAXED);
-  return m->io->pread (m->io->opaque, m->fd, buf, (size_t) n << m->page_shift,
-                       media_page_offset (m, ppn));
+  r = m->io->pread (m->io->opaque, m->fd, buf, (size_t) n << m->page_shift,
+                    media_page_offset (m, ppn));
+  return op_end (m, n, r);
 }
 
 int
@@ -162,18 +312,24 @@ media_read_oob (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
 {
   assert (blk < m->blocks);
   assert (page + n <= m->pages_per_block);
-  return m->io->pread (m->io->opaque, m->fd, buf, (size_t) n * FTL_OOB_BYTES,
-                       media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
-                       + (uint64_t) page * FTL_OOB_BYTES);
+  int r = untimed_begin (m);
+  if (r == 0)
+    r = m->io->pread (m->io->opaque, m->fd, buf, (size_t) n * FTL_OOB_BYTES,
+                      media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
+                      + (uint64_t) page * FTL_OOB_BYTES);
+  return untimed_end (m, r);
 }
 
 int
 media_read_meta (struct media *m, uint32_t blk, uint8_t *buf)
 {
   assert (blk < m->blocks);
-  return m->io->pread (m->io->opaque, m->fd, buf,
-                       (size_t) m->meta_pages << m->page_shift,
-                       media_meta_offset (m, blk));
+  int r = untimed_begin (m);
+  if (r == 0)
+    r = m->io->pread (m->io->opaque, m->fd, buf,
+                      (size_t) m->meta_pages << m->page_shift,
+                      media_meta_offset (m, blk));
+  return untimed_end (m, r);
 }
 
 uint64_t
@@ -221,6 +377,10 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   assert (meta_bytes >= FTL_BLKHDR_BYTES * 2
           + (uint64_t) m->pages_per_block * FTL_OOB_BYTES);
 
+  r = op_begin (m, blk, 0, m->timing ? m->timing->erase_ns : 0);
+  if (r < 0)
+    return op_end (m, 0, r);
+
   /* Readers that looked this block up before the erase see the
    * generation change and retry.
    */
@@ -233,35 +393,45 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
     r = m->io->punch (m->io->opaque, m->fd, meta + meta_bytes,
                       m->block_bytes - meta_bytes);
   if (r < 0)
-    return r;
+    return op_end (m, 0, r);
   m->wp[blk] = 0;
   h.erase_count = media_erase_count (m, blk) + 1;
   h.erase_seq = seq;
   __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELEASE);
   __atomic_fetch_add (&m->erases, 1, __ATOMIC_RELAXED);
   ftl_blkhdr_encode (&h, buf);
-  return m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,
-                        media_header_offset (m, blk, h.erase_count));
+  r = m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,
+                     media_header_offset (m, blk, h.erase_count));
+  return op_end (m, 0, r);
 }
 
 int
 media_sync (struct media *m)
 {
-  return m->io->sync (m->io->opaque, m->fd);
+  int r = untimed_begin (m);
+  if (r == 0)
+    r = m->io->sync (m->io->opaque, m->fd);
+  return untimed_end (m, r);
 }
 
 int
 media_pwrite_raw (struct media *m, const void *buf, size_t len, uint64_t off)
 {
   assert (off + len <= m->data_offset);
-  return m->io->pwrite (m->io->opaque, m->fd, buf, len, off);
+  int r = untimed_begin (m);
+  if (r == 0)
+    r = m->io->pwrite (m->io->opaque, m->fd, buf, len, off);
+  return untimed_end (m, r);
 }
 
 int
 media_pread_raw (struct media *m, void *buf, size_t len, uint64_t off)
 {
   assert (off + len <= m->data_offset);
-  return m->io->pread (m->io->opaque, m->fd, buf, len, off);
+  int r = untimed_begin (m);
+  if (r == 0)
+    r = m->io->pread (m->io->opaque, m->fd, buf, len, off);
+  return untimed_end (m, r);
 }
 
 void

@@ -24,6 +24,16 @@
  * GC lock).  Erase generations are atomics so that lock-free readers can
  * detect an erase that raced with their read (media_block_gen).  Erase
  * counts are read with relaxed atomics by the allocator and statistics.
+ *
+ * Timing, deadlines and faults (media_attach): every operation on an
+ * erase block first passes the fault gate (an injected delay or stall,
+ * fault.h), then, with the timing model on, sleeps until the modeled
+ * end of its page reads, programs or erase (timing.h), reporting
+ * progress page by page (deadline.h).  While it waits it gives up with
+ * -ETIMEDOUT if its request was aborted, before it has touched the
+ * file; a program that gives up still counts as programmed (its pages
+ * are left unwritten, as after a failed program).  Superblock and
+ * checkpoint I/O passes the gate but is not timed.
  */
 
 #ifndef FTL_MEDIA_H
@@ -46,6 +56,10 @@ struct ftl_io {
 };
 extern const struct ftl_io ftl_default_io;
 
+struct timing;
+struct deadline;
+struct fault;
+
 struct media {
   int fd;
   const struct ftl_io *io;
@@ -64,6 +78,11 @@ struct media {
 
   /* Counters (atomic). */
   uint64_t programs, reads, erases;
+
+  /* Optional (NULL: none), see media_attach. */
+  struct timing *timing;
+  struct deadline *dl;
+  struct fault *fault;
 };
 
 extern int media_init (struct media *m, int fd, const struct ftl_io *io,
@@ -71,6 +90,17 @@ extern int media_init (struct media *m, int fd, const struct ftl_io *io,
                        uint32_t blocks, uint32_t meta_pages,
                        uint64_t data_offset);
 extern void media_free (struct media *m);
+
+/* Attach the timing model, the deadline tracker and fault injection
+ * (each may be NULL).  Not while operations run.
+ */
+extern void media_attach (struct media *m, struct timing *t,
+                          struct deadline *dl, struct fault *f);
+
+/* Does the file answer?  Passes the fault gate without waiting (-EAGAIN
+ * while a stall is injected) and reads the first sector of the file.
+ */
+extern int media_probe (struct media *m);
 
 static inline uint32_t
 media_ppn (const struct media *m, uint32_t blk, uint32_t page)

@@ -63,6 +63,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->gc_policy = ftl->gc_policy;
   st->waf = st->host_write_pages
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
+  dl_get_stats (&ftl->dl, st);
 }
 
 unsigned
@@ -185,9 +186,35 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "  \"blocks\": {\n"
            "    \"free\": %u,\n"
            "    \"total\": %u\n"
-           "  }\n"
-           "}\n",
+           "  },\n",
            st.read_only ? "true" : "false", st.blocks_free, st.blocks_total);
+  fprintf (fp,
+           "  \"deadline\": {\n"
+           "    \"timeout_us\": %" PRIu64 ",\n"
+           "    \"retries\": %u,\n"
+           "    \"requests\": %" PRIu64 ",\n"
+           "    \"expired\": %" PRIu64 ",\n"
+           "    \"handled\": %" PRIu64 ",\n"
+           "    \"reset\": %" PRIu64 ",\n"
+           "    \"aborted\": %" PRIu64 ",\n"
+           "    \"abort_all\": %" PRIu64 ",\n"
+           "    \"rejected\": %" PRIu64 ",\n"
+           "    \"stalled\": %s\n"
+           "  },\n"
+           "  \"latency_us\": {\n",
+           st.deadline.timeout_ns / 1000, st.deadline.retries,
+           st.deadline.requests, st.deadline.expired, st.deadline.handled,
+           st.deadline.reset, st.deadline.aborted, st.deadline.abort_all,
+           st.deadline.rejected, st.deadline.stalled ? "true" : "false");
+  for (unsigned op = 0; op < FTL_OP__MAX; op++)
+    fprintf (fp,
+             "    \"%s\": { \"count\": %" PRIu64 ", \"p50\": %" PRIu64
+             ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64 ", \"max\": %"
+             PRIu64 " }%s\n",
+             ftl_op_name (op), st.latency[op].count, st.latency[op].p50,
+             st.latency[op].p99, st.latency[op].p999, st.latency[op].max,
+             op + 1 < FTL_OP__MAX ? "," : "");
+  fprintf (fp, "  }\n}\n");
   if (ferror (fp))
     r = -EIO;
   if (fclose (fp) == EOF && r == 0)

@@ -50,6 +50,19 @@ static unsigned endurance;              /* endurance= */
 static char *stats_path;                /* stats= */
 static unsigned stats_interval = 1;     /* stats-interval= */
 static bool rotational;                 /* rotational= */
+static uint64_t timeout_ns = FTL_DEFAULT_TIMEOUT_NS; /* timeout= */
+static unsigned timeout_retries = FTL_DEFAULT_TIMEOUT_RETRIES;
+                                        /* timeout-retries= */
+static struct ftl_timing timing = {     /* timing= and the latencies */
+  .read_ns    = FTL_DEFAULT_READ_LATENCY_NS,
+  .program_ns = FTL_DEFAULT_PROGRAM_LATENCY_NS,
+  .erase_ns   = FTL_DEFAULT_ERASE_LATENCY_NS,
+  .channels   = FTL_DEFAULT_CHANNELS,
+  .dies       = FTL_DEFAULT_DIES,
+};
+static int timing_key = -1;             /* timing= (-1: not given) */
+static bool latency_given;              /* a latency, channels or dies */
+static char *fault_file;                /* debug-faults= (tests only) */
 
 /* The open image, from .get_ready to .cleanup. */
 static struct ftl *ftl;
@@ -60,6 +73,33 @@ ftl_plugin_unload (void)
 {
   free (filename);
   free (stats_path);
+  free (fault_file);
+}
+
+/* Parse a duration key (a number with us, ms or s). */
+static int
+parse_duration (const char *key, const char *value, uint64_t *ns)
+{
+  char err[256];
+
+  if (ftl_parse_duration (value, ns, err, sizeof err) < 0) {
+    nbdkit_error ("%s: %s", key, err);
+    return -1;
+  }
+  return 0;
+}
+
+/* Parse channels= or dies=: 1 to FTL_MAX_UNITS. */
+static int
+parse_units (const char *key, const char *value, unsigned *r)
+{
+  if (nbdkit_parse_unsigned (key, value, r) == -1)
+    return -1;
+  if (*r < 1 || *r > FTL_MAX_UNITS) {
+    nbdkit_error ("%s must be from 1 to %d: %s", key, FTL_MAX_UNITS, value);
+    return -1;
+  }
+  return 0;
 }
 
 /* Parse a size that must be a power of 2 in [min, max]. */
@@ -196,6 +236,59 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     rotational = b;
   }
+  else if (strcmp (key, "timeout") == 0) {
+    if (parse_duration (key, value, &timeout_ns) == -1)
+      return -1;
+    if (timeout_ns > 0 && timeout_ns < 1000000) {
+      nbdkit_error ("timeout must be 0 (off) or at least 1ms: %s", value);
+      return -1;
+    }
+  }
+  else if (strcmp (key, "timeout-retries") == 0) {
+    if (nbdkit_parse_unsigned (key, value, &timeout_retries) == -1)
+      return -1;
+    if (timeout_retries > 1000000) {
+      nbdkit_error ("timeout-retries must be at most 1000000: %s", value);
+      return -1;
+    }
+  }
+  else if (strcmp (key, "timing") == 0) {
+    b = nbdkit_parse_bool (value);
+    if (b == -1)
+      return -1;
+    timing_key = b;
+  }
+  else if (strcmp (key, "read-latency") == 0) {
+    if (parse_duration (key, value, &timing.read_ns) == -1)
+      return -1;
+    latency_given = true;
+  }
+  else if (strcmp (key, "program-latency") == 0) {
+    if (parse_duration (key, value, &timing.program_ns) == -1)
+      return -1;
+    latency_given = true;
+  }
+  else if (strcmp (key, "erase-latency") == 0) {
+    if (parse_duration (key, value, &timing.erase_ns) == -1)
+      return -1;
+    latency_given = true;
+  }
+  else if (strcmp (key, "channels") == 0) {
+    if (parse_units (key, value, &timing.channels) == -1)
+      return -1;
+    latency_given = true;
+  }
+  else if (strcmp (key, "dies") == 0) {
+    if (parse_units (key, value, &timing.dies) == -1)
+      return -1;
+    latency_given = true;
+  }
+  else if (strcmp (key, "debug-faults") == 0) {
+    free (fault_file);
+    fault_file = nbdkit_absolute_path (value);
+    if (fault_file == NULL)
+      return -1;
+  }
   else {
     nbdkit_error ("unknown parameter '%s'", key);
     return -1;
@@ -212,6 +305,17 @@ ftl_plugin_config_complete (void)
 
   if (filename == NULL) {
     nbdkit_error ("you must supply the file=<FILENAME> parameter");
+    return -1;
+  }
+
+  /* Giving a latency, channels or dies turns the timing model on,
+   * unless timing=false says otherwise.
+   */
+  timing.enabled = timing_key == -1 ? latency_given : timing_key;
+  if (timing.enabled &&
+      (uint64_t) timing.channels * timing.dies > FTL_MAX_UNITS) {
+    nbdkit_error ("channels x dies must be at most %d: %u x %u",
+                  FTL_MAX_UNITS, timing.channels, timing.dies);
     return -1;
   }
 
@@ -248,7 +352,15 @@ ftl_plugin_config_complete (void)
   "endurance=<N>                  Erases after which an erase block is retired (default 3000).\n" \
   "stats=<FILENAME>               Write statistics as JSON to this file.\n" \
   "stats-interval=<SECS>          Rewrite them this often while busy (default 1).\n" \
-  "rotational=<BOOL>              Advertise a rotating disk (default false)."
+  "rotational=<BOOL>              Advertise a rotating disk (default false).\n" \
+  "timeout=<DURATION>             Request deadline, e.g. 500ms (default 30s, 0 = off).\n" \
+  "timeout-retries=<N>            Deadline resets of a progressing request (default 3).\n" \
+  "timing=<BOOL>                  NAND timing model (default false).\n" \
+  "read-latency=<DURATION>        Page read time of the model (default 75us).\n" \
+  "program-latency=<DURATION>     Page program time of the model (default 1ms).\n" \
+  "erase-latency=<DURATION>       Block erase time of the model (default 4500us).\n" \
+  "channels=<N>                   Channels of the model (default 8).\n" \
+  "dies=<N>                       Dies per channel of the model (default 4)."
 
 /* Pass the library's messages to nbdkit. */
 static void
@@ -289,6 +401,10 @@ ftl_plugin_get_ready (void)
                        (ftl_debug_alloc    ? FTL_DEBUG_ALLOC : 0),
     .log             = log_message,
     .log_opaque      = NULL,
+    .timeout_ns      = timeout_ns,
+    .timeout_retries = timeout_retries,
+    .timing          = timing,
+    .fault_file      = fault_file,
   };
   int r;
 
@@ -321,6 +437,12 @@ ftl_plugin_after_fork (void)
                   filename, strerror (-r));
     return -1;
   }
+  r = ftl_start_watchdog (ftl);
+  if (r < 0) {
+    nbdkit_error ("%s: starting the deadline watchdog: %s",
+                  filename, strerror (-r));
+    return -1;
+  }
   return stats_start ();
 }
 
@@ -333,6 +455,7 @@ ftl_plugin_cleanup (void)
     return;
 
   stats_stop ();
+  ftl_stop_watchdog (ftl);
   ftl_stop_background (ftl);
   r = ftl_close (ftl);
   ftl = NULL;
@@ -398,12 +521,15 @@ ftl_plugin_can_cache (void *handle)
   return NBDKIT_CACHE_EMULATE;
 }
 
-/* Report a library error to nbdkit and the client. */
+/* Report a library error to nbdkit and the client.  A request that
+ * missed its deadline fails with EIO: nbdkit would send ETIMEDOUT as
+ * EINVAL, which tells a client that its request was malformed.
+ */
 static int
 fail (int r)
 {
   assert (r < 0);
-  nbdkit_set_error (-r);
+  nbdkit_set_error (r == -ETIMEDOUT ? EIO : -r);
   return -1;
 }
 

@@ -18,7 +18,10 @@ members="geometry.page_size geometry.pages_per_block geometry.blocks
          host.trim_pages host.flushes media.program_pages media.read_pages
          media.erases gc.copied_pages gc.runs checkpoints mapped_pages waf
          wear.erase_min wear.erase_max wear.erase_mean blocks.free
-         blocks.total"
+         blocks.total deadline.requests deadline.expired deadline.handled
+         deadline.reset deadline.aborted deadline.abort_all
+         latency_us.read.p50 latency_us.write.p99 latency_us.trim.p999
+         latency_us.flush.max"
 
 # member NAME: print one member of the statistics file.
 member ()
@@ -67,6 +70,9 @@ check '.mapped_pages == 300'
 check '.host.flushes >= 1'
 check '.media.program_pages >= 300'
 check '.waf >= 1'
+check '.latency_us.write.count == 300 and .latency_us.write.max > 0'
+check '.latency_us.write.p50 <= .latency_us.write.p99 and .latency_us.write.p99 <= .latency_us.write.max'
+check '.deadline.requests >= 301 and .deadline.expired == 0'
 
 # Without a flush the file catches up within a few intervals.
 timeout 120 nbdsh -u "$uri" -c '

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# nbdkit-ftl: request deadlines as a client sees them.  Faults are
+# injected through the debug-faults= control file; each outcome of the
+# timeout handler is made to happen, and the client must get an answer
+# in time (EIO when aborted), the next request must be served, and no
+# data may be lost or half written.
+
+source "${srcdir:-.}/functions.sh"
+requires_plugin
+requires nbdsh jq timeout
+
+make_tmpdir
+disk="$tmp/disk.img"
+sock="$tmp/sock"
+pid="$tmp/pid"
+stats="$tmp/stats.json"
+faults="$tmp/faults"
+uri="nbd+unix:///?socket=$sock"
+
+check ()
+{
+    if ! jq -e "$1" "$stats" >/dev/null; then
+        echo "$0: FAIL: $1"
+        jq .deadline "$stats"
+        exit 1
+    fi
+}
+
+# set_faults TEXT: replace the control file atomically ('' removes it).
+set_faults ()
+{
+    if [ -z "$1" ]; then
+        rm -f "$faults"
+    else
+        printf '%s\n' "$1" > "$faults.tmp"
+        mv "$faults.tmp" "$faults"
+    fi
+}
+
+# Helpers for the nbdsh scripts: pages that name themselves.
+pyhelpers='
+import time, errno
+def page(n, v):
+    return (b"%08d:%08d;" % (n, v)) * 227 + b"\0" * (4096 - 18 * 227)
+def data(first, n, v):
+    return b"".join(page(first + i, v) for i in range(n))
+def check_pages(first, n, allowed):
+    got = h.pread(4096 * n, 4096 * first)
+    vs = set()
+    for i in range(n):
+        p = got[4096 * i : 4096 * (i + 1)]
+        v = [x for x in allowed if p == page(first + i, x)]
+        assert v, "page %d holds neither of %r" % (first + i, allowed)
+        vs.add(v[0])
+    assert len(vs) == 1, "pages %d..%d mix versions %r" % (first, first + n - 1, vs)
+    return vs.pop()
+'
+
+# 1. reset, then abort: 64 pages at 5 ms = 320 ms of programming on
+#    one unit against a 100 ms deadline.  With 5 retries the write goes
+#    through; with 1 it is aborted and the client gets EIO in time.
+start_server "$sock" "$pid" file="$disk" size=64M stats="$stats" \
+    timeout=100ms timeout-retries=5 program-latency=5ms read-latency=0 \
+    erase-latency=0 channels=1 dies=1
+timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
+t = time.time()
+h.pwrite(data(0, 64, 1), 0)
+assert time.time() - t >= 0.32
+assert check_pages(0, 64, [1]) == 1
+h.flush()
+'
+check '.deadline.reset >= 2 and .deadline.aborted == 0'
+stop_server "$pid"
+jq -c .deadline "$stats"
+
+start_server "$sock" "$pid" file="$disk" stats="$stats" \
+    timeout=100ms timeout-retries=1 program-latency=5ms read-latency=0 \
+    erase-latency=0 channels=1 dies=1
+timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
+t = time.time()
+try:
+    h.pwrite(data(0, 64, 2), 0)
+    assert False, "the write was not aborted"
+except nbd.Error as e:
+    assert e.errnum == errno.EIO, e
+took = time.time() - t
+assert took < 0.3, took
+# Not applied: the old data is all there; the next request is served.
+assert check_pages(0, 64, [1, 2]) == 1
+h.pwrite(data(0, 4, 3), 0)
+assert check_pages(0, 4, [3]) == 3
+h.flush()
+'
+check '.deadline.aborted == 1 and .deadline.reset == 1 and .deadline.abort_all == 0'
+stop_server "$pid"
+jq -c .deadline "$stats"
+
+# 2. handled: replies held back past the deadline; the requests had
+#    completed, so they succeed.
+start_server "$sock" "$pid" file="$disk" stats="$stats" \
+    timeout=100ms debug-faults="$faults"
+set_faults "reply-delay 250ms"
+timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
+h.pwrite(data(4, 4, 4), 4 * 4096)
+assert check_pages(4, 4, [4]) == 4
+'
+set_faults ''
+timeout 60 nbdsh -u "$uri" -c 'h.flush()'
+check '.deadline.handled >= 2 and .deadline.aborted == 0'
+stop_server "$pid"
+jq -c .deadline "$stats"
+
+# 3. abort all: the media stalls under a running write and reads; all
+#    fail with EIO within about a deadline, new requests fail at once,
+#    and when the stall is lifted service resumes by itself.
+start_server "$sock" "$pid" file="$disk" stats="$stats" \
+    timeout=200ms debug-faults="$faults"
+faults="$faults" timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
+import os
+faults = os.environ["faults"]
+def stall(on):
+    if on:
+        open(faults + ".tmp", "w").write("stall\n")
+        os.rename(faults + ".tmp", faults)
+    else:
+        os.unlink(faults)
+stall(True)
+t = time.time()
+c = [h.aio_pwrite(nbd.Buffer.from_bytearray(bytearray(data(8, 16, 5))),
+                  8 * 4096),
+     h.aio_pread(nbd.Buffer(4096), 0),
+     h.aio_pread(nbd.Buffer(4096), 4096 * 20),
+     h.aio_flush()]
+while h.aio_in_flight() > 0:
+    h.poll(1)
+    assert time.time() - t < 5, "no answer"
+took = time.time() - t
+failed = 0
+for x in c:
+    try:
+        h.aio_command_completed(x)
+    except nbd.Error as e:
+        assert e.errnum == errno.EIO, e
+        failed += 1
+assert failed == len(c), failed
+assert took < 1, took
+# New requests fail at once.
+t = time.time()
+try:
+    h.pread(4096, 0)
+    assert False, "a read succeeded during the stall"
+except nbd.Error as e:
+    assert e.errnum == errno.EIO, e
+assert time.time() - t < 0.2
+stall(False)
+for i in range(200):
+    try:
+        h.pread(4096, 0)
+        break
+    except nbd.Error:
+        time.sleep(0.02)
+else:
+    assert False, "service did not resume"
+h.pwrite(data(40, 4, 6), 40 * 4096)
+assert check_pages(40, 4, [6]) == 6
+'
+# Whatever was aborted, the disk is consistent: the aborted write is
+# all there or not at all, the rest unchanged, after a restart too.
+verify='
+assert check_pages(0, 4, [3]) == 3
+assert check_pages(4, 4, [4]) == 4
+check_pages(8, 16, [1, 5])
+assert check_pages(24, 16, [1]) == 1
+assert check_pages(40, 4, [6]) == 6
+'
+timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c "$verify"
+stop_server "$pid"
+jq -c .deadline "$stats"
+check '.deadline.abort_all == 1 and .deadline.aborted >= 4 and .deadline.rejected >= 1'
+start_server "$sock" "$pid" file="$disk"
+timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c "$verify"
+stop_server "$pid"
+
+# 4. timeout=0 turns tracking off; bad durations are refused.
+start_server "$sock" "$pid" file="$disk" stats="$stats" timeout=0
+timeout 60 nbdsh -u "$uri" -c 'h.pread(4096, 0)'
+stop_server "$pid"
+check '.deadline.requests == 0 and .latency_us.read.count >= 1'
+for bad in timeout=30 timeout=5m timeout=-1s program-latency=fast \
+           timeout=100us channels=0 dies=100000; do
+    if nbdkit -f -U "$tmp/bad.sock" "$FTL_PLUGIN" file="$disk" "$bad" \
+           --run true 2>"$tmp/err"; then
+        echo "$0: FAIL: $bad was accepted"
+        exit 1
+    fi
+    grep -E "timeout|latency|channels|dies" "$tmp/err" >/dev/null || {
+        echo "$0: FAIL: $bad: unclear error:"; cat "$tmp/err"; exit 1; }
+done

@@ -1,0 +1,649 @@
+/* nbdkit-ftl: unit tests of deadline.c, timing.c and fault.c.
+ *
+ * Durations and histograms are checked directly.  The timing model is
+ * checked through its unit reservations and through the time requests
+ * take.  Each outcome of the timeout handler is made to happen on
+ * purpose, through the library's API as the plugin uses it:
+ *
+ *   handled    a reply delay (fault file) longer than the deadline;
+ *   reset      a write whose modeled programming takes several
+ *              deadlines, with retries to spare;
+ *   abort      the same write with too few retries;
+ *   abort all  a stall injected at the media gate (fault file), and a
+ *              real stall: a pwrite hook that blocks.
+ *
+ * Each checks what the caller sees (the error, that it comes back in
+ * time, that the next request is served) and the counters, and that
+ * the data is intact: every page holds the version last written to it,
+ * or, for an aborted write, entirely the old or entirely the new one,
+ * also after the image is closed and opened again.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ftl-internal.h"
+#include "helpers.h"
+
+#define PS 4096
+#define PPB 64
+#define SIZE (8 * 1024 * 1024)
+#define LPAGES (SIZE / PS)
+
+static char path[256], faults[256];
+
+static void
+setup (void)
+{
+  unit_path (path, sizeof path, "disk.img");
+  unit_path (faults, sizeof faults, "faults");
+}
+
+static void
+set_faults (const char *text)
+{
+  FILE *fp;
+
+  if (!text) {
+    unlink (faults);
+    return;
+  }
+  /* Written beside and renamed, so a reader never sees half of it. */
+  char tmp[300];
+  snprintf (tmp, sizeof tmp, "%s.tmp", faults);
+  fp = fopen (tmp, "w");
+  ck_assert_ptr_nonnull (fp);
+  fputs (text, fp);
+  ck_assert_int_eq (fclose (fp), 0);
+  ck_assert_int_eq (rename (tmp, faults), 0);
+}
+
+/* Open with a deadline and, if program_ns > 0, the timing model. */
+static struct ftl *
+open_dl (uint64_t timeout_ns, unsigned retries, uint64_t program_ns,
+         const struct ftl_io *io)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = SIZE, .page_size = PS,
+    .pages_per_block = PPB, .op_percent = 50, .log = unit_log,
+    .io = io ? io : unit_nosync_io (),
+    .timeout_ns = timeout_ns, .timeout_retries = retries,
+    .timing = {
+      .enabled = program_ns > 0, .read_ns = 0, .program_ns = program_ns,
+      .erase_ns = 0, .channels = 1, .dies = 1,
+    },
+    .fault_file = faults,
+  };
+  struct ftl *ftl;
+  char err[256];
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  ck_assert_int_eq (ftl_start_watchdog (ftl), 0);
+  return ftl;
+}
+
+/* Versions last written, per logical page.  For the pages of an
+ * aborted write, either[] is set, alt[] holds the version before it and
+ * wid[] tells which write: the pages of one write must all hold the
+ * new version or all the old one.
+ */
+static uint64_t ver[LPAGES], alt[LPAGES];
+static bool either[LPAGES];
+static unsigned wid[LPAGES], next_wid;
+
+static int
+write_range (struct ftl *ftl, uint64_t lpn, uint32_t n, uint64_t version)
+{
+  uint8_t *buf = malloc ((size_t) n * PS);
+  int r;
+
+  for (uint32_t i = 0; i < n; i++)
+    unit_fill_page (buf + (size_t) i * PS, PS, lpn + i, version);
+  r = ftl_write (ftl, buf, (uint64_t) n * PS, lpn * PS, 0);
+  free (buf);
+  return r;
+}
+
+/* Record the outcome of a write of n pages at lpn. */
+static void
+record (uint64_t lpn, uint32_t n, uint64_t version, int r)
+{
+  next_wid++;
+  for (uint32_t i = 0; i < n; i++) {
+    if (r != 0) {
+      alt[lpn + i] = ver[lpn + i];
+      either[lpn + i] = true;
+      wid[lpn + i] = next_wid;
+    }
+    else
+      either[lpn + i] = false;
+    ver[lpn + i] = version;
+  }
+}
+
+static int
+write_rec (struct ftl *ftl, uint64_t lpn, uint32_t n, uint64_t version)
+{
+  int r = write_range (ftl, lpn, n, version);
+  record (lpn, n, version, r);
+  return r;
+}
+
+/* The version a page holds (0: unmapped), checking that it is intact. */
+static uint64_t
+page_version (struct ftl *ftl, uint64_t l)
+{
+  uint8_t buf[PS];
+  uint64_t lpn, v;
+  int k;
+
+  ck_assert_int_eq (ftl_read (ftl, buf, PS, l * PS), 0);
+  k = unit_page_identify (buf, PS, &lpn, &v);
+  ck_assert_msg (k >= 0, "page %" PRIu64 " is corrupt", l);
+  if (k == 1)
+    ck_assert_uint_eq (lpn, l);
+  return v;
+}
+
+static void
+verify (struct ftl *ftl)
+{
+  static int applied[LPAGES + 1];     /* per write id: -1 unknown, 0, 1 */
+
+  for (unsigned i = 0; i <= LPAGES && i <= next_wid; i++)
+    applied[i] = -1;
+  for (uint64_t l = 0; l < LPAGES; l++) {
+    uint64_t v = page_version (ftl, l);
+    if (!either[l]) {
+      ck_assert_msg (v == ver[l], "page %" PRIu64 ": version %" PRIu64
+                     ", expected %" PRIu64, l, v, ver[l]);
+      continue;
+    }
+    ck_assert_msg (v == ver[l] || v == alt[l], "page %" PRIu64 ": version "
+                   "%" PRIu64 ", expected %" PRIu64 " or %" PRIu64, l, v,
+                   ver[l], alt[l]);
+    int a = v == ver[l];
+    if (wid[l] <= LPAGES) {
+      if (applied[wid[l]] == -1)
+        applied[wid[l]] = a;
+      ck_assert_msg (applied[wid[l]] == a, "an aborted write was applied "
+                     "in part (page %" PRIu64 ")", l);
+    }
+  }
+}
+
+static void
+reset_ref (void)
+{
+  memset (ver, 0, sizeof ver);
+  memset (alt, 0, sizeof alt);
+  memset (either, 0, sizeof either);
+  next_wid = 0;
+}
+
+static void
+stats (struct ftl *ftl, struct ftl_stats *st)
+{
+  ftl_get_stats (ftl, st);
+  fprintf (stderr, "deadline: requests %" PRIu64 " expired %" PRIu64
+           " handled %" PRIu64 " reset %" PRIu64 " aborted %" PRIu64
+           " abort_all %" PRIu64 " rejected %" PRIu64 "\n",
+           st->deadline.requests, st->deadline.expired,
+           st->deadline.handled, st->deadline.reset, st->deadline.aborted,
+           st->deadline.abort_all, st->deadline.rejected);
+}
+
+/* ---- durations and histograms ---- */
+
+START_TEST (test_duration)
+{
+  uint64_t ns;
+  char err[128];
+
+  ck_assert_int_eq (ftl_parse_duration ("500ms", &ns, err, sizeof err), 0);
+  ck_assert_uint_eq (ns, 500000000);
+  ck_assert_int_eq (ftl_parse_duration ("200us", &ns, err, sizeof err), 0);
+  ck_assert_uint_eq (ns, 200000);
+  ck_assert_int_eq (ftl_parse_duration ("30s", &ns, err, sizeof err), 0);
+  ck_assert_uint_eq (ns, UINT64_C (30000000000));
+  ck_assert_int_eq (ftl_parse_duration ("1.5ms", &ns, err, sizeof err), 0);
+  ck_assert_uint_eq (ns, 1500000);
+  ck_assert_int_eq (ftl_parse_duration ("0", &ns, err, sizeof err), 0);
+  ck_assert_uint_eq (ns, 0);
+  ck_assert_int_eq (ftl_parse_duration ("0s", &ns, err, sizeof err), 0);
+  ck_assert_uint_eq (ns, 0);
+
+  ck_assert_int_eq (ftl_parse_duration ("30", &ns, err, sizeof err), -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "no unit"));
+  ck_assert_int_eq (ftl_parse_duration ("5m", &ns, err, sizeof err), -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "unknown unit 'm'"));
+  ck_assert_int_eq (ftl_parse_duration ("-1s", &ns, err, sizeof err),
+                    -EINVAL);
+  ck_assert_int_eq (ftl_parse_duration ("ms", &ns, err, sizeof err), -EINVAL);
+  ck_assert_int_eq (ftl_parse_duration ("", &ns, err, sizeof err), -EINVAL);
+  ck_assert_int_eq (ftl_parse_duration ("1e9s", &ns, err, sizeof err),
+                    -ERANGE);
+  ck_assert_ptr_nonnull (strstr (err, "too long"));
+  ck_assert_int_eq (ftl_parse_duration ("5 ms", &ns, err, sizeof err),
+                    -EINVAL);
+}
+END_TEST
+
+START_TEST (test_histogram)
+{
+  static struct dl_hist h;
+  unsigned prev = 0;
+
+  /* Buckets are ordered and every value lies inside its own. */
+  for (uint64_t v = 0; v < 100000; v++) {
+    unsigned i = dl_hist_index (v);
+    ck_assert_uint_ge (i, prev);
+    ck_assert_uint_le (v, dl_hist_bucket_max (i));
+    if (i > 0)
+      ck_assert_uint_gt (v, dl_hist_bucket_max (i - 1));
+    prev = i;
+  }
+  ck_assert_uint_eq (dl_hist_bucket_max (dl_hist_index (UINT64_MAX)), UINT64_MAX);
+
+  /* 1..10000: quantiles within 12.5% above the exact ones. */
+  memset (&h, 0, sizeof h);
+  for (uint64_t v = 1; v <= 10000; v++)
+    dl_hist_add (&h, v);
+  ck_assert_uint_eq (h.count, 10000);
+  ck_assert_uint_eq (h.max, 10000);
+  uint64_t p50 = dl_hist_quantile (&h, 0.5), p99 = dl_hist_quantile (&h, 0.99);
+  ck_assert_uint_ge (p50, 5000);
+  ck_assert_uint_le (p50, 5000 * 1.125);
+  ck_assert_uint_ge (p99, 9900);
+  ck_assert_uint_le (p99, 10000);
+  ck_assert_uint_eq (dl_hist_quantile (&h, 1.0), 10000);
+}
+END_TEST
+
+/* ---- the timing model ---- */
+
+START_TEST (test_timing_units)
+{
+  struct ftl_timing o = {
+    .enabled = true, .read_ns = 1000, .program_ns = 1000, .erase_ns = 1000,
+    .channels = 2, .dies = 2,
+  };
+  struct timing t;
+  uint64_t now, a, b, c, d;
+
+  ck_assert_int_eq (timing_init (&t, &o), 0);
+  ck_assert_uint_eq (t.units, 4);
+  now = timing_now ();
+  a = timing_reserve (&t, 0, 10000000);
+  b = timing_reserve (&t, 4, 10000000);    /* the same unit as block 0 */
+  c = timing_reserve (&t, 1, 10000000);    /* another unit */
+  d = timing_reserve (&t, 8, 1000);
+  ck_assert_uint_ge (a, now);
+  ck_assert_uint_eq (b, a + 10000000);      /* queued behind a */
+  ck_assert_uint_lt (c, a + 10000000);      /* in parallel */
+  ck_assert_uint_eq (d, b + 10000000);
+  timing_free (&t);
+}
+END_TEST
+
+/* With one unit, programs queue: 32 pages at 2 ms take 64 ms or more;
+ * without the model they take much less.
+ */
+START_TEST (test_timing_write)
+{
+  struct ftl *ftl = open_dl (0, 0, 2000000, NULL);
+  double t0 = unit_now ();
+
+  ck_assert_int_eq (write_range (ftl, 0, 32, 1), 0);
+  double dt = unit_now () - t0;
+  ck_assert_msg (dt >= 0.064, "32 pages took %.3f s", dt);
+  ck_assert_msg (dt < 2.0, "32 pages took %.3f s", dt);
+  struct ftl_stats st;
+  ftl_get_stats (ftl, &st);
+  ck_assert_uint_eq (st.latency[FTL_OP_WRITE].count, 1);
+  ck_assert_uint_ge (st.latency[FTL_OP_WRITE].max, 64000);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+/* ---- outcomes of the timeout handler ---- */
+
+START_TEST (test_handled)
+{
+  struct ftl *ftl;
+  struct ftl_stats st;
+
+  reset_ref ();
+  set_faults ("reply-delay 250ms\n");
+  ftl = open_dl (100000000, 0, 0, NULL);
+  ck_assert_int_eq (write_rec (ftl, 0, 4, 1), 0);   /* completes */
+  set_faults (NULL);
+  ck_assert_int_eq (write_rec (ftl, 4, 4, 1), 0);
+  stats (ftl, &st);
+  ck_assert_uint_ge (st.deadline.handled, 1);
+  ck_assert_uint_eq (st.deadline.aborted, 0);
+  ck_assert_uint_eq (st.deadline.reset, 0);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+START_TEST (test_reset)
+{
+  struct ftl *ftl;
+  struct ftl_stats st;
+  double t0;
+
+  reset_ref ();
+  set_faults (NULL);
+  /* 48 pages at 5 ms: 240 ms of programming against a 60 ms deadline,
+   * with 10 resets allowed.
+   */
+  ftl = open_dl (60000000, 10, 5000000, NULL);
+  t0 = unit_now ();
+  ck_assert_int_eq (write_rec (ftl, 0, 48, 1), 0);
+  ck_assert_double_ge (unit_now () - t0, 0.240);
+  stats (ftl, &st);
+  ck_assert_uint_ge (st.deadline.reset, 2);
+  ck_assert_uint_eq (st.deadline.aborted, 0);
+  ck_assert_uint_eq (st.deadline.expired, st.deadline.reset);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+START_TEST (test_abort)
+{
+  struct ftl *ftl;
+  struct ftl_stats st;
+  double t0, dt;
+
+  reset_ref ();
+  set_faults (NULL);
+  ftl = open_dl (60000000, 1, 5000000, NULL);
+  ck_assert_int_eq (write_rec (ftl, 0, 8, 1), 0);
+  /* 48 pages, 240 ms; the deadline is reset once, then the write is
+   * aborted (at about 120 ms) before it programmed anything.
+   */
+  unit_quiet = true;
+  t0 = unit_now ();
+  ck_assert_int_eq (write_rec (ftl, 0, 48, 2), -ETIMEDOUT);
+  dt = unit_now () - t0;
+  ck_assert_msg (dt < 0.230, "the abort took %.3f s", dt);
+  stats (ftl, &st);
+  ck_assert_uint_eq (st.deadline.aborted, 1);
+  ck_assert_uint_eq (st.deadline.reset, 1);
+  ck_assert_uint_eq (st.deadline.abort_all, 0);
+  /* Not applied at all: the old data is there. */
+  verify (ftl);
+  ck_assert_uint_eq (page_version (ftl, 0), 1);
+  ck_assert_uint_eq (page_version (ftl, 7), 1);
+  ck_assert_uint_eq (page_version (ftl, 8), 0);
+  ck_assert_uint_eq (page_version (ftl, 47), 0);
+  /* The next request is served. */
+  ck_assert_int_eq (write_rec (ftl, 0, 4, 3), 0);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = open_dl (60000000, 1, 0, NULL);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+struct writer {
+  struct ftl *ftl;
+  uint64_t lpn;
+  uint32_t n;
+  uint64_t version;
+  int r;
+  double took;
+};
+
+static void *
+writer_thread (void *arg)
+{
+  struct writer *w = arg;
+  double t0 = unit_now ();
+  w->r = write_range (w->ftl, w->lpn, w->n, w->version);
+  w->took = unit_now () - t0;
+  return NULL;
+}
+
+static void
+writer_record (struct writer *w)
+{
+  record (w->lpn, w->n, w->version, w->r);
+}
+
+/* A stall at the media gate: the outstanding writes are aborted, new
+ * requests fail at once, and service resumes when the stall is lifted.
+ */
+START_TEST (test_abort_all_gate)
+{
+  struct ftl *ftl;
+  struct ftl_stats st;
+  struct writer w[4];
+  pthread_t th[4];
+  uint8_t buf[PS];
+  double t0;
+
+  reset_ref ();
+  set_faults (NULL);
+  ftl = open_dl (100000000, 3, 0, NULL);
+  for (unsigned i = 0; i < 4; i++)
+    ck_assert_int_eq (write_rec (ftl, i * 16, 16, 1), 0);
+
+  unit_quiet = true;
+  set_faults ("stall\n");
+  for (unsigned i = 0; i < 4; i++) {
+    w[i] = (struct writer) { .ftl = ftl, .lpn = i * 16, .n = 16,
+                             .version = 2 };
+    pthread_create (&th[i], NULL, writer_thread, &w[i]);
+  }
+  for (unsigned i = 0; i < 4; i++) {
+    pthread_join (th[i], NULL);
+    ck_assert_int_eq (w[i].r, -ETIMEDOUT);
+    ck_assert_msg (w[i].took < 1.0, "writer %u took %.3f s", i, w[i].took);
+    writer_record (&w[i]);
+  }
+  /* Stalled: a new request fails at once. */
+  t0 = unit_now ();
+  ck_assert_int_eq (ftl_read (ftl, buf, PS, 0), -ETIMEDOUT);
+  ck_assert_double_lt (unit_now () - t0, 0.05);
+  stats (ftl, &st);
+  ck_assert_uint_eq (st.deadline.abort_all, 1);
+  ck_assert_uint_ge (st.deadline.aborted, 4);
+  ck_assert_uint_ge (st.deadline.rejected, 1);
+  ck_assert (st.deadline.stalled);
+
+  /* Lifted: service resumes by itself within a few ticks. */
+  set_faults (NULL);
+  t0 = unit_now ();
+  for (;;) {
+    ftl_get_stats (ftl, &st);
+    if (!st.deadline.stalled)
+      break;
+    ck_assert_double_lt (unit_now () - t0, 2.0);
+    usleep (5000);
+  }
+  ck_assert_int_eq (write_rec (ftl, 0, 4, 3), 0);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = open_dl (100000000, 3, 0, NULL);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+/* A real stall: a pwrite that blocks in the backing file (the struct
+ * ftl_io hook).  That write cannot be interrupted; the watchdog still
+ * declares the stall, new requests fail at once, and when the pwrite
+ * returns the stuck write completes (entirely) with the timeout as its
+ * reply, and service resumes.
+ */
+static pthread_mutex_t block_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t block_cond = PTHREAD_COND_INITIALIZER;
+static bool block_on, blocked;
+
+static int
+blocking_pwrite (void *opaque, int fd, const void *buf, size_t len,
+                 off_t off)
+{
+  pthread_mutex_lock (&block_lock);
+  if (block_on) {
+    blocked = true;
+    pthread_cond_broadcast (&block_cond);
+    while (block_on)
+      pthread_cond_wait (&block_cond, &block_lock);
+  }
+  pthread_mutex_unlock (&block_lock);
+  return ftl_default_io.pwrite (opaque, fd, buf, len, off);
+}
+
+START_TEST (test_abort_all_io)
+{
+  struct ftl_io io = *unit_nosync_io ();
+  struct ftl *ftl;
+  struct ftl_stats st;
+  struct writer w;
+  pthread_t th;
+  uint8_t buf[PS];
+
+  io.pwrite = blocking_pwrite;
+  reset_ref ();
+  set_faults (NULL);
+  ftl = open_dl (100000000, 3, 0, &io);
+  ck_assert_int_eq (write_rec (ftl, 0, 8, 1), 0);
+
+  unit_quiet = true;
+  pthread_mutex_lock (&block_lock);
+  block_on = true;
+  blocked = false;
+  pthread_mutex_unlock (&block_lock);
+  w = (struct writer) { .ftl = ftl, .lpn = 0, .n = 8, .version = 2 };
+  pthread_create (&th, NULL, writer_thread, &w);
+  pthread_mutex_lock (&block_lock);
+  while (!blocked)
+    pthread_cond_wait (&block_cond, &block_lock);
+  pthread_mutex_unlock (&block_lock);
+
+  /* Wait for the watchdog to see the stall. */
+  double t0 = unit_now ();
+  do {
+    ck_assert_double_lt (unit_now () - t0, 2.0);
+    usleep (5000);
+    ftl_get_stats (ftl, &st);
+  } while (!st.deadline.stalled);
+  ck_assert_int_eq (ftl_read (ftl, buf, PS, 0), -ETIMEDOUT);
+
+  pthread_mutex_lock (&block_lock);
+  block_on = false;
+  pthread_cond_broadcast (&block_cond);
+  pthread_mutex_unlock (&block_lock);
+  pthread_join (th, NULL);
+  ck_assert_int_eq (w.r, -ETIMEDOUT);
+  writer_record (&w);
+
+  t0 = unit_now ();
+  do {
+    ck_assert_double_lt (unit_now () - t0, 2.0);
+    usleep (5000);
+    ftl_get_stats (ftl, &st);
+  } while (st.deadline.stalled);
+  stats (ftl, &st);
+  ck_assert_uint_eq (st.deadline.abort_all, 1);
+  ck_assert_uint_ge (st.deadline.aborted, 1);
+  ck_assert_int_eq (write_rec (ftl, 8, 4, 3), 0);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = open_dl (100000000, 3, 0, NULL);
+  verify (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+/* Many threads with a generous deadline: nothing expires, every
+ * request is counted, slots are reused.
+ */
+static void *
+busy_thread (void *arg)
+{
+  struct writer *w = arg;
+  uint8_t buf[PS];
+  w->r = 0;
+  for (unsigned i = 0; i < 200 && w->r == 0; i++) {
+    w->r = write_range (w->ftl, w->lpn + i % 8, 1, i + 1);
+    if (w->r == 0)
+      w->r = ftl_read (w->ftl, buf, PS, (w->lpn + i % 8) * PS);
+  }
+  return NULL;
+}
+
+START_TEST (test_no_expiry)
+{
+  struct ftl *ftl;
+  struct ftl_stats st;
+  struct writer w[8];
+  pthread_t th[8];
+
+  set_faults (NULL);
+  ftl = open_dl (UINT64_C (10000000000), 3, 0, NULL);
+  for (unsigned i = 0; i < 8; i++) {
+    w[i] = (struct writer) { .ftl = ftl, .lpn = i * 8 };
+    pthread_create (&th[i], NULL, busy_thread, &w[i]);
+  }
+  for (unsigned i = 0; i < 8; i++) {
+    pthread_join (th[i], NULL);
+    ck_assert_int_eq (w[i].r, 0);
+  }
+  stats (ftl, &st);
+  ck_assert_uint_eq (st.deadline.requests, 8 * 400);
+  ck_assert_uint_eq (st.deadline.expired, 0);
+  ck_assert_uint_eq (st.latency[FTL_OP_WRITE].count, 8 * 200);
+  ck_assert_uint_eq (st.latency[FTL_OP_READ].count, 8 * 200);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+static Suite *
+deadline_suite (void)
+{
+  Suite *s = suite_create ("deadline");
+  TCase *tc = tcase_create ("deadline");
+
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_add_checked_fixture (tc, unit_dir_clean, NULL);
+  tcase_add_checked_fixture (tc, setup, NULL);
+  tcase_set_timeout (tc, 30);
+  tcase_add_test (tc, test_duration);
+  tcase_add_test (tc, test_histogram);
+  tcase_add_test (tc, test_timing_units);
+  tcase_add_test (tc, test_timing_write);
+  tcase_add_test (tc, test_handled);
+  tcase_add_test (tc, test_reset);
+  tcase_add_test (tc, test_abort);
+  tcase_add_test (tc, test_abort_all_gate);
+  tcase_add_test (tc, test_abort_all_io);
+  tcase_add_test (tc, test_no_expiry);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (deadline_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
