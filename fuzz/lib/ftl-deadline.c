@@ -1,0 +1,2 @@
+/* The FTL library module deadline.c, built with libFuzzer instrumentation. */
+#include "deadline.c"

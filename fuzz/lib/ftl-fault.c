@@ -1,0 +1,2 @@
+/* The FTL library module fault.c, built with libFuzzer instrumentation. */
+#include "fault.c"
