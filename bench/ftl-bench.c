@@ -434,6 +434,9 @@ struct result {
   uint32_t erase_min, erase_max; /* absolute, after the run */
   double erase_mean;
   uint32_t blocks;
+  uint64_t hist[FTL_HISTOGRAM_BUCKETS]; /* erase-count histogram */
+  uint32_t hist_first, hist_width;
+  unsigned hist_used;
   double waf;                   /* overall: program_pages / host_pages */
   double steady_waf;            /* over the last half */
   double fill_seconds;
@@ -698,6 +701,10 @@ run_workload (const struct config *c, const struct workload *w,
   res->erase_mean = st.erase_mean;
   res->erase_max = st.erase_max;
   res->blocks = st.blocks_total;
+  res->hist_used = ftl_get_erase_histogram (ftl, res->hist,
+                                            FTL_HISTOGRAM_BUCKETS,
+                                            &res->hist_first,
+                                            &res->hist_width);
   res->waf = waf_between (&base, &st);
   res->steady_waf = waf_between (&half, &st);
 
@@ -792,19 +799,20 @@ write_csv_row (FILE *fp, const struct config *c, const struct result *res)
 }
 
 #define HISTOGRAM_HEADER \
-  "# Erase counts of the erase blocks after each workload.  ftl.h\n" \
-  "# reports only their minimum, mean and maximum (struct ftl_stats),\n" \
-  "# not the count of each block, so there is one row per workload\n" \
-  "# with those and the number of blocks, not a histogram proper.\n" \
-  "workload,blocks,erase_min,erase_mean,erase_max\n"
+  "# Erase-count histogram after each workload: blocks erase blocks\n" \
+  "# have an erase count from erase_from to erase_to (at most 16\n" \
+  "# buckets per workload, from ftl_get_erase_histogram).\n" \
+  "workload,erase_from,erase_to,blocks\n"
 
-/* One row of --histogram: see HISTOGRAM_HEADER. */
+/* The rows of --histogram for one workload: see HISTOGRAM_HEADER. */
 static void
 write_histogram_row (FILE *fp, const struct result *res)
 {
-  fprintf (fp, "%s,%" PRIu32 ",%" PRIu32 ",%.3f,%" PRIu32 "\n",
-           res->w->name, res->blocks, res->erase_min, res->erase_mean,
-           res->erase_max);
+  for (unsigned i = 0; i < res->hist_used; i++) {
+    uint32_t from = res->hist_first + i * res->hist_width;
+    fprintf (fp, "%s,%" PRIu32 ",%" PRIu32 ",%" PRIu64 "\n",
+             res->w->name, from, from + res->hist_width - 1, res->hist[i]);
+  }
   fflush (fp);
 }
 

@@ -67,14 +67,17 @@ gnuplot <<EOF
 set terminal pngcairo size 800,500 noenhanced
 set output "$outdir/erase-counts.png"
 set datafile separator comma
-set title "Erase counts per erase block after each workload: mean, min to max\n(ftl.h has no per-block counts, so no full histogram)"
-set ylabel "erases"
-set key off
+set title "Erase-count histogram after each workload"
+set xlabel "erase count"
+set ylabel "erase blocks"
+set key top left
 set grid ytics
 set yrange [0:*]
-set boxwidth 0.6
-set style fill solid 0.4
-plot "$histogram" using 0:4:xticlabels (1) with boxes, \
-     "$histogram" using 0:4:3:5 with yerrorbars lc black pt 0
+set style fill solid 0.3
+workloads = system("grep -v '^#' '$histogram' | tail -n +2 | cut -d, -f1 | uniq | tr '\\n' ' '")
+n = words(workloads)
+matching (i) = strcol(1) eq word(workloads, i) ? (\$2 + \$3) / 2.0 : NaN
+plot for [i = 1:n] "$histogram" using (matching (i)):4 with linespoints \
+       lc i title word(workloads, i)
 EOF
 echo "wrote $outdir/erase-counts.png"
