@@ -183,6 +183,9 @@ if [ "$(fstype "$dir")" = tmpfs ]; then
     echo "$prog: warning: $dir is on tmpfs: the images are in memory, not on a disk" >&2
 fi
 
+if [ -n "$json_dir" ]; then
+    mkdir -p "$json_dir" || die "--json $json_dir: cannot create it"
+fi
 work="$(mktemp -d "$dir/ftl-perf.XXXXXX")"
 declare -A pid_of=()            # server name -> nbdkit pid
 declare -A hwm_kib=()           # server name -> highest VmHWM seen
