@@ -554,7 +554,7 @@ echo "### Benchmark: \`$cmdline\`"
 echo
 echo "$(date -u +%Y-%m-%d), $(nproc) CPUs ($cpu_model), images on $(fstype "$work")"
 echo "($dir), disk $size, OP 28% (the plugin's default), $runtime s per run,"
-echo "$repeat repeats interleaved (ftl, file, memory, ftl, ...), $minutes minutes;"
+echo "$repeat repeat$([ "$repeat" -eq 1 ] || echo s) interleaved (ftl, file, memory, ftl, ...), $minutes minutes;"
 echo "load average $load_before before, $load_after after. nbdkit $(nbdkit --version | awk '{ print $2 }'),"
 echo "$(fio --version). Median (min..max) over the repeats; ratios are medians"
 echo "of the per-repeat ratios (min..max); latency is fio's completion latency"
