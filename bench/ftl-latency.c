@@ -15,7 +15,12 @@
  *   background  watermark GC: a background thread keeps the free pool
  *               above the high watermark; writers that find it at the
  *               low watermark collect themselves (foreground GC);
- *   foreground  no background thread: writers collect themselves.
+ *   foreground  no background thread: writers collect themselves;
+ *   deadline    deadline-aware GC (gc_mode FTL_GC_DEADLINE): the
+ *               background thread works in slices and yields to requests
+ *               whose deadline is near, unless the free pool is at the
+ *               low watermark; writers that must collect take the
+ *               cheapest victim and reclaim one block only.
  *
  * Every page carries its logical page number and a version; the whole
  * disk is read back and checked at the end (an aborted write may have
@@ -205,15 +210,16 @@ static void
 print_header (void)
 {
   printf ("| GC | writes/s | p50 us | p99 us | p99.9 us | max us | WAF | "
-          "aborted | deadline |\n"
-          "|---|---|---|---|---|---|---|---|---|\n");
+          "aborted | deadline | GC yields |\n"
+          "|---|---|---|---|---|---|---|---|---|---|\n");
 }
 
 static int
 run (const char *mode)
 {
   char path[512], err[256];
-  bool bg = strcmp (mode, "background") == 0;
+  bool dlgc = strcmp (mode, "deadline") == 0;
+  bool bg = strcmp (mode, "background") == 0 || dlgc;
   struct ftl_options o = {
     .logical_bytes = cfg.size, .page_size = PS, .pages_per_block = cfg.ppb,
     .op_percent = cfg.op, .streams = 1, .log = log_message,
@@ -260,6 +266,7 @@ run (const char *mode)
   o.timing = cfg.timing;
   o.timeout_ns = cfg.timeout_ns;
   o.timeout_retries = 0;
+  o.gc_mode = dlgc ? FTL_GC_DEADLINE : FTL_GC_WATERMARK;
   r = ftl_open (&o, &ftl, err, sizeof err);
   if (r < 0) {
     fprintf (stderr, "ftl-latency: %s: %s\n", path, err);
@@ -311,10 +318,11 @@ run (const char *mode)
   }
   qsort (all, n, sizeof *all, cmp_u32);
   printf ("| %s | %.0f | %u | %u | %u | %u | %.2f | %" PRIu64 " of %zu | "
-          "%.0f ms |\n",
+          "%.0f ms | %" PRIu64 " |\n",
           mode, (w1 - w0) / dt, quantile (all, n, 0.5),
           quantile (all, n, 0.99), quantile (all, n, 0.999),
-          n ? all[n - 1] : 0, waf, a1 - a0, n, cfg.timeout_ns / 1e6);
+          n ? all[n - 1] : 0, waf, a1 - a0, n, cfg.timeout_ns / 1e6,
+          s1.gc_yields - s0.gc_yields);
   free (all);
   fflush (stdout);
 
@@ -341,7 +349,8 @@ usage (void)
           "         [--warmup S] [--timeout DURATION] [--gc MODE,...]\n"
           "         [--read-latency D] [--program-latency D]\n"
           "         [--erase-latency D] [--channels N] [--dies N]\n"
-          "MODE: background (watermark GC) or foreground.\n");
+          "MODE: background (watermark GC), foreground or deadline\n"
+          "(deadline-aware GC).\n");
 }
 
 static uint64_t
@@ -369,7 +378,7 @@ main (int argc, char *argv[])
     { "channels", 1, NULL, 'c' }, { "dies", 1, NULL, 'D' },
     { "help", 0, NULL, 'h' }, { 0 },
   };
-  char *modes = strdup ("background,foreground");
+  char *modes = strdup ("background,foreground,deadline");
   int c, fails = 0;
 
   while ((c = getopt_long (argc, argv, "", opts, NULL)) != -1) {
@@ -408,7 +417,8 @@ main (int argc, char *argv[])
           cfg.timing.erase_ns / 1e3, cfg.timing.channels, cfg.timing.dies);
   print_header ();
   for (char *m = strtok (modes, ","); m; m = strtok (NULL, ",")) {
-    if (strcmp (m, "background") != 0 && strcmp (m, "foreground") != 0) {
+    if (strcmp (m, "background") != 0 && strcmp (m, "foreground") != 0 &&
+        strcmp (m, "deadline") != 0) {
       fprintf (stderr, "ftl-latency: unknown GC mode '%s'\n", m);
       return 2;
     }

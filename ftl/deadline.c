@@ -347,6 +347,29 @@ dl_should_abort (struct deadline *dl)
   return __atomic_load_n (&dl->stalled, __ATOMIC_ACQUIRE);
 }
 
+uint64_t
+dl_earliest (struct deadline *dl)
+{
+  uint64_t best = UINT64_MAX;
+
+  if (!dl->timeout_ns)
+    return best;
+  /* A slot's deadline is read after seeing it ACTIVE (published with a
+   * release store after the deadline).  A slot that changes meanwhile
+   * yields a deadline that was true a moment ago: good enough for a
+   * hint.
+   */
+  for (unsigned i = 0; i < DL_SLOTS; i++) {
+    struct dl_slot *s = &dl->slots[i];
+    uint64_t c = __atomic_load_n (&s->ctl, __ATOMIC_ACQUIRE);
+    if (CTL_STATE (c) != S_ACTIVE)
+      continue;
+    uint64_t when = __atomic_load_n (&s->deadline, __ATOMIC_RELAXED);
+    best = MIN (best, when);
+  }
+  return best;
+}
+
 /* ---- the watchdog ---- */
 
 /* Abort a request if it is still running; true if it was. */

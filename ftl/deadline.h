@@ -163,6 +163,13 @@ extern void dl_media_end (struct deadline *dl);
  */
 extern bool dl_should_abort (struct deadline *dl);
 
+/* The earliest deadline (CLOCK_MONOTONIC ns) among the requests that
+ * are still running, or UINT64_MAX if there is none (or no tracking).
+ * For garbage collection, which asks between slices of its work: it
+ * reads the slots, and adds nothing to the request path.
+ */
+extern uint64_t dl_earliest (struct deadline *dl);
+
 /* The watchdog thread (nothing happens if timeout_ns is 0). */
 extern int dl_start (struct deadline *dl, int (*probe) (void *),
                      void *probe_opaque);

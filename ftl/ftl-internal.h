@@ -107,6 +107,19 @@ struct frontier {
   uint8_t *oob;                 /* encode buffer: one block of OOB entries */
 };
 
+/* A victim block being reclaimed (gc.c): its OOB entries, read once,
+ * and how far relocation has got.  A reclaim may stop between batches
+ * and go on later (background GC in slices); meanwhile the block stays
+ * FULL, so no frontier takes it, and victim selection skips it.
+ */
+struct gc_victim {
+  uint32_t block;               /* FTL_NO_BLOCK: none */
+  uint32_t wp;                  /* its programmed pages */
+  uint32_t next;                /* the next page to look at */
+  uint64_t live_trim;           /* trim pages from this seq on are copied */
+  uint8_t *oob;                 /* wp OOB entries */
+};
+
 struct ftl {
   char *path;
   int fd;
@@ -174,6 +187,10 @@ struct ftl {
                                  * leveling, not to free space */
   uint64_t *close_seq;          /* per block: next_seq when it filled up
                                  * (under alloc_lock) */
+  enum ftl_gc_mode gc_mode;
+  struct gc_victim gc_cur;      /* under gc_lock: the victim that
+                                 * background GC reclaims in slices */
+  uint64_t gc_slices, gc_yields; /* atomic, since open */
   uint8_t *gc_buf;              /* relocation buffer, under gc_lock */
   uint8_t *gc_oob;
   uint32_t gc_buf_pages;

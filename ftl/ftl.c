@@ -304,6 +304,11 @@ validate_options (const struct ftl_options *o, char *errbuf, size_t errlen)
               (int) o->gc_policy);
     return -EINVAL;
   }
+  if (o->gc_mode != FTL_GC_WATERMARK && o->gc_mode != FTL_GC_DEADLINE) {
+    snprintf (errbuf, errlen, "unknown garbage collection mode %d",
+              (int) o->gc_mode);
+    return -EINVAL;
+  }
   if (o->streams > FTL_MAX_STREAMS) {
     snprintf (errbuf, errlen, "streams %u is out of range (1 to %d)",
               o->streams, FTL_MAX_STREAMS);
@@ -547,6 +552,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
 
   /* Foreground GC keeps a few blocks beyond the reserve free. */
   ftl->gc_policy = o->gc_policy;
+  ftl->gc_mode = o->gc_mode;
   ftl->wl_threshold = o->wl_threshold ? o->wl_threshold
     : FTL_DEFAULT_WL_THRESHOLD;
   ftl->endurance = o->endurance ? o->endurance : FTL_DEFAULT_ENDURANCE;

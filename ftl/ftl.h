@@ -103,6 +103,21 @@ enum ftl_gc_policy {
 extern const char *ftl_gc_policy_name (enum ftl_gc_policy p);
 extern int ftl_gc_policy_from_name (const char *name);
 
+/* How garbage collection shares the device with requests (gc.c). */
+enum ftl_gc_mode {
+  FTL_GC_WATERMARK = 0,         /* the background thread reclaims a whole
+                                 * victim at a time below the high
+                                 * watermark; a writer at the low one
+                                 * reclaims by the victim policy */
+  FTL_GC_DEADLINE = 1,          /* the background thread works in slices
+                                 * and yields to requests whose deadline
+                                 * is near; a writer at the low watermark
+                                 * reclaims just one block, the cheapest */
+};
+/* "watermark" or "deadline"; and back (-1 for an unknown name). */
+extern const char *ftl_gc_mode_name (enum ftl_gc_mode m);
+extern int ftl_gc_mode_from_name (const char *name);
+
 /* The NAND timing model (see timing.h).  When enabled, every data page
  * read and programmed and every erase takes its latency on one of
  * channels x dies parallel units; the latencies are taken as given (0
@@ -146,6 +161,7 @@ struct ftl_options {
   double op_percent;            /* (physical - logical) / logical * 100 */
   unsigned streams;             /* host write frontiers (0 = default) */
   enum ftl_gc_policy gc_policy; /* chosen at each open */
+  enum ftl_gc_mode gc_mode;     /* chosen at each open */
   uint32_t wl_threshold;        /* static wear leveling: erase count spread
                                  * that triggers it (0 = default) */
   uint32_t endurance;           /* erases after which a block is retired
@@ -260,6 +276,9 @@ struct ftl_stats {
   uint64_t gc_copied_pages;
   uint64_t gc_runs;             /* victim blocks reclaimed */
   uint64_t gc_background_runs;  /* ... of them, by the background thread */
+  uint64_t gc_slices;           /* background slices (deadline mode) */
+  uint64_t gc_yields;           /* waits of background GC for a request
+                                 * whose deadline was near */
   uint64_t wl_moved_pages;      /* pages moved by static wear leveling */
   uint32_t wl_threshold;
   uint32_t endurance;
@@ -273,6 +292,7 @@ struct ftl_stats {
   double erase_mean;
   double waf;                   /* media_program_pages / host_write_pages */
   enum ftl_gc_policy gc_policy;
+  enum ftl_gc_mode gc_mode;
   struct {
     uint64_t timeout_ns;
     unsigned retries;

@@ -16,7 +16,35 @@
  * Everything here runs under gc_lock with ckpt_rw held shared by the
  * caller: a writer that finds the free pool at the low watermark
  * (foreground GC), or the background thread, which keeps the pool above
- * the high watermark one victim at a time.
+ * the high watermark.
+ *
+ * Modes (gc_mode):
+ *
+ *   watermark  the background thread reclaims one whole victim per hold
+ *              of gc_lock; foreground GC picks victims by the policy.
+ *   deadline   the background thread reclaims in slices of GC_SLICE
+ *              pages: a victim's state (struct gc_victim, ftl->gc_cur)
+ *              survives between slices, when gc_lock and ckpt_rw are
+ *              released.  Before each slice it asks the deadline tracker
+ *              for the earliest deadline of the running requests; while
+ *              one has less than half its timeout left, and the free
+ *              pool is above the low watermark, it yields (waits
+ *              GC_YIELD_NS and asks again).  Foreground GC, when a
+ *              deadline is near, reclaims just enough for the writer to
+ *              go on (the low watermark), from the victim with the fewest
+ *              pages to copy (the one in progress included: it goes on
+ *              from where the background thread stopped), and does no
+ *              wear leveling.
+ *
+ * A victim reclaimed in slices keeps reclaim's invariants: it stays FULL
+ * until erased (no frontier takes it), pick_victim skips it (only
+ * foreground GC may take it over, to finish it), each slice moves pages
+ * by compare-and-swap as a whole reclaim does, and the erase waits, as
+ * always, for the valid count to reach zero, the trim log flush and the
+ * sync.  Its OOB entries stay valid: nothing programs a FULL block and
+ * only GC, under gc_lock, erases.  Its copy of replay_seq may be older
+ * than the current one after a checkpoint: it then copies a few trim
+ * pages that were no longer needed, never too few.
  */
 
 #include <config.h>
@@ -32,6 +60,9 @@
 #include "ftl-internal.h"
 
 #define GC_BATCH 64             /* pages read and programmed together */
+#define GC_SLICE 8              /* pages relocated per background slice
+                                 * (deadline mode) */
+#define GC_YIELD_NS (500 * UINT64_C (1000))  /* one wait for a request */
 
 int
 gc_init (struct ftl *ftl)
@@ -42,7 +73,9 @@ gc_init (struct ftl *ftl)
   /* OOB of a whole block (victim) + encode space for one batch. */
   ftl->gc_oob = malloc ((size_t) (ftl->ppb + ftl->gc_buf_pages)
                         * FTL_OOB_BYTES);
-  if (!ftl->gc_buf || !ftl->gc_oob)
+  ftl->gc_cur.block = FTL_NO_BLOCK;
+  ftl->gc_cur.oob = malloc ((size_t) ftl->ppb * FTL_OOB_BYTES);
+  if (!ftl->gc_buf || !ftl->gc_oob || !ftl->gc_cur.oob)
     return -ENOMEM;
   return 0;
 }
@@ -52,8 +85,10 @@ gc_free (struct ftl *ftl)
 {
   free (ftl->gc_buf);
   free (ftl->gc_oob);
+  free (ftl->gc_cur.oob);
   ftl->gc_buf = NULL;
   ftl->gc_oob = NULL;
+  ftl->gc_cur.oob = NULL;
   pthread_mutex_destroy (&ftl->gc_lock);
 }
 
@@ -77,6 +112,41 @@ ftl_gc_policy_from_name (const char *name)
   return -1;
 }
 
+const char *
+ftl_gc_mode_name (enum ftl_gc_mode m)
+{
+  switch (m) {
+  case FTL_GC_WATERMARK: return "watermark";
+  case FTL_GC_DEADLINE: return "deadline";
+  }
+  return "unknown";
+}
+
+int
+ftl_gc_mode_from_name (const char *name)
+{
+  if (strcmp (name, "watermark") == 0)
+    return FTL_GC_WATERMARK;
+  if (strcmp (name, "deadline") == 0)
+    return FTL_GC_DEADLINE;
+  return -1;
+}
+
+/* Deadline mode: does a running request have less than half its
+ * timeout left?
+ */
+static bool
+deadline_near (struct ftl *ftl)
+{
+  if (ftl->gc_mode != FTL_GC_DEADLINE || !ftl->dl.timeout_ns)
+    return false;
+  uint64_t when = dl_earliest (&ftl->dl);
+  if (when == UINT64_MAX)
+    return false;
+  uint64_t now = timing_now ();
+  return when <= now || when - now < ftl->dl.timeout_ns / 2;
+}
+
 /* Choose a victim among the FULL blocks, or FTL_NO_BLOCK if reclaiming
  * any of them would free nothing.
  *
@@ -91,24 +161,32 @@ ftl_gc_policy_from_name (const char *name)
  *                 filled up: an old block's remaining data is likely to
  *                 stay valid (cold), so reclaiming it now is worth more
  *                 than its count of valid pages says.
+ *
+ * greedy: use the greedy score whatever the policy.  The victim that
+ * background GC reclaims in slices (gc_cur) is a candidate only if
+ * take_cur (foreground GC, which then finishes it).  Caller holds
+ * gc_lock.
  */
 static uint32_t
-pick_victim (struct ftl *ftl)
+pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
 {
   uint32_t best = FTL_NO_BLOCK;
   double best_score = -1.0;
   uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
+  enum ftl_gc_policy policy = greedy ? FTL_GC_GREEDY : ftl->gc_policy;
 
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     if (ftl->state[b] != FTL_BLK_FULL)
+      continue;
+    if (b == ftl->gc_cur.block && !take_cur)
       continue;
     uint32_t cost = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
       + __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);
     if (cost >= ftl->ppb)
       continue;
     double u = (double) cost / ftl->ppb, score;
-    if (ftl->gc_policy == FTL_GC_COST_BENEFIT) {
+    if (policy == FTL_GC_COST_BENEFIT) {
       double age = (double) (now - MIN (now, ftl->close_seq[b])) + 1.0;
       score = (1.0 - u) * age / (1.0 + u);
     }
@@ -117,7 +195,7 @@ pick_victim (struct ftl *ftl)
     if (score > best_score) {
       best = b;
       best_score = score;
-      if (cost == 0 && ftl->gc_policy == FTL_GC_GREEDY)
+      if (cost == 0 && policy == FTL_GC_GREEDY)
         break;
     }
   }
@@ -232,15 +310,16 @@ partition_young (struct ftl *ftl, struct move *mv, uint32_t n)
   return young;
 }
 
-/* Read the pages of a batch from the victim into gc_buf and verify them. */
+/* Read the pages of a batch from the victim into gc_buf and verify them
+ * against the victim's OOB entries.
+ */
 static int
-read_batch (struct ftl *ftl, uint32_t victim, const struct move *mv,
+read_batch (struct ftl *ftl, const struct gc_victim *v, const struct move *mv,
             uint32_t n)
 {
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *p = ftl->gc_buf + ((size_t) i << ftl->page_shift);
-    const uint8_t *ob = ftl->gc_oob
-      + (size_t) media_ppn_page (&ftl->media, mv[i].from) * FTL_OOB_BYTES;
+    const uint8_t *ob;
     struct ftl_oob o;
     int r;
 
@@ -252,14 +331,14 @@ read_batch (struct ftl *ftl, uint32_t victim, const struct move *mv,
     if (r < 0)
       return r;
     for (uint32_t j = 0; j < run; j++) {
-      ob = ftl->gc_oob
+      ob = v->oob
         + (size_t) media_ppn_page (&ftl->media, mv[i + j].from) * FTL_OOB_BYTES;
       if (ftl_oob_decode (ob, FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
           o.data_checksum != ftl_checksum (p + ((size_t) j << ftl->page_shift),
                                            ftl->page_size, mv[i + j].from)) {
         ftl_log (ftl, FTL_LOG_ERROR, "gc: page %u of block %u fails its "
                  "checksum", media_ppn_page (&ftl->media, mv[i + j].from),
-                 victim);
+                 v->block);
         return -EIO;
       }
     }
@@ -268,66 +347,89 @@ read_batch (struct ftl *ftl, uint32_t victim, const struct move *mv,
   return 0;
 }
 
-/* Relocate what is valid in the victim, sync, and erase it. */
+/* Start reclaiming victim: read its OOB entries into v->oob. */
 static int
-reclaim_block (struct ftl *ftl, uint32_t victim)
+victim_begin (struct ftl *ftl, struct gc_victim *v, uint32_t victim)
 {
-  struct move mv[GC_BATCH];
-  uint32_t n = 0, wp = ftl->media.wp[victim];
-  /* Trim pages stay while either checkpoint slot may need them. */
-  uint64_t live_trim = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
   int r;
 
-  r = media_read_oob (&ftl->media, victim, 0, wp, ftl->gc_oob);
+  __atomic_store_n (&v->block, victim, __ATOMIC_RELAXED);
+  v->wp = ftl->media.wp[victim];
+  v->next = 0;
+  /* Trim pages stay while either checkpoint slot may need them. */
+  v->live_trim = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
+  r = media_read_oob (&ftl->media, victim, 0, v->wp, v->oob);
   if (r < 0)
-    return r;
+    __atomic_store_n (&v->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
+  return r;
+}
 
-  for (uint32_t page = 0; page <= wp; page++) {
-    if (page < wp) {
-      uint32_t ppn = media_ppn (&ftl->media, victim, page);
-      struct ftl_oob o;
+/* Relocate the valid pages among the next ones of the victim, at most
+ * max of them (one batch at most).  Returns 1 when every page of the
+ * victim has been looked at, 0 if there are more, or a negative errno.
+ */
+static int
+victim_step (struct ftl *ftl, struct gc_victim *v, uint32_t max)
+{
+  struct move mv[GC_BATCH];
+  uint32_t n = 0, victim = v->block;
+  int r;
 
-      /* An entry that does not decode, or that is older than the
-       * block's last erase, belongs to a page whose programming failed
-       * or was torn: nothing maps to it.  (Were a mapped page's entry
-       * damaged, the victim's valid count would not reach zero below,
-       * and GC would fail with an error.)
-       */
-      if (ftl_oob_decode (ftl->gc_oob + (size_t) page * FTL_OOB_BYTES,
-                          FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
-          o.erase_count != media_erase_count (&ftl->media, victim))
+  max = MIN (max, ftl->gc_buf_pages);
+  while (v->next < v->wp && n < max) {
+    uint32_t page = v->next++;
+    uint32_t ppn = media_ppn (&ftl->media, victim, page);
+    struct ftl_oob o;
+
+    /* An entry that does not decode, or that is older than the block's
+     * last erase, belongs to a page whose programming failed or was
+     * torn: nothing maps to it.  (Were a mapped page's entry damaged,
+     * the victim's valid count would not reach zero in victim_finish,
+     * and GC would fail with an error.)
+     */
+    if (ftl_oob_decode (v->oob + (size_t) page * FTL_OOB_BYTES,
+                        FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
+        o.erase_count != media_erase_count (&ftl->media, victim))
+      continue;
+    if (o.kind == FTL_OOB_TRIM) {
+      if (o.seq < v->live_trim)
         continue;
-      if (o.kind == FTL_OOB_TRIM) {
-        if (o.seq < live_trim)
-          continue;
-        /* Still needed by a replay; it may be torn (written just before
-         * a crash, and dropped by the recovery that followed): copied
-         * only if intact.
-         */
-        uint8_t *p = ftl->gc_buf + ((size_t) n << ftl->page_shift);
-        r = media_read (&ftl->media, ppn, 1, p);
-        if (r < 0)
-          return r;
-        if (ftl_checksum (p, ftl->page_size, ppn) == o.data_checksum)
-          mv[n++] = (struct move) {
-            .from = ppn, .lpn = FTL_P2L_TRIM, .seq = o.seq };
-      }
-      else if (o.lpn < ftl->logical_pages && l2p_load (ftl, o.lpn) == ppn)
-        mv[n++] = (struct move) { .from = ppn, .lpn = o.lpn, .seq = o.seq };
-    }
-    if (n == ftl->gc_buf_pages || (page == wp && n > 0)) {
-      uint32_t young = partition_young (ftl, mv, n);
-      r = read_batch (ftl, victim, mv, n);
-      if (r == 0 && young > 0)
-        r = program_batch (ftl, &ftl->gcw, mv, young, ftl->gc_buf);
-      if (r == 0 && young < n)
-        r = program_batch (ftl, &ftl->gcf, mv + young, n - young,
-                           ftl->gc_buf + ((size_t) young << ftl->page_shift));
+      /* Still needed by a replay; it may be torn (written just before a
+       * crash, and dropped by the recovery that followed): copied only
+       * if intact.
+       */
+      uint8_t *p = ftl->gc_buf + ((size_t) n << ftl->page_shift);
+      r = media_read (&ftl->media, ppn, 1, p);
       if (r < 0)
         return r;
-      n = 0;
+      if (ftl_checksum (p, ftl->page_size, ppn) == o.data_checksum)
+        mv[n++] = (struct move) {
+          .from = ppn, .lpn = FTL_P2L_TRIM, .seq = o.seq };
     }
+    else if (o.lpn < ftl->logical_pages && l2p_load (ftl, o.lpn) == ppn)
+      mv[n++] = (struct move) { .from = ppn, .lpn = o.lpn, .seq = o.seq };
   }
+
+  if (n > 0) {
+    uint32_t young = partition_young (ftl, mv, n);
+    r = read_batch (ftl, v, mv, n);
+    if (r == 0 && young > 0)
+      r = program_batch (ftl, &ftl->gcw, mv, young, ftl->gc_buf);
+    if (r == 0 && young < n)
+      r = program_batch (ftl, &ftl->gcf, mv + young, n - young,
+                         ftl->gc_buf + ((size_t) young << ftl->page_shift));
+    if (r < 0)
+      return r;
+  }
+  return v->next >= v->wp;
+}
+
+/* Every page of the victim has been looked at: sync and erase it. */
+static int
+victim_finish (struct ftl *ftl, struct gc_victim *v)
+{
+  uint32_t victim = v->block;
+  int r;
 
   /* Host writes that replaced pages of the victim decrement its valid
    * count just after their exchange; wait for any still in flight (a
@@ -360,8 +462,9 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   if (r < 0)
     return r;
 
-  /* The victim stays FULL (never picked twice: only we pick victims)
-   * until the erase is done.
+  /* The victim stays FULL (never picked twice: only GC picks victims,
+   * under gc_lock, and it skips the one in progress) until the erase is
+   * done.
    */
   r = media_erase (&ftl->media, victim,
                    __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED));
@@ -390,6 +493,41 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   return 0;
 }
 
+/* Go on with v until the victim is erased.  v is left empty (block
+ * FTL_NO_BLOCK) whatever happens: after an error the block stays FULL,
+ * and a later reclaim starts it again from its OOB entries.
+ */
+static int
+victim_complete (struct ftl *ftl, struct gc_victim *v)
+{
+  int r;
+
+  do
+    r = victim_step (ftl, v, UINT32_MAX);
+  while (r == 0);
+  if (r > 0)
+    r = victim_finish (ftl, v);
+  __atomic_store_n (&v->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
+  return r;
+}
+
+/* Relocate what is valid in the victim, sync, and erase it: at once, or,
+ * for the victim in progress, from where its last slice stopped.
+ */
+static int
+reclaim_block (struct ftl *ftl, uint32_t victim)
+{
+  struct gc_victim v = { .oob = ftl->gc_oob };
+  int r;
+
+  if (victim == ftl->gc_cur.block)
+    return victim_complete (ftl, &ftl->gc_cur);
+  r = victim_begin (ftl, &v, victim);
+  if (r < 0)
+    return r;
+  return victim_complete (ftl, &v);
+}
+
 /* Static wear leveling (under gc_lock).  Dynamic wear leveling only
  * spreads erases over the blocks that get erased; a block holding cold
  * data is never a GC victim and keeps a low erase count while the rest
@@ -414,7 +552,7 @@ wear_level (struct ftl *ftl)
     if (ftl->state[b] == FTL_BLK_RETIRED)
       continue;
     max_ec = MAX (max_ec, ec);
-    if (ftl->state[b] == FTL_BLK_FULL &&
+    if (ftl->state[b] == FTL_BLK_FULL && b != ftl->gc_cur.block &&
         (coldest == FTL_NO_BLOCK || ec < min_ec ||
          (ec == min_ec && ftl->close_seq[b] < ftl->close_seq[coldest]))) {
       min_ec = ec;
@@ -447,7 +585,10 @@ gc_running_here (void)
 }
 
 /* Reclaim until more than target blocks are free.  bg: called by the
- * background thread (counted apart).
+ * background thread in watermark mode (counted apart).  In deadline
+ * mode a writer that runs GC while a deadline is near reclaims only
+ * down to the low watermark, the cheapest victims first, and leaves
+ * wear leveling to the background thread.
  */
 static int
 reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
@@ -457,18 +598,22 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
   pthread_mutex_lock (&ftl->gc_lock);
   tls_in_gc = true;
   dl_hold ();                   /* a writer's abort does not stop GC */
+  bool hurry = !bg && deadline_near (ftl);
+  if (hurry)
+    target = MIN (target, ftl->gc_low);
   while (alloc_nfree (ftl) <= target) {
-    uint32_t victim = pick_victim (ftl);
+    uint32_t victim = pick_victim (ftl, hurry, true);
     if (victim == FTL_NO_BLOCK) {
       r = -ENOSPC;
       break;
     }
     ftl_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
-               "%u free blocks", victim,
+               "%u free blocks%s", victim,
                __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
-               alloc_nfree (ftl));
+               alloc_nfree (ftl),
+               victim == ftl->gc_cur.block ? " (in progress)" : "");
     r = reclaim_block (ftl, victim);
-    if (r == 0)
+    if (r == 0 && !hurry)
       r = wear_level (ftl);
     if (r < 0)
       break;
@@ -484,6 +629,81 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
   tls_in_gc = false;
   pthread_mutex_unlock (&ftl->gc_lock);
   return r;
+}
+
+/* Deadline mode: one slice of background GC, holding ckpt_rw shared and
+ * gc_lock for it alone.  Starts a victim if none is in progress and the
+ * pool is at or below the high watermark; relocates up to GC_SLICE of
+ * its pages; erases it when all are moved.  Returns 1 if a slice was
+ * done, 0 if there was nothing to do, or a negative errno.
+ */
+static int
+background_slice (struct ftl *ftl)
+{
+  struct gc_victim *v = &ftl->gc_cur;
+  int r = 1;
+
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  pthread_mutex_lock (&ftl->gc_lock);
+  tls_in_gc = true;
+  dl_hold ();
+  if (v->block == FTL_NO_BLOCK) {
+    if (alloc_nfree (ftl) > ftl->gc_high) {
+      r = 0;
+      goto out;
+    }
+    uint32_t victim = pick_victim (ftl, false, false);
+    if (victim == FTL_NO_BLOCK) {
+      r = -ENOSPC;
+      goto out;
+    }
+    ftl_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
+               "%u free blocks (in slices)", victim,
+               __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
+               alloc_nfree (ftl));
+    r = victim_begin (ftl, v, victim);
+    if (r < 0)
+      goto out;
+  }
+  r = victim_step (ftl, v, GC_SLICE);
+  __atomic_fetch_add (&ftl->gc_slices, 1, __ATOMIC_RELAXED);
+  if (r > 0) {
+    r = victim_finish (ftl, v);
+    __atomic_store_n (&v->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
+    if (r == 0) {
+      ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
+      if (!deadline_near (ftl))
+        r = wear_level (ftl);
+    }
+  }
+  else if (r < 0)                 /* starts again from its OOB entries */
+    __atomic_store_n (&v->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
+  if (r == 0)
+    r = 1;
+ out:
+  dl_release ();
+  tls_in_gc = false;
+  pthread_mutex_unlock (&ftl->gc_lock);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  return r;
+}
+
+/* Deadline mode: before the next slice, wait while a request's deadline
+ * is near and the free pool is above the low watermark; at most one
+ * timeout in a row, so that a request that is stuck elsewhere does not
+ * stop GC for good.
+ */
+static void
+background_yield (struct ftl *ftl)
+{
+  uint64_t start = timing_now ();
+
+  while (!__atomic_load_n (&ftl->bg_stop, __ATOMIC_ACQUIRE) &&
+         deadline_near (ftl) && alloc_nfree (ftl) > ftl->gc_low &&
+         timing_now () - start < ftl->dl.timeout_ns) {
+    __atomic_fetch_add (&ftl->gc_yields, 1, __ATOMIC_RELAXED);
+    timing_sleep_until (timing_now () + GC_YIELD_NS);
+  }
 }
 
 int
@@ -504,9 +724,10 @@ gc_kick (struct ftl *ftl, uint32_t nfree)
 }
 
 /* The background thread: sleep until a writer finds the free pool at or
- * below gc_high (or 100 ms pass), then reclaim one victim at a time,
- * holding ckpt_rw shared only for that victim, until more than gc_high
- * blocks are free.
+ * below gc_high (or 100 ms pass), then reclaim one victim at a time
+ * (deadline mode: one slice at a time, yielding between slices), holding
+ * ckpt_rw shared only for that victim (or slice), until more than
+ * gc_high blocks are free.
  */
 static void *
 background (void *arg)
@@ -515,7 +736,10 @@ background (void *arg)
 
   pthread_mutex_lock (&ftl->bg_lock);
   while (!ftl->bg_stop) {
-    if (alloc_nfree (ftl) > ftl->gc_high ||
+    bool slices = ftl->gc_mode == FTL_GC_DEADLINE;
+    if ((alloc_nfree (ftl) > ftl->gc_high &&
+         !(slices && __atomic_load_n (&ftl->gc_cur.block, __ATOMIC_RELAXED)
+                     != FTL_NO_BLOCK)) ||
         __atomic_load_n (&ftl->worn_out, __ATOMIC_ACQUIRE)) {
       struct timespec ts;
       clock_gettime (CLOCK_REALTIME, &ts);
@@ -530,9 +754,16 @@ background (void *arg)
     pthread_mutex_unlock (&ftl->bg_lock);
 
     ckpt_maybe (ftl);
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
-    int r = reclaim_until (ftl, ftl->gc_high, true);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    int r;
+    if (slices) {
+      background_yield (ftl);
+      r = background_slice (ftl);
+    }
+    else {
+      pthread_rwlock_rdlock (&ftl->ckpt_rw);
+      r = reclaim_until (ftl, ftl->gc_high, true);
+      pthread_rwlock_unlock (&ftl->ckpt_rw);
+    }
 
     pthread_mutex_lock (&ftl->bg_lock);
     if (r < 0 && !ftl->bg_stop) {
@@ -556,7 +787,7 @@ ftl_start_background (struct ftl *ftl)
 
   if (ftl->readonly || ftl->bg_running)
     return 0;
-  ftl->bg_stop = false;
+  __atomic_store_n (&ftl->bg_stop, false, __ATOMIC_RELEASE);
   /* Signals belong to the caller's threads, not to this one. */
   sigset_t all, old;
   sigfillset (&all);
@@ -575,7 +806,7 @@ ftl_stop_background (struct ftl *ftl)
   if (!ftl->bg_running)
     return;
   pthread_mutex_lock (&ftl->bg_lock);
-  ftl->bg_stop = true;
+  __atomic_store_n (&ftl->bg_stop, true, __ATOMIC_RELEASE);
   pthread_cond_signal (&ftl->bg_cond);
   pthread_mutex_unlock (&ftl->bg_lock);
   pthread_join (ftl->bg_thread, NULL);

@@ -41,6 +41,8 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
   st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
+  st->gc_slices = __atomic_load_n (&ftl->gc_slices, __ATOMIC_RELAXED);
+  st->gc_yields = __atomic_load_n (&ftl->gc_yields, __ATOMIC_RELAXED);
   st->wl_moved_pages = ctr (ftl, FTL_CTR_WL_MOVED);
   st->wl_threshold = ftl->wl_threshold;
   st->endurance = ftl->endurance;
@@ -61,6 +63,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   }
   st->erase_mean = (double) sum / ftl->blocks;
   st->gc_policy = ftl->gc_policy;
+  st->gc_mode = ftl->gc_mode;
   st->waf = st->host_write_pages
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);
@@ -149,9 +152,12 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "  },\n"
            "  \"gc\": {\n"
            "    \"policy\": \"%s\",\n"
+           "    \"mode\": \"%s\",\n"
            "    \"copied_pages\": %" PRIu64 ",\n"
            "    \"runs\": %" PRIu64 ",\n"
-           "    \"background_runs\": %" PRIu64 "\n"
+           "    \"background_runs\": %" PRIu64 ",\n"
+           "    \"slices\": %" PRIu64 ",\n"
+           "    \"yields\": %" PRIu64 "\n"
            "  },\n"
            "  \"wl\": {\n"
            "    \"threshold\": %u,\n"
@@ -172,8 +178,9 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            st.host_write_pages, st.host_read_pages, st.host_trim_pages,
            st.host_flushes,
            st.media_program_pages, st.media_read_pages, st.media_erases,
-           ftl_gc_policy_name (st.gc_policy),
+           ftl_gc_policy_name (st.gc_policy), ftl_gc_mode_name (st.gc_mode),
            st.gc_copied_pages, st.gc_runs, st.gc_background_runs,
+           st.gc_slices, st.gc_yields,
            st.wl_threshold, st.wl_moved_pages,
            st.checkpoints, st.mapped_pages, st.waf,
            st.erase_min, st.erase_max, st.erase_mean,

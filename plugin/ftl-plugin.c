@@ -44,6 +44,7 @@ static uint32_t page_size;              /* page-size= */
 static uint32_t pages_per_block;        /* pages-per-block= */
 static unsigned streams;                /* streams= */
 static enum ftl_gc_policy gc_policy = FTL_GC_COST_BENEFIT; /* gc= */
+static enum ftl_gc_mode gc_mode = FTL_GC_WATERMARK; /* gc-mode= */
 static bool hot_cold = true;            /* hot-cold= */
 static unsigned wl_threshold;           /* wl-threshold= */
 static unsigned endurance;              /* endurance= */
@@ -192,6 +193,14 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     }
     gc_policy = p;
+  }
+  else if (strcmp (key, "gc-mode") == 0) {
+    int m = ftl_gc_mode_from_name (value);
+    if (m == -1) {
+      nbdkit_error ("gc-mode must be deadline or watermark: %s", value);
+      return -1;
+    }
+    gc_mode = m;
   }
   else if (strcmp (key, "hot-cold") == 0) {
     int hc = nbdkit_parse_bool (value);
@@ -347,6 +356,7 @@ ftl_plugin_config_complete (void)
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
   "streams=<N>                    Host write frontiers (default 4).\n" \
   "gc=cost-benefit|greedy         Garbage collection victim policy (default cost-benefit).\n" \
+  "gc-mode=deadline|watermark     How GC shares the device with requests (default watermark).\n" \
   "hot-cold=<BOOL>                Separate hot from cold data (default true).\n" \
   "wl-threshold=<N>               Erase count spread that triggers static wear leveling (default 16).\n" \
   "endurance=<N>                  Erases after which an erase block is retired (default 3000).\n" \
@@ -391,6 +401,7 @@ ftl_plugin_get_ready (void)
     .op_percent      = op_percent,
     .streams         = streams,
     .gc_policy       = gc_policy,
+    .gc_mode         = gc_mode,
     .one_log         = !hot_cold,
     .wl_threshold    = wl_threshold,
     .endurance       = endurance,

@@ -73,6 +73,7 @@ refuse "$disk" 'streams' file="$disk" streams=1000
 refuse "$disk" 'size' file="$disk" size=0
 refuse "$disk" 'size|parse' file="$disk" size=lots
 refuse "$disk" 'rotational|bool' file="$disk" rotational=maybe
+refuse "$disk" 'gc-mode' file="$disk" gc-mode=lazy
 refuse "$disk" 'stats-interval' file="$disk" stats-interval=0
 refuse "$disk" 'stats' file="$disk" stats="$tmp/no/such/dir/stats.json"
 test ! -e "$tmp/new.img"
