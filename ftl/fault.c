@@ -65,8 +65,13 @@ fault_refresh (struct fault *f)
   struct stat st;
   bool present;
 
-  if (!f->path || pthread_mutex_trylock (&f->lock) != 0)
+  /* Wait for a refresh running in another thread rather than skip
+   * ours: a thread that skipped it could act on the state from before
+   * the file changed (and, say, sync through a stall just injected).
+   */
+  if (!f->path)
     return;
+  pthread_mutex_lock (&f->lock);
   present = stat (f->path, &st) == 0;
   if (!present) {
     if (f->seen) {
