@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ftl-internal.h"
 
@@ -67,8 +68,13 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   unsigned slot;
   int r;
 
-  buf = calloc (1, bytes);
-  if (!buf)
+  /* Mapped, not malloc'd: the buffer is as large as the map, and
+   * unmapping gives it back to the system at once, where malloc would
+   * keep it in its heap between checkpoints.
+   */
+  buf = mmap (NULL, bytes, PROT_READ | PROT_WRITE,
+              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buf == MAP_FAILED)
     return -ENOMEM;
   body = buf + FTL_CKPT_HDR_BYTES;
 
@@ -144,7 +150,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
  out:
   if (r < 0)
     ftl_log (ftl, FTL_LOG_ERROR, "writing a checkpoint: %s", strerror (-r));
-  free (buf);
+  munmap (buf, bytes);
   return r;
 }
 

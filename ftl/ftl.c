@@ -24,6 +24,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -596,6 +599,13 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
    * recovery is neither.
    */
   media_attach (&ftl->media, &ftl->timing, &ftl->dl, &ftl->fault);
+
+  /* Recovery's buffers (a checkpoint body is as large as the map) are
+   * freed: give their memory back rather than keep it in malloc's heap.
+   */
+#ifdef __GLIBC__
+  malloc_trim (0);
+#endif
 
   ftl_debug (ftl, FTL_DEBUG_RECOVERY, "opened %s: %" PRIu64 " bytes, %u "
              "erase blocks of %u pages of %u bytes, %u free, %u streams",
