@@ -250,7 +250,7 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
     if (!__atomic_compare_exchange_n (&s->ctl, &c, CTL (gen, S_SETUP), false,
                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       continue;
-    s->op = op;
+    __atomic_store_n (&s->op, op, __ATOMIC_RELAXED);
     __atomic_store_n (&s->progress, 0, __ATOMIC_RELAXED);
     __atomic_store_n (&s->deadline, t->start + dl->timeout_ns,
                       __ATOMIC_RELAXED);
@@ -415,7 +415,8 @@ handle_expired (struct deadline *dl, struct dl_slot *s, uint64_t c,
                                __ATOMIC_RELAXED, __ATOMIC_RELAXED);
   if (abort_slot (dl, s, gen))
     dl_log (dl, FTL_LOG_WARN, "%s request aborted: no answer within its "
-            "deadline (%.3f s, %u reset%s, %s)", ftl_op_name (s->op),
+            "deadline (%.3f s, %u reset%s, %s)",
+            ftl_op_name (__atomic_load_n (&s->op, __ATOMIC_RELAXED)),
             dl->timeout_ns / 1e9, s->w_resets, s->w_resets == 1 ? "" : "s",
             moved ? "still progressing" : "no progress");
   else if (CTL_STATE (__atomic_load_n (&s->ctl, __ATOMIC_ACQUIRE))

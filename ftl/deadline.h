@@ -84,7 +84,8 @@ struct dl_slot {
   uint64_t ctl;                 /* generation << 3 | state (atomic) */
   uint64_t deadline;            /* CLOCK_MONOTONIC ns (atomic) */
   uint64_t progress;            /* pages moved by the request (atomic) */
-  unsigned op;                  /* enum ftl_op */
+  unsigned op;                  /* enum ftl_op (atomic: the watchdog
+                                 * reads it while the slot is reused) */
   /* The watchdog's own. */
   uint64_t w_gen, w_progress, w_global;
   unsigned w_resets;

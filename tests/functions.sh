@@ -65,20 +65,68 @@ trap 'exit 143' TERM
 if [ -n "${FTL_SANITIZER_PRELOAD:-}" ]; then
     _shim="$(mktemp -d "${TMPDIR:-/tmp}/ftl-shim.XXXXXX")"
     cleanup_fn rm -rf "$_shim"
-    {
-        echo '#!/usr/bin/env bash'
-        echo 'args=()'
-        echo 'while [ $# -gt 0 ]; do'
-        echo '    case "$1" in'
-        echo '        --run) args+=("$1" "unset LD_PRELOAD; ${2-}"); shift'
-        echo '               [ $# -gt 0 ] && shift ;;'
-        echo '        --run=*) args+=("--run=unset LD_PRELOAD; ${1#--run=}"); shift ;;'
-        echo '        *) args+=("$1"); shift ;;'
-        echo '    esac'
-        echo 'done'
-        printf 'LD_PRELOAD=%q exec %q "${args[@]}"\n' \
-               "$FTL_SANITIZER_PRELOAD" "$(command -v nbdkit)"
-    } > "$_shim/nbdkit"
+    case "$FTL_SANITIZER_PRELOAD" in
+        *tsan*)
+            # ThreadSanitizer's runtime in nbdkit kills the child that
+            # nbdkit --run forks (SIGSEGV before it can exec): run the
+            # server in the background instead and the command here,
+            # with the variables --run would set.
+            cat > "$_shim/nbdkit" <<'SHIM'
+#!/usr/bin/env bash
+args=() run= have_run=false sock=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --run) run="${2-}"; have_run=true; shift; [ $# -gt 0 ] && shift ;;
+        --run=*) run="${1#--run=}"; have_run=true; shift ;;
+        -U) sock="${2-}"; shift; [ $# -gt 0 ] && shift ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+if ! $have_run; then
+    [ -n "$sock" ] && args=(-U "$sock" "${args[@]}")
+    LD_PRELOAD="$FTL_SANITIZER_PRELOAD" exec "$FTL_REAL_NBDKIT" "${args[@]}"
+fi
+d="$(mktemp -d "${TMPDIR:-/tmp}/ftl-run.XXXXXX")"
+[ -z "$sock" ] || [ "$sock" = - ] && sock="$d/sock"
+LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" -f -U "$sock" \
+    -P "$d/pid" "${args[@]}" &
+server=$!
+for _ in $(seq 600); do
+    [ -S "$sock" ] && [ -s "$d/pid" ] && break
+    kill -0 "$server" 2>/dev/null || { wait "$server"; exit $?; }
+    sleep 0.1
+done
+export uri="nbd+unix:///?socket=$sock" unixsocket="$sock"
+export nbd="nbd:unix:$sock"
+sh -c "$run"
+r=$?
+kill "$server" 2>/dev/null
+wait "$server"
+rm -rf "$d"
+exit $r
+SHIM
+            export FTL_REAL_NBDKIT="$(command -v nbdkit)"
+            ;;
+        *)
+            # Keep the runtime from the commands that nbdkit --run
+            # starts (python, qemu, dd are not built for it either, and
+            # some fail under it).
+            {
+                echo '#!/usr/bin/env bash'
+                echo 'args=()'
+                echo 'while [ $# -gt 0 ]; do'
+                echo '    case "$1" in'
+                echo '        --run) args+=("$1" "unset LD_PRELOAD; ${2-}"); shift'
+                echo '               [ $# -gt 0 ] && shift ;;'
+                echo '        --run=*) args+=("--run=unset LD_PRELOAD; ${1#--run=}"); shift ;;'
+                echo '        *) args+=("$1"); shift ;;'
+                echo '    esac'
+                echo 'done'
+                printf 'LD_PRELOAD=%q exec %q "${args[@]}"\n' \
+                       "$FTL_SANITIZER_PRELOAD" "$(command -v nbdkit)"
+            } > "$_shim/nbdkit"
+            ;;
+    esac
     chmod +x "$_shim/nbdkit"
     PATH="$_shim:$PATH"
 fi
