@@ -91,6 +91,7 @@ if ! $have_run; then
     LD_PRELOAD="$FTL_SANITIZER_PRELOAD" exec "$FTL_REAL_NBDKIT" "${args[@]}"
 fi
 d="$(mktemp -d "${TMPDIR:-/tmp}/ftl-run.XXXXXX")"
+trap 'rm -rf "$d"' EXIT
 [ -z "$sock" ] || [ "$sock" = - ] && sock="$d/sock"
 LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" -f -U "$sock" \
     -P "$d/pid" "${args[@]}" &
@@ -106,7 +107,6 @@ sh -c "$run"
 r=$?
 kill "$server" 2>/dev/null
 wait "$server"
-rm -rf "$d"
 exit $r
 SHIM
             export FTL_REAL_NBDKIT="$(command -v nbdkit)"
