@@ -223,6 +223,15 @@ frontier_ensure_block (struct ftl *ftl, struct frontier *f)
       gc_kick (ftl, nfree);
       break;
     }
+    /* GC short of a block while victims wait for their erase: erase
+     * them now.
+     */
+    if (gc_running_here () && ftl->gc_npending > 0) {
+      int r = gc_flush_pending (ftl);
+      if (r < 0)
+        return r;
+      continue;
+    }
     if (f->kind != FRONTIER_HOST) {
       /* Trim records are written under trim_lock, which GC takes too:
        * trimlog_make_room ran GC before it (see trim.c).

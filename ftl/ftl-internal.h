@@ -71,6 +71,8 @@
  * each victim it erases gives one back.
  */
 #define FTL_RESERVE_BLOCKS 3
+/* Victims GC may relocate before it syncs once and erases them all. */
+#define FTL_GC_ERASE_BATCH 8
 /* Data rewritten or relocated within hot_age sequence numbers of its
  * last write is hot: hot_age = logical pages * NUM / DEN, that is within
  * one drive write.  Under an 80/20 or 90/10 load the hot set is
@@ -185,6 +187,12 @@ struct ftl {
   bool worn_out;                /* atomic: too few blocks left to write */
   bool gc_wl;                   /* under gc_lock: relocating for wear
                                  * leveling, not to free space */
+  /* Under gc_lock, within one reclaim_until: victims relocated and
+   * drained, still FULL, erased together after one sync (gc.c).
+   */
+  bool gc_defer;
+  uint32_t gc_pending[FTL_GC_ERASE_BATCH];
+  unsigned gc_npending;
   uint64_t *close_seq;          /* per block: next_seq when it filled up
                                  * (under alloc_lock) */
   enum ftl_gc_mode gc_mode;
@@ -297,6 +305,10 @@ extern void gc_free (struct ftl *ftl);
 extern int gc_reclaim (struct ftl *ftl, uint32_t target);
 /* True in the thread that is running garbage collection (gc_lock). */
 extern bool gc_running_here (void);
+/* In GC (gc_lock held): sync once and erase the victims waiting for it.
+ * Returns how many were erased, or a negative errno.
+ */
+extern int gc_flush_pending (struct ftl *ftl);
 /* Wake the background thread if the free pool is below its watermark. */
 extern void gc_kick (struct ftl *ftl, uint32_t nfree);
 

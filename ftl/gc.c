@@ -12,6 +12,9 @@
  * checkpoint slot, which recovery falls back to if the newest is
  * damaged).  When nothing in the victim is valid any more, buffered
  * trim records are logged, the file is synced, and the victim is erased.
+ * Within one collection (reclaim_until), up to FTL_GC_ERASE_BATCH drained
+ * victims wait and share one sync (gc_flush_pending), unless the free
+ * pool is down to two blocks or GC needs a block for its own copies.
  *
  * Everything here runs under gc_lock with ckpt_rw held shared by the
  * caller: a writer that finds the free pool at the low watermark
@@ -167,6 +170,16 @@ deadline_near (struct ftl *ftl)
  * take_cur (foreground GC, which then finishes it).  Caller holds
  * gc_lock.
  */
+/* Is b relocated and waiting for its erase (under gc_lock)? */
+static bool
+is_pending (const struct ftl *ftl, uint32_t b)
+{
+  for (unsigned i = 0; i < ftl->gc_npending; i++)
+    if (ftl->gc_pending[i] == b)
+      return true;
+  return false;
+}
+
 static uint32_t
 pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
 {
@@ -180,6 +193,8 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
     if (ftl->state[b] != FTL_BLK_FULL)
       continue;
     if (b == ftl->gc_cur.block && !take_cur)
+      continue;
+    if (is_pending (ftl, b))
       continue;
     uint32_t cost = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
       + __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);
@@ -425,6 +440,8 @@ victim_step (struct ftl *ftl, struct gc_victim *v, uint32_t max)
 }
 
 /* Every page of the victim has been looked at: sync and erase it. */
+static int erase_synced (struct ftl *ftl, uint32_t victim);
+
 static int
 victim_finish (struct ftl *ftl, struct gc_victim *v)
 {
@@ -453,6 +470,15 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
     sched_yield ();
   }
 
+  /* Within reclaim_until, and while the pool has room to spare, the
+   * erase waits: several victims share one sync (see gc_flush_pending).
+   */
+  if (ftl->gc_defer && !ftl->gc_wl &&
+      ftl->gc_npending < FTL_GC_ERASE_BATCH && alloc_nfree (ftl) > 2) {
+    ftl->gc_pending[ftl->gc_npending++] = victim;
+    return 0;
+  }
+
   /* Nothing may refer to the victim once it is erased: log buffered trim
    * records and make every earlier write durable first.
    */
@@ -461,10 +487,41 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
     r = media_sync (&ftl->media);
   if (r < 0)
     return r;
+  return erase_synced (ftl, victim);
+}
+
+int
+gc_flush_pending (struct ftl *ftl)
+{
+  uint32_t pending[FTL_GC_ERASE_BATCH];
+  unsigned n = ftl->gc_npending;
+  int r;
+
+  if (n == 0)
+    return 0;
+  /* Emptied first: the trim records logged here may need a block, and
+   * frontier_ensure_block must not come back here for it.  After an
+   * error the rest stay FULL, with nothing valid: GC takes them again.
+   */
+  memcpy (pending, ftl->gc_pending, n * sizeof *pending);
+  ftl->gc_npending = 0;
+  r = trimlog_flush (ftl);
+  if (r == 0)
+    r = media_sync (&ftl->media);
+  for (unsigned i = 0; i < n && r == 0; i++)
+    r = erase_synced (ftl, pending[i]);
+  return r < 0 ? r : (int) n;
+}
+
+/* Erase a drained victim once everything written before is durable. */
+static int
+erase_synced (struct ftl *ftl, uint32_t victim)
+{
+  int r;
 
   /* The victim stays FULL (never picked twice: only GC picks victims,
-   * under gc_lock, and it skips the one in progress) until the erase is
-   * done.
+   * under gc_lock, and it skips the one in progress and the pending
+   * ones) until the erase is done.
    */
   r = media_erase (&ftl->media, victim,
                    __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED));
@@ -544,7 +601,8 @@ wear_level (struct ftl *ftl)
   uint32_t max_ec = 0, min_ec = UINT32_MAX, coldest = FTL_NO_BLOCK;
   int r;
 
-  if (alloc_nfree (ftl) <= ftl->gc_low)
+  /* Victims waiting for their erase count as free. */
+  if (alloc_nfree (ftl) + ftl->gc_npending <= ftl->gc_low)
     return 0;
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
@@ -553,6 +611,7 @@ wear_level (struct ftl *ftl)
       continue;
     max_ec = MAX (max_ec, ec);
     if (ftl->state[b] == FTL_BLK_FULL && b != ftl->gc_cur.block &&
+        !is_pending (ftl, b) &&
         (coldest == FTL_NO_BLOCK || ec < min_ec ||
          (ec == min_ec && ftl->close_seq[b] < ftl->close_seq[coldest]))) {
       min_ec = ec;
@@ -601,12 +660,21 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
   bool hurry = !bg && deadline_near (ftl);
   if (hurry)
     target = MIN (target, ftl->gc_low);
-  while (alloc_nfree (ftl) <= target) {
+  ftl->gc_defer = true;
+  while (alloc_nfree (ftl) + ftl->gc_npending <= target) {
     uint32_t victim = pick_victim (ftl, hurry, true);
     if (victim == FTL_NO_BLOCK) {
+      if (ftl->gc_npending > 0) {
+        r = gc_flush_pending (ftl);
+        if (r < 0)
+          break;
+        r = 0;
+        continue;
+      }
       r = -ENOSPC;
       break;
     }
+    bool cheap = __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED) == 0;
     ftl_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
                "%u free blocks%s", victim,
                __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
@@ -620,11 +688,20 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
     if (bg) {
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
       /* One victim at a time, so that a checkpoint or a foreground
-       * collection waits for one victim at most.
+       * collection waits for one victim at most; or several with
+       * nothing to copy, which cost an erase each and share a sync.
        */
-      break;
+      if (!cheap || ftl->gc_npending == 0 ||
+          ftl->gc_npending >= FTL_GC_ERASE_BATCH)
+        break;
     }
   }
+  {
+    int r2 = gc_flush_pending (ftl);
+    if (r == 0 && r2 < 0)
+      r = r2;
+  }
+  ftl->gc_defer = false;
   dl_release ();
   tls_in_gc = false;
   pthread_mutex_unlock (&ftl->gc_lock);
