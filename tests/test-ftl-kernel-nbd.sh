@@ -43,37 +43,7 @@ stat () { jq -e "$1" "$stats"; }
 
 guest_start fill "${nbd_port[@]}"
 
-# The guest wrote its files and synced (a flush, after which the file is
-# rewritten); let the last periodic update land.
-guest_wait_for "GUEST-WAIT filled"
-sleep 2.5
-mapped1=$(stat .mapped_pages)
-trim1=$(stat .host.trim_pages)
-echo "after the writes: mapped_pages $mapped1, host.trim_pages $trim1"
-# mkfs.ext4 trimmed the whole disk first.
-guest_check "mkfs.ext4's discard of the whole disk reached the FTL" \
-    test "$trim1" -ge $((128 * 256 - 64))
-guest_answer filled
-
-# The guest deleted a 16 MiB file (4096 pages) and ran fstrim: at least
-# as many pages were trimmed, and most of them were unmapped (ext4 wrote
-# a few new metadata pages meanwhile).
-guest_wait_for "GUEST-WAIT trimmed"
-for (( i = 0; i < 100; i++ )); do
-    mapped2=$(stat .mapped_pages)
-    trim2=$(stat .host.trim_pages)
-    if [ "$trim2" -ge $((trim1 + 4096)) ] &&
-       [ "$mapped2" -le $((mapped1 - 3840)) ]; then
-        break
-    fi
-    sleep 0.2
-done
-echo "after fstrim: mapped_pages $mapped2, host.trim_pages $trim2"
-guest_check "fstrim's trims reached the FTL" \
-    test "$trim2" -ge $((trim1 + 4096))
-guest_check "the deleted file's pages were unmapped" \
-    test "$mapped2" -le $((mapped1 - 3840))
-guest_answer trimmed
+guest_fill_and_trim
 
 # Power cut after the sync: the guest and the server die at once.
 guest_wait_for "GUEST-SYNCED"

@@ -156,3 +156,42 @@ _guest_dump ()
     tail -n 20 "$tmp/qemu-$_guest_phase.log"
     echo "---"
 }
+
+# guest_fill_and_trim: the host's side of the scenario both guests run
+# (tests/guest/lib.sh): after the guest's mkfs.ext4 and writes, the
+# whole-disk discard reached the FTL; after it deleted a 16 MiB file
+# (4096 pages) and ran fstrim, at least as many pages were trimmed and
+# most of them unmapped (ext4 wrote a few new metadata pages meanwhile).
+# Reads the statistics file $stats; leaves mapped1, trim1, mapped2 and
+# trim2 set.
+guest_fill_and_trim ()
+{
+    local i
+    # The guest synced (a flush, after which the file is rewritten); let
+    # the last periodic update land.
+    guest_wait_for "GUEST-WAIT filled"
+    sleep 2.5
+    mapped1=$(jq -e .mapped_pages "$stats")
+    trim1=$(jq -e .host.trim_pages "$stats")
+    echo "after the writes: mapped_pages $mapped1, host.trim_pages $trim1"
+    guest_check "mkfs.ext4's discard of the whole disk reached the FTL" \
+        test "$trim1" -ge $((128 * 256 - 64))
+    guest_answer filled
+
+    guest_wait_for "GUEST-WAIT trimmed"
+    for (( i = 0; i < 100; i++ )); do
+        mapped2=$(jq -e .mapped_pages "$stats")
+        trim2=$(jq -e .host.trim_pages "$stats")
+        if [ "$trim2" -ge $((trim1 + 4096)) ] &&
+           [ "$mapped2" -le $((mapped1 - 3840)) ]; then
+            break
+        fi
+        sleep 0.2
+    done
+    echo "after fstrim: mapped_pages $mapped2, host.trim_pages $trim2"
+    guest_check "fstrim's trims reached the FTL" \
+        test "$trim2" -ge $((trim1 + 4096))
+    guest_check "the deleted file's pages were unmapped" \
+        test "$mapped2" -le $((mapped1 - 3840))
+    guest_answer trimmed
+}
