@@ -188,6 +188,7 @@ take_free_block (struct ftl *ftl, enum frontier_kind kind, bool most_worn)
   assert (__atomic_load_n (&ftl->valid[best], __ATOMIC_RELAXED) == 0);
   __atomic_store_n (&ftl->seq_sum[best], 0, __ATOMIC_RELAXED);
   __atomic_store_n (&ftl->seq_cnt[best], 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&ftl->trim_seq_end[best], 0, __ATOMIC_RELAXED);
   ftl->state[best] = FTL_BLK_OPEN;
   ftl->nfree--;
   return best;
@@ -364,6 +365,7 @@ map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
     __atomic_fetch_add (&ftl->mapped, 1, __ATOMIC_RELAXED);
   else {
     uint32_t ob = media_ppn_block (&ftl->media, old);
+    gc_note_drain (ftl, ob);
     uint32_t v = __atomic_fetch_sub (&ftl->valid[ob], 1, __ATOMIC_RELEASE);
     assert (v > 0);
     (void) v;
@@ -381,9 +383,9 @@ map_unmap (struct ftl *ftl, uint64_t lpn)
   if (old == FTL_UNMAPPED)
     return false;
   __atomic_fetch_sub (&ftl->mapped, 1, __ATOMIC_RELAXED);
-  uint32_t v = __atomic_fetch_sub (&ftl->valid[media_ppn_block (&ftl->media,
-                                                                old)],
-                                   1, __ATOMIC_RELEASE);
+  uint32_t ob = media_ppn_block (&ftl->media, old);
+  gc_note_drain (ftl, ob);
+  uint32_t v = __atomic_fetch_sub (&ftl->valid[ob], 1, __ATOMIC_RELEASE);
   assert (v > 0);
   (void) v;
   return true;

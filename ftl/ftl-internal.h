@@ -29,9 +29,14 @@
  *
  * Durability invariants (what recovery relies on, see recovery.c):
  *   - A trim is appended to the trim buffer before its pages are
- *     unmapped, and the buffer is written to the log and synced before
- *     any erase, so an erase never exposes a checkpoint's stale mapping.
- *   - Before a block is erased, everything written before is synced.
+ *     unmapped.
+ *   - A barrier (gc_barrier) writes the buffered trim records to the log
+ *     and syncs.  A block is erased only after a barrier that began
+ *     after its last valid page left it: every write, trim or
+ *     relocation that superseded a page of the block is then durable
+ *     (data, or trim records), so an erase never destroys the newest
+ *     durable copy of a page, nor exposes a checkpoint's stale mapping.
+ *     (drain_epoch records when a block's valid count reached zero.)
  *   - A checkpoint's snapshot is taken under ckpt_rw exclusively, the log
  *     is synced before the checkpoint is written, and the checkpoint is
  *     synced before it counts as durable.
@@ -174,6 +179,8 @@ struct ftl {
   uint32_t gc_low;              /* foreground GC starts at or below */
   uint32_t gc_high;             /* background GC keeps more free than
                                  * this (foreground too, without it) */
+  uint32_t gc_drain_target;     /* the background thread erases drained
+                                 * blocks (nothing to copy) up to this */
   /* The background GC thread (gc.c). */
   pthread_t bg_thread;
   bool bg_running;
@@ -193,6 +200,23 @@ struct ftl {
   bool gc_defer;
   uint32_t gc_pending[FTL_GC_ERASE_BATCH];
   unsigned gc_npending;
+  /* Barriers (gc_barrier): barrier_started counts those begun, and
+   * barrier_done is one more than the number of the highest one that
+   * completed (barriers may overlap).  drain_epoch[b] is at least 1 +
+   * the value of barrier_started at the last decrement of block b's
+   * valid count (0: none since its erase): every decrement notes it
+   * first, after the write that superseded the page completed.  Once
+   * b's valid count is zero, b may be erased without a barrier of its
+   * own when barrier_done >= drain_epoch[b].  Atomics.
+   */
+  uint64_t barrier_started, barrier_done;
+  uint64_t *drain_epoch;
+  uint64_t gc_barriers;         /* atomic: barriers run by GC, since open */
+  uint64_t gc_erases_unsynced;  /* atomic: erases after an earlier barrier */
+  uint64_t *trim_seq_end;       /* per block: 1 + the highest sequence
+                                 * number of its trim pages (0: none,
+                                 * UINT64_MAX: unknown, after a restart);
+                                 * atomic */
   uint64_t *close_seq;          /* per block: next_seq when it filled up
                                  * (under alloc_lock) */
   enum ftl_gc_mode gc_mode;
@@ -309,6 +333,35 @@ extern bool gc_running_here (void);
  * Returns how many were erased, or a negative errno.
  */
 extern int gc_flush_pending (struct ftl *ftl);
+/* Write the buffered trim records and sync (caller holds ckpt_rw
+ * shared and not trim_lock): every write, trim and relocation completed
+ * before the call is durable when it returns 0.
+ */
+extern int gc_barrier (struct ftl *ftl);
+/* Before decrementing block b's valid count, once the write, trim or
+ * relocation that superseded the page has completed (see drain_epoch).
+ */
+static inline void
+gc_note_drain (struct ftl *ftl, uint32_t b)
+{
+  uint64_t e = __atomic_load_n (&ftl->barrier_started, __ATOMIC_SEQ_CST) + 1;
+  uint64_t cur = __atomic_load_n (&ftl->drain_epoch[b], __ATOMIC_RELAXED);
+  while (cur < e &&
+         !__atomic_compare_exchange_n (&ftl->drain_epoch[b], &cur, e, true,
+                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
+}
+/* Block b receives a trim page whose highest entry is seq. */
+static inline void
+gc_note_trim_page (struct ftl *ftl, uint32_t b, uint64_t seq)
+{
+  uint64_t cur = __atomic_load_n (&ftl->trim_seq_end[b], __ATOMIC_RELAXED);
+  while (cur < seq + 1 &&
+         !__atomic_compare_exchange_n (&ftl->trim_seq_end[b], &cur, seq + 1,
+                                       true, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED))
+    ;
+}
 /* Wake the background thread if the free pool is below its watermark. */
 extern void gc_kick (struct ftl *ftl, uint32_t nfree);
 

@@ -561,6 +561,10 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   ftl->endurance = o->endurance ? o->endurance : FTL_DEFAULT_ENDURANCE;
   ftl->gc_low = FTL_GC_LOW_BLOCKS;
   ftl->gc_high = ftl->gc_low + MIN (spare / 16, 8);
+  /* The background thread erases blocks with nothing left to copy up
+   * to here (gc.c, background_drain).
+   */
+  ftl->gc_drain_target = ftl->gc_high + spare / 4;
   /* A checkpoint every eighth of the physical pages bounds recovery and
    * costs about 4 bytes per logical page each time.  It also releases
    * trim pages, which GC must keep until then: so that they can never

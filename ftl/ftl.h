@@ -279,6 +279,9 @@ struct ftl_stats {
   uint64_t gc_slices;           /* background slices (deadline mode) */
   uint64_t gc_yields;           /* waits of background GC for a request
                                  * whose deadline was near */
+  uint64_t gc_barriers;         /* syncs GC ran before erases */
+  uint64_t gc_erases_unsynced;  /* erases that needed no sync of their
+                                 * own (an earlier one covered them) */
   uint64_t wl_moved_pages;      /* pages moved by static wear leveling */
   uint32_t wl_threshold;
   uint32_t endurance;

@@ -78,8 +78,16 @@ gc_init (struct ftl *ftl)
                         * FTL_OOB_BYTES);
   ftl->gc_cur.block = FTL_NO_BLOCK;
   ftl->gc_cur.oob = malloc ((size_t) ftl->ppb * FTL_OOB_BYTES);
-  if (!ftl->gc_buf || !ftl->gc_oob || !ftl->gc_cur.oob)
+  ftl->drain_epoch = calloc (ftl->blocks, sizeof *ftl->drain_epoch);
+  ftl->trim_seq_end = malloc (ftl->blocks * sizeof *ftl->trim_seq_end);
+  if (!ftl->gc_buf || !ftl->gc_oob || !ftl->gc_cur.oob || !ftl->drain_epoch ||
+      !ftl->trim_seq_end)
     return -ENOMEM;
+  /* What the blocks written before this open hold is unknown until
+   * they are erased.
+   */
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    ftl->trim_seq_end[b] = UINT64_MAX;
   return 0;
 }
 
@@ -89,6 +97,10 @@ gc_free (struct ftl *ftl)
   free (ftl->gc_buf);
   free (ftl->gc_oob);
   free (ftl->gc_cur.oob);
+  free (ftl->drain_epoch);
+  free (ftl->trim_seq_end);
+  ftl->drain_epoch = NULL;
+  ftl->trim_seq_end = NULL;
   ftl->gc_buf = NULL;
   ftl->gc_oob = NULL;
   ftl->gc_cur.oob = NULL;
@@ -262,6 +274,7 @@ program_batch (struct ftl *ftl, struct frontier *f, const struct move *mv,
         uint32_t cnt;
         memcpy (&cnt, data + ((size_t) i << ftl->page_shift), 4);
         o.lpn = le32toh (cnt);
+        gc_note_trim_page (ftl, blk, m->seq);
       }
       ftl_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
       seqs += m->seq;
@@ -288,11 +301,14 @@ program_batch (struct ftl *ftl, struct frontier *f, const struct move *mv,
                                        false, __ATOMIC_ACQ_REL,
                                        __ATOMIC_ACQUIRE)) {
         uint32_t vb = media_ppn_block (&ftl->media, m->from);
+        gc_note_drain (ftl, vb);
         __atomic_fetch_sub (&ftl->valid[vb], 1, __ATOMIC_RELEASE);
         ctr_add (ftl, ftl->gc_wl ? FTL_CTR_WL_MOVED : FTL_CTR_GC_COPIED, 1);
       }
-      else                      /* a host write won: the copy is garbage */
-        __atomic_fetch_sub (&ftl->valid[blk], 1, __ATOMIC_RELAXED);
+      else {                    /* a host write won: the copy is garbage */
+        gc_note_drain (ftl, blk);
+        __atomic_fetch_sub (&ftl->valid[blk], 1, __ATOMIC_RELEASE);
+      }
     }
     frontier_advance (ftl, f, k);
     done += k;
@@ -442,6 +458,85 @@ victim_step (struct ftl *ftl, struct gc_victim *v, uint32_t max)
 /* Every page of the victim has been looked at: sync and erase it. */
 static int erase_synced (struct ftl *ftl, uint32_t victim);
 
+int
+gc_barrier (struct ftl *ftl)
+{
+  uint64_t k = __atomic_fetch_add (&ftl->barrier_started, 1, __ATOMIC_SEQ_CST);
+  int r;
+
+  /* Writing trim records is work done for everybody: a request's
+   * deadline does not interrupt it (deadline.h), only the sync after.
+   */
+  dl_hold ();
+  r = trimlog_flush (ftl);
+  dl_release ();
+  if (r == 0)
+    r = media_sync (&ftl->media);
+  if (r < 0)
+    return r;
+  uint64_t done = __atomic_load_n (&ftl->barrier_done, __ATOMIC_RELAXED);
+  while (done < k + 1 &&
+         !__atomic_compare_exchange_n (&ftl->barrier_done, &done, k + 1, true,
+                                       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+    ;
+  if (gc_running_here ())
+    __atomic_fetch_add (&ftl->gc_barriers, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+/* Has a barrier that began after the last page of block b (valid count
+ * zero) was superseded completed?  Then b can be erased at once.
+ */
+static bool
+drained_before_barrier (struct ftl *ftl, uint32_t b)
+{
+  if (__atomic_load_n (&ftl->valid[b], __ATOMIC_ACQUIRE) != 0)
+    return false;
+  uint64_t e = __atomic_load_n (&ftl->drain_epoch[b], __ATOMIC_RELAXED);
+  if (e == 0) {
+    /* Nothing ever left it (no page of it was ever valid): what it
+     * holds is garbage to any recovery, but note it anyway, so that
+     * the rule has no exception.
+     */
+    gc_note_drain (ftl, b);
+    e = __atomic_load_n (&ftl->drain_epoch[b], __ATOMIC_RELAXED);
+  }
+  return __atomic_load_n (&ftl->barrier_done, __ATOMIC_SEQ_CST) >= e;
+}
+
+/* A FULL block with nothing to copy (no valid page, no trim page that
+ * a replay may need: see trim_seq_end), not in the hands of GC already.  *ready: whether
+ * one of them can be erased without a barrier; returns that one, else
+ * any such block, else FTL_NO_BLOCK.  Caller holds gc_lock.
+ */
+static bool is_pending (const struct ftl *ftl, uint32_t b);
+
+static uint32_t
+find_drained (struct ftl *ftl, bool *ready)
+{
+  uint32_t any = FTL_NO_BLOCK;
+  uint64_t replay = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
+
+  *ready = false;
+  pthread_mutex_lock (&ftl->alloc_lock);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    if (ftl->state[b] != FTL_BLK_FULL ||
+        __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED) != 0 ||
+        __atomic_load_n (&ftl->trim_seq_end[b], __ATOMIC_RELAXED) > replay ||
+        b == ftl->gc_cur.block || is_pending (ftl, b))
+      continue;
+    if (drained_before_barrier (ftl, b)) {
+      *ready = true;
+      any = b;
+      break;
+    }
+    if (any == FTL_NO_BLOCK)
+      any = b;
+  }
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  return any;
+}
+
 static int
 victim_finish (struct ftl *ftl, struct gc_victim *v)
 {
@@ -479,14 +574,17 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
     return 0;
   }
 
-  /* Nothing may refer to the victim once it is erased: log buffered trim
-   * records and make every earlier write durable first.
+  /* Nothing may refer to the victim once it is erased: the copies and
+   * host writes that replaced its pages, and the trim records that
+   * unmapped them, must be durable first.
    */
-  r = trimlog_flush (ftl);
-  if (r == 0)
-    r = media_sync (&ftl->media);
-  if (r < 0)
-    return r;
+  if (!drained_before_barrier (ftl, victim)) {
+    r = gc_barrier (ftl);
+    if (r < 0)
+      return r;
+  }
+  else
+    __atomic_fetch_add (&ftl->gc_erases_unsynced, 1, __ATOMIC_RELAXED);
   return erase_synced (ftl, victim);
 }
 
@@ -505,9 +603,7 @@ gc_flush_pending (struct ftl *ftl)
    */
   memcpy (pending, ftl->gc_pending, n * sizeof *pending);
   ftl->gc_npending = 0;
-  r = trimlog_flush (ftl);
-  if (r == 0)
-    r = media_sync (&ftl->media);
+  r = gc_barrier (ftl);
   for (unsigned i = 0; i < n && r == 0; i++)
     r = erase_synced (ftl, pending[i]);
   return r < 0 ? r : (int) n;
@@ -531,6 +627,7 @@ erase_synced (struct ftl *ftl, uint32_t victim)
     return r;
   }
   __atomic_store_n (&ftl->trim_pages[victim], 0, __ATOMIC_RELAXED);
+  __atomic_store_n (&ftl->drain_epoch[victim], 0, __ATOMIC_RELAXED);
   pthread_mutex_lock (&ftl->alloc_lock);
   if (media_erase_count (&ftl->media, victim) >= ftl->endurance) {
     /* Worn out: retired for good. */
@@ -662,6 +759,22 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
     target = MIN (target, ftl->gc_low);
   ftl->gc_defer = true;
   while (alloc_nfree (ftl) + ftl->gc_npending <= target) {
+    /* First the blocks with nothing to copy: erased at once if a
+     * barrier already made what replaced them durable; if not, one
+     * barrier serves all of them.
+     */
+    bool ready;
+    uint32_t drained = find_drained (ftl, &ready);
+    if (drained != FTL_NO_BLOCK) {
+      r = ready ? erase_synced (ftl, drained) : gc_barrier (ftl);
+      if (r < 0)
+        break;
+      if (ready)
+        __atomic_fetch_add (&ftl->gc_erases_unsynced, 1, __ATOMIC_RELAXED);
+      if (ready && bg)
+        ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
+      continue;
+    }
     uint32_t victim = pick_victim (ftl, hurry, true);
     if (victim == FTL_NO_BLOCK) {
       if (ftl->gc_npending > 0) {
@@ -793,28 +906,86 @@ void
 gc_kick (struct ftl *ftl, uint32_t nfree)
 {
   if (__atomic_load_n (&ftl->bg_running, __ATOMIC_ACQUIRE) &&
-      nfree <= ftl->gc_high) {
+      nfree <= ftl->gc_drain_target) {
     pthread_mutex_lock (&ftl->bg_lock);
     pthread_cond_signal (&ftl->bg_cond);
     pthread_mutex_unlock (&ftl->bg_lock);
   }
 }
 
+/* Background thread: erase drained blocks (nothing to copy, see
+ * find_drained) until more than gc_drain_target blocks are free, a few
+ * at a time under gc_lock.  When those left wait for a barrier, run it
+ * here, outside gc_lock, while writers go on with the free blocks: a
+ * large sequential overwrite then seldom waits for a sync.  Returns 1
+ * if it erased or synced anything, 0 if not, or a negative errno.
+ * Caller holds ckpt_rw shared.
+ */
+static int
+background_drain (struct ftl *ftl)
+{
+  int did = 0;
+
+  while (alloc_nfree (ftl) <= ftl->gc_drain_target &&
+         !__atomic_load_n (&ftl->bg_stop, __ATOMIC_ACQUIRE)) {
+    bool ready = false;
+    uint32_t b = FTL_NO_BLOCK;
+    int r = 0;
+
+    pthread_mutex_lock (&ftl->gc_lock);
+    tls_in_gc = true;
+    dl_hold ();
+    for (unsigned i = 0; i < 8 && alloc_nfree (ftl) <= ftl->gc_drain_target;
+         i++) {
+      b = find_drained (ftl, &ready);
+      if (b == FTL_NO_BLOCK || !ready)
+        break;
+      r = erase_synced (ftl, b);
+      if (r < 0)
+        break;
+      __atomic_fetch_add (&ftl->gc_erases_unsynced, 1, __ATOMIC_RELAXED);
+      ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
+      did = 1;
+    }
+    dl_release ();
+    tls_in_gc = false;
+    pthread_mutex_unlock (&ftl->gc_lock);
+    if (r < 0)
+      return r;
+    if (b == FTL_NO_BLOCK)
+      break;                    /* nothing drained */
+    if (!ready) {
+      /* Drained blocks wait for a barrier: one serves them all. */
+      r = trimlog_make_room (ftl);
+      if (r == 0)
+        r = gc_barrier (ftl);
+      if (r < 0)
+        return r;
+      __atomic_fetch_add (&ftl->gc_barriers, 1, __ATOMIC_RELAXED);
+      did = 1;
+    }
+  }
+  return did;
+}
+
 /* The background thread: sleep until a writer finds the free pool at or
- * below gc_high (or 100 ms pass), then reclaim one victim at a time
- * (deadline mode: one slice at a time, yielding between slices), holding
- * ckpt_rw shared only for that victim (or slice), until more than
- * gc_high blocks are free.
+ * below gc_drain_target (or 100 ms pass); erase drained blocks up to
+ * that target (background_drain); then, while the pool is at or below
+ * gc_high, reclaim one victim at a time (deadline mode: one slice at a
+ * time, yielding between slices), holding ckpt_rw shared only for that
+ * victim (or slice), until more than gc_high blocks are free.
  */
 static void *
 background (void *arg)
 {
   struct ftl *ftl = arg;
+  bool drained_idle = false;    /* the last drain found nothing to do */
 
   pthread_mutex_lock (&ftl->bg_lock);
   while (!ftl->bg_stop) {
     bool slices = ftl->gc_mode == FTL_GC_DEADLINE;
-    if ((alloc_nfree (ftl) > ftl->gc_high &&
+    bool drain = alloc_nfree (ftl) <= ftl->gc_drain_target && !drained_idle;
+    if ((alloc_nfree (ftl) > ftl->gc_high && !drain &&
          !(slices && __atomic_load_n (&ftl->gc_cur.block, __ATOMIC_RELAXED)
                      != FTL_NO_BLOCK)) ||
         __atomic_load_n (&ftl->worn_out, __ATOMIC_ACQUIRE)) {
@@ -825,13 +996,28 @@ background (void *arg)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000;
       }
+      drained_idle = false;     /* kicked, or 100 ms: look again */
       pthread_cond_timedwait (&ftl->bg_cond, &ftl->bg_lock, &ts);
       continue;
     }
     pthread_mutex_unlock (&ftl->bg_lock);
 
     ckpt_maybe (ftl);
-    int r;
+    int r = 0;
+    if (drain) {
+      pthread_rwlock_rdlock (&ftl->ckpt_rw);
+      r = background_drain (ftl);
+      pthread_rwlock_unlock (&ftl->ckpt_rw);
+      drained_idle = r == 0;
+      if (r < 0) {
+        pthread_mutex_lock (&ftl->bg_lock);
+        goto failed;
+      }
+      if (alloc_nfree (ftl) > ftl->gc_high) {
+        pthread_mutex_lock (&ftl->bg_lock);
+        continue;
+      }
+    }
     if (slices) {
       background_yield (ftl);
       r = background_slice (ftl);
@@ -843,6 +1029,7 @@ background (void *arg)
     }
 
     pthread_mutex_lock (&ftl->bg_lock);
+  failed:
     if (r < 0 && !ftl->bg_stop) {
       /* Nothing to reclaim now (or an error, already logged): wait for
        * the next kick rather than spin.

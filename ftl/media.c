@@ -49,25 +49,6 @@ default_pread (void *opaque, int fd, void *buf, size_t len, off_t off)
 }
 
 static int
-default_punch (void *opaque, int fd, off_t off, off_t len)
-{
-  if (fallocate (fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len)
-      == 0)
-    return 0;
-  if (errno != EOPNOTSUPP && errno != ENOSYS)
-    return -errno;
-  /* No hole punching here: write zeros instead. */
-  static const char zeros[65536];
-  while (len > 0) {
-    size_t n = MIN ((off_t) sizeof zeros, len);
-    int r = default_pwrite (opaque, fd, zeros, n, off);
-    if (r < 0) return r;
-    off += n; len -= n;
-  }
-  return 0;
-}
-
-static int
 default_sync (void *opaque, int fd)
 {
   if (fdatasync (fd) == -1)
@@ -78,7 +59,6 @@ default_sync (void *opaque, int fd)
 const struct ftl_io ftl_default_io = {
   .pwrite = default_pwrite,
   .pread  = default_pread,
-  .punch  = default_punch,
   .sync   = default_sync,
   .opaque = NULL,
 };
@@ -104,7 +84,8 @@ media_init (struct media *m, int fd, const struct ftl_io *io,
   m->wp = calloc (blocks, sizeof *m->wp);
   m->erase_count = calloc (blocks, sizeof *m->erase_count);
   m->gen = calloc (blocks, sizeof *m->gen);
-  if (!m->wp || !m->erase_count || !m->gen) {
+  m->zeros = calloc (meta_pages, page_size);
+  if (!m->wp || !m->erase_count || !m->gen || !m->zeros) {
     media_free (m);
     return -ENOMEM;
   }
@@ -117,7 +98,9 @@ media_free (struct media *m)
   free (m->wp);
   free (m->erase_count);
   free (m->gen);
+  free (m->zeros);
   m->wp = m->erase_count = m->gen = NULL;
+  m->zeros = NULL;
 }
 
 void
@@ -386,12 +369,11 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
    */
   __atomic_fetch_add (&m->gen[blk], 1, __ATOMIC_SEQ_CST);
 
-  /* The OOB entries and the data; not the header copies. */
-  r = m->io->punch (m->io->opaque, m->fd, meta + FTL_BLKHDR_BYTES,
-                    meta_bytes - 2 * FTL_BLKHDR_BYTES);
-  if (r == 0)
-    r = m->io->punch (m->io->opaque, m->fd, meta + meta_bytes,
-                      m->block_bytes - meta_bytes);
+  /* The OOB entries, not the header copies nor the data pages (see
+   * above): an overwrite in place, which allocates nothing in the file.
+   */
+  r = m->io->pwrite (m->io->opaque, m->fd, m->zeros,
+                     meta_bytes - 2 * FTL_BLKHDR_BYTES, meta + FTL_BLKHDR_BYTES);
   if (r < 0)
     return op_end (m, 0, r);
   m->wp[blk] = 0;

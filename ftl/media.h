@@ -10,13 +10,21 @@
  *   - pages of a block are programmed in order: a program starts exactly
  *     at the block's program pointer;
  *   - a page is never programmed twice without an erase of its block;
- *   - an erase makes the whole block (data and metadata) read as zeros
- *     except the two copies of the block header, increments the erase
- *     count and the erase generation, then writes the block header with
- *     the new erase count over the older copy (media_header_offset).  So
- *     the block always keeps a durable record of its last completed
- *     erase, whether the punch or the header write or both were lost or
- *     torn in a crash.
+ *   - an erase makes the block's OOB entries read as zeros (the metadata
+ *     area except the two copies of the block header), increments the
+ *     erase count and the erase generation, then writes the block header
+ *     with the new erase count over the older copy (media_header_offset).
+ *     So the block always keeps a durable record of its last completed
+ *     erase, whether the zeroing or the header write or both were lost
+ *     or torn in a crash;
+ *   - a data page is meaningful only under an OOB entry that carries the
+ *     block's current erase count and the page's checksum: an erase
+ *     leaves the old bytes of the data pages in the file (nothing reads
+ *     a page without such an entry, and a page programmed later is
+ *     checked against its own), so that erasing and programming a block
+ *     again overwrites the file in place instead of freeing and
+ *     allocating its space: a hole punch per erase cost more than the
+ *     erase's writes (bench/README.md).
  *
  * Concurrency: a block is programmed by one thread at a time (the owner
  * of the frontier it is open in, under that frontier's lock) and erased
@@ -43,14 +51,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Backing-file operations.  The defaults call pwrite, pread, fallocate
- * and fdatasync; tests replace them to inject faults and crashes.  Each
+/* Backing-file operations.  The defaults call pwrite, pread and
+ * fdatasync; tests replace them to inject faults and crashes.  Each
  * returns 0 or a negative errno; short transfers are errors.
  */
 struct ftl_io {
   int (*pwrite) (void *opaque, int fd, const void *buf, size_t len, off_t off);
   int (*pread) (void *opaque, int fd, void *buf, size_t len, off_t off);
-  int (*punch) (void *opaque, int fd, off_t off, off_t len);
   int (*sync) (void *opaque, int fd);
   void *opaque;
 };
@@ -75,6 +82,7 @@ struct media {
   uint32_t *wp;                 /* program pointer per block */
   uint32_t *erase_count;        /* per block (atomic access) */
   uint32_t *gen;                /* erase generation per block (atomic) */
+  uint8_t *zeros;               /* meta_pages pages of zeros, read only */
 
   /* Counters (atomic). */
   uint64_t programs, reads, erases;

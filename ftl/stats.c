@@ -43,6 +43,9 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
   st->gc_slices = __atomic_load_n (&ftl->gc_slices, __ATOMIC_RELAXED);
   st->gc_yields = __atomic_load_n (&ftl->gc_yields, __ATOMIC_RELAXED);
+  st->gc_barriers = __atomic_load_n (&ftl->gc_barriers, __ATOMIC_RELAXED);
+  st->gc_erases_unsynced = __atomic_load_n (&ftl->gc_erases_unsynced,
+                                            __ATOMIC_RELAXED);
   st->wl_moved_pages = ctr (ftl, FTL_CTR_WL_MOVED);
   st->wl_threshold = ftl->wl_threshold;
   st->endurance = ftl->endurance;
@@ -157,7 +160,9 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            "    \"runs\": %" PRIu64 ",\n"
            "    \"background_runs\": %" PRIu64 ",\n"
            "    \"slices\": %" PRIu64 ",\n"
-           "    \"yields\": %" PRIu64 "\n"
+           "    \"yields\": %" PRIu64 ",\n"
+           "    \"syncs\": %" PRIu64 ",\n"
+           "    \"erases_unsynced\": %" PRIu64 "\n"
            "  },\n"
            "  \"wl\": {\n"
            "    \"threshold\": %u,\n"
@@ -180,7 +185,7 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
            st.media_program_pages, st.media_read_pages, st.media_erases,
            ftl_gc_policy_name (st.gc_policy), ftl_gc_mode_name (st.gc_mode),
            st.gc_copied_pages, st.gc_runs, st.gc_background_runs,
-           st.gc_slices, st.gc_yields,
+           st.gc_slices, st.gc_yields, st.gc_barriers, st.gc_erases_unsynced,
            st.wl_threshold, st.wl_moved_pages,
            st.checkpoints, st.mapped_pages, st.waf,
            st.erase_min, st.erase_max, st.erase_mean,

@@ -49,6 +49,7 @@ write_trim_page (struct ftl *ftl)
     .data_checksum = ftl_checksum (ftl->trim_page, ftl->page_size, ppn),
   };
   ftl_oob_encode (&o, oob);
+  gc_note_trim_page (ftl, f->block, maxseq);
   r = media_program (&ftl->media, f->block, f->wp, 1, ftl->trim_page, oob);
   __atomic_fetch_add (&ftl->trim_pages[f->block], 1, __ATOMIC_RELAXED);
   frontier_advance (ftl, f, 1);

@@ -340,16 +340,6 @@ fault_pread (void *opaque, int fd, void *buf, size_t len, off_t off)
   return ftl_default_io.pread (NULL, fd, buf, len, off);
 }
 
-/* Punch with zeros so that the file stays what the trace says. */
-static int
-fault_punch (void *opaque, int fd, off_t off, off_t len)
-{
-  struct unit_fault *f = opaque;
-  if (!fault_event (f, UNIT_EV_PUNCH, off, len, NULL))
-    return -EIO;
-  return ftl_default_io.punch (NULL, fd, off, len);
-}
-
 /* Nothing to sync for real: the trace decides what is durable. */
 static int
 fault_sync (void *opaque, int fd)
@@ -367,7 +357,7 @@ unit_fault_init (struct unit_fault *f)
 {
   memset (f, 0, sizeof *f);
   f->io = (struct ftl_io) {
-    .pwrite = fault_pwrite, .pread = fault_pread, .punch = fault_punch,
+    .pwrite = fault_pwrite, .pread = fault_pread,
     .sync = fault_sync, .opaque = f,
   };
   f->limit = -1;
@@ -430,8 +420,6 @@ apply_event (uint8_t *img, size_t len, const struct unit_ev *e,
   ck_assert_uint_le (e->off + e->len, len);
   if (e->kind == UNIT_EV_PWRITE)
     memcpy (img + e->off, e->data, bytes);
-  else if (e->kind == UNIT_EV_PUNCH)
-    memset (img + e->off, 0, bytes);
 }
 
 void

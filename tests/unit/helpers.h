@@ -86,7 +86,7 @@ extern double unit_now (void);
 /* ---- Fault injection under the media layer ----
  *
  * unit_fault is an I/O layer (struct ftl_io) that does the real file
- * I/O and records every backing write, punch and sync as an event,
+ * I/O and records every backing write and sync as an event,
  * with a copy of the data written.  Given the file as it was before
  * the first event, unit_disk then rebuilds the file as the storage
  * would leave it after a power cut during any event n:
@@ -95,19 +95,18 @@ extern double unit_now (void);
  *             completed before event n;
  *   pending   the writes since that sync, event n included if it is a
  *             write: a power cut applies any subset of them, in any
- *             order, and the last one applied may be torn at any byte
- *             (a punch is a write of zeros).
+ *             order, and the last one applied may be torn at any byte.
  *
  * Because a process that loses power at event n has issued exactly the
  * events before it, one recorded run gives every crash point.  limit
  * cuts the power during a live run instead: from event 'limit' on,
  * every write and sync fails with -EIO and nothing more is recorded.
  */
-enum unit_ev_kind { UNIT_EV_PWRITE, UNIT_EV_PUNCH, UNIT_EV_SYNC };
+enum unit_ev_kind { UNIT_EV_PWRITE, UNIT_EV_SYNC };
 
 struct unit_ev {
   enum unit_ev_kind kind;
-  uint64_t off, len;            /* pwrite and punch */
+  uint64_t off, len;            /* pwrite */
   uint8_t *data;                /* pwrite: a copy of the bytes */
   unsigned tag;                 /* from the classify callback */
   long op;                      /* unit_fault.op when it was issued */

@@ -4,7 +4,7 @@
  * zeros, flushes, FUA, enough churn for garbage collection, wear
  * leveling moves, checkpoints, and a clean close and reopen in the
  * middle) runs once through the fault-injection layer (helpers.h),
- * which records every backing write, punch and sync.  Then, for every
+ * which records every backing write and sync.  Then, for every
  * event index n, the backing file is rebuilt as a power cut during
  * event n would leave it, three ways:
  *
@@ -333,12 +333,27 @@ struct ctx {
   unsigned phase;               /* TAG_OPEN or TAG_CLOSE or 0 */
   uint64_t ckpt_start;          /* file offset of checkpoint slot 0 */
   uint64_t data_offset;
+  uint64_t block_bytes, meta_bytes;
   /* Erase counts at each completed sync. */
   size_t nsnap, capsnap;
   size_t *snap_ev;
   uint32_t *snap_ec;
   uint32_t blocks;
 };
+
+/* An erase begins with zeros over the block's OOB entries (media.h). */
+static bool
+is_erase_zeros (const struct ctx *c, const struct unit_ev *e)
+{
+  if (!c->block_bytes || e->off < c->data_offset ||
+      (e->off - c->data_offset) % c->block_bytes != FTL_BLKHDR_BYTES ||
+      e->len != c->meta_bytes - 2 * FTL_BLKHDR_BYTES)
+    return false;
+  for (uint64_t i = 0; i < e->len; i++)
+    if (e->data[i])
+      return false;
+  return true;
+}
 
 static unsigned
 classify (void *arg, const struct unit_ev *e)
@@ -351,7 +366,7 @@ classify (void *arg, const struct unit_ev *e)
     if (c->ftl && c->ftl->gc_wl)
       tag |= TAG_WL;
   }
-  if (e->kind == UNIT_EV_PUNCH)
+  if (e->kind == UNIT_EV_PWRITE && is_erase_zeros (c, e))
     tag |= TAG_ERASE;
   if (e->kind == UNIT_EV_PWRITE) {
     if (e->off < 2 * FTL_SB_SLOT)
@@ -364,7 +379,7 @@ classify (void *arg, const struct unit_ev *e)
 
 /* Syncs belong to the write they commit (or prepare, for the sync
  * before a checkpoint slot is written), and a block header written
- * just after a punch is part of the erase.
+ * just after the zeros of the OOB entries is part of the erase.
  */
 static void
 classify_after (struct unit_fault *f)
@@ -377,7 +392,7 @@ classify_after (struct unit_fault *f)
       if (i + 1 < f->n && f->ev[i + 1].kind == UNIT_EV_SYNC)
         f->ev[i + 1].tag |= e->tag & (TAG_CKPT | TAG_SB);
     }
-    if (e->kind == UNIT_EV_PUNCH && i + 1 < f->n &&
+    if ((e->tag & TAG_ERASE) && i + 1 < f->n &&
         f->ev[i + 1].kind == UNIT_EV_PWRITE &&
         f->ev[i + 1].len == FTL_BLKHDR_BYTES)
       f->ev[i + 1].tag |= TAG_ERASE;
@@ -489,6 +504,8 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
   ck_assert_msg (r == 0, "creating the image: %s", err);
   c->ckpt_start = ftl->sb.ckpt_offset[0];
   c->data_offset = ftl->sb.data_offset;
+  c->block_bytes = ftl->media.block_bytes;
+  c->meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
   c->blocks = ftl->blocks;
   ck_assert_uint_le (c->blocks, 64);
   ck_assert_int_eq (ftl_close (ftl), 0);
@@ -538,12 +555,12 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
     }
     model_free (&m);
   }
-  printf ("crash: workload of %zu ops: %zu backing writes, punches and "
-          "syncs; %" PRIu64 " gc runs, %" PRIu64 " pages moved by wear "
-          "leveling, %" PRIu64 " checkpoints, %" PRIu64 " erases\n",
+  printf ("crash: workload of %zu ops: %zu backing writes and syncs; %" PRIu64 " gc runs, %" PRIu64 " pages moved by wear "
+          "leveling, %" PRIu64 " checkpoints, %" PRIu64 " erases (%" PRIu64
+          " without a sync of their own)\n",
           *nops, f->n, ftl->ctr[FTL_CTR_GC_RUNS], ftl->ctr[FTL_CTR_WL_MOVED],
           ftl->ctr[FTL_CTR_CKPTS], ftl->ctr[FTL_CTR_ERASE]
-          + ftl->media.erases);
+          + ftl->media.erases, ftl->gc_erases_unsynced);
   c->ftl = NULL;
   ftl_abandon (ftl);
   classify_after (f);

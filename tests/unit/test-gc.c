@@ -4,9 +4,10 @@
  * block N, ...") is logged right after a victim is picked, in the
  * picking thread, before anything is relocated: the log callback
  * compares the victim's cost (valid pages plus trim pages) with every
- * FULL block's at that instant.  And an erase is a hole punch of the
- * whole erase block, so a punch hook records which blocks were erased
- * and in what order, and whether for wear leveling (ftl->gc_wl set).
+ * FULL block's at that instant.  And an erase starts with a write of
+ * zeros over the block's OOB entries, so a write hook records which
+ * blocks were erased and in what order, and whether for wear leveling
+ * (ftl->gc_wl set).
  * The tests are single-threaded, so the handle's fields are stable
  * while the callback reads them.
  *
@@ -37,34 +38,32 @@ static char path[256];
 
 static struct {
   struct ftl *ftl;
-  uint64_t data_offset, block_bytes;
+  uint64_t data_offset, block_bytes, meta_bytes;
   uint32_t erased[MAX_TRACE];
   bool wl[MAX_TRACE];           /* erased for wear leveling */
   unsigned n;
   bool overflow;
 } trace;
 
-/* An erase punches the block's OOB entries (between the two header
- * copies), then its data: count it at the first punch.
+/* An erase writes zeros over the block's OOB entries (between the two
+ * header copies), then the header: count it at the zeros.  Nothing
+ * else writes zeros there (an OOB entry starts with its magic).
  */
 static int
-trace_punch (void *opaque, int fd, off_t off, off_t len)
+trace_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
 {
-  if (trace.block_bytes) {
-    uint64_t in = (off - trace.data_offset) % trace.block_bytes;
-    ck_assert_msg (in == FTL_BLKHDR_BYTES ||
-                   in + len == trace.block_bytes, "punch of %" PRIu64
-                   " bytes at %" PRIu64 " in a block", (uint64_t) len, in);
-    if (in != FTL_BLKHDR_BYTES)
-      ;                         /* the data of the same erase */
-    else if (trace.n < MAX_TRACE) {
+  if (trace.block_bytes && (uint64_t) off >= trace.data_offset &&
+      (off - trace.data_offset) % trace.block_bytes == FTL_BLKHDR_BYTES &&
+      len == trace.meta_bytes - 2 * FTL_BLKHDR_BYTES &&
+      ((const uint8_t *) buf)[0] == 0) {
+    if (trace.n < MAX_TRACE) {
       trace.wl[trace.n] = trace.ftl && trace.ftl->gc_wl;
       trace.erased[trace.n++] = (off - trace.data_offset) / trace.block_bytes;
     }
     else
       trace.overflow = true;
   }
-  return ftl_default_io.punch (opaque, fd, off, len);
+  return ftl_default_io.pwrite (opaque, fd, buf, len, off);
 }
 
 /* ---- the greedy check ---- */
@@ -149,7 +148,7 @@ setup (void)
   memset (&trace, 0, sizeof trace);
   memset (&gcw, 0, sizeof gcw);
   trace_io = ftl_default_io;
-  trace_io.punch = trace_punch;
+  trace_io.pwrite = trace_pwrite;
   trace_io.sync = nosync;
 }
 
@@ -172,6 +171,7 @@ open_policy (uint64_t lpages, uint32_t ppb, double op, unsigned streams,
   trace.ftl = ftl;
   trace.data_offset = ftl->sb.data_offset;
   trace.block_bytes = ftl->media.block_bytes;
+  trace.meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
   return ftl;
 }
 
@@ -462,6 +462,7 @@ hot_cold_run (bool one_log, uint64_t seed, uint64_t *hot_blocks)
   trace.ftl = ftl;
   trace.data_offset = ftl->sb.data_offset;
   trace.block_bytes = ftl->media.block_bytes;
+  trace.meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
   ck_assert_int_eq (ftl->one_log, one_log);
   *hot_blocks = 0;
   ref_init (&r, lp);

@@ -435,7 +435,7 @@ enum crash_mode { CRASH_EXIT, CRASH_EIO };
 
 /* In the child. */
 static struct {
-  long writes;                  /* pwrites and punches so far */
+  long writes;                  /* pwrites so far */
   long crash_at;                /* the one that is torn; -1: none */
   enum crash_mode mode;
   bool crashed;
@@ -465,25 +465,13 @@ crash_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
 }
 
 static int
-crash_punch (void *opaque, int fd, off_t off, off_t len)
-{
-  if (cs.crashed)
-    return -EIO;
-  if (cs.writes++ == cs.crash_at) {
-    crash_now ();               /* the erase never happened */
-    return -EIO;
-  }
-  return ftl_default_io.punch (opaque, fd, off, len);
-}
-
-static int
 crash_sync (void *opaque, int fd)
 {
   return cs.crashed ? -EIO : 0;
 }
 
 static const struct ftl_io crash_io = {
-  .pwrite = crash_pwrite, .pread = NULL, .punch = crash_punch,
+  .pwrite = crash_pwrite, .pread = NULL,
   .sync = crash_sync,
 };
 
