@@ -165,18 +165,33 @@ ckpt_write (struct ftl *ftl, bool clean)
   return r;
 }
 
-/* Called at the start of requests, with no lock held: write a
- * checkpoint once enough has been written since the last one, which
- * bounds the work of a recovery.  Only one thread does it; the others
- * go on.
+bool
+ckpt_due (struct ftl *ftl)
+{
+  return !ftl->readonly &&
+    __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
+    >= ftl->ckpt_interval;
+}
+
+/* Called at the start of requests and by the background thread, with
+ * no lock held: write a checkpoint once enough has been written since
+ * the last one, which bounds the work of a recovery.  A request leaves
+ * it to the background thread if there is one (its latency would carry
+ * the checkpoint's syncs), unless twice the interval has passed: then
+ * the background thread is behind (busy collecting) and the bound on
+ * recovery comes first.  Only one thread does it; the others go on.
  */
 void
-ckpt_maybe (struct ftl *ftl)
+ckpt_maybe (struct ftl *ftl, bool background)
 {
-  if (ftl->readonly ||
-      __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
-      < ftl->ckpt_interval)
+  if (!ckpt_due (ftl))
     return;
+  if (!background && __atomic_load_n (&ftl->bg_running, __ATOMIC_ACQUIRE) &&
+      __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
+      < 2 * ftl->ckpt_interval) {
+    gc_wake (ftl);
+    return;
+  }
   if (pthread_mutex_trylock (&ftl->ckpt_lock) != 0)
     return;
   if (__atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)

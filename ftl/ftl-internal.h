@@ -364,6 +364,8 @@ gc_note_trim_page (struct ftl *ftl, uint32_t b, uint64_t seq)
 }
 /* Wake the background thread if the free pool is below its watermark. */
 extern void gc_kick (struct ftl *ftl, uint32_t nfree);
+/* Wake the background thread (a checkpoint is due). */
+extern void gc_wake (struct ftl *ftl);
 
 /* trim.c: the trim record buffer. */
 extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
@@ -383,7 +385,12 @@ extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
 extern int sb_write (struct ftl *ftl, enum ftl_sb_state state,
                      uint64_t clean_ckpt_gen);
 extern int ckpt_write (struct ftl *ftl, bool clean);
-extern void ckpt_maybe (struct ftl *ftl);
+/* Write a checkpoint if one is due (ckpt_interval pages programmed
+ * since the last).  A request's thread leaves it to the background
+ * thread while there is one, unless twice the interval has passed.
+ */
+extern void ckpt_maybe (struct ftl *ftl, bool background);
+extern bool ckpt_due (struct ftl *ftl);
 
 /* recovery.c: load the newest checkpoint and roll the log forward. */
 extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);

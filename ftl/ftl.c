@@ -1039,11 +1039,9 @@ sync_fua (struct ftl *ftl)
 
   dl_hold ();
   r = trimlog_make_room (ftl);
-  if (r == 0)
-    r = trimlog_flush (ftl);
   dl_release ();
   if (r == 0)
-    r = media_sync (&ftl->media);
+    r = gc_barrier (ftl);       /* lets GC erase what it drained before */
   return r;
 }
 
@@ -1051,7 +1049,7 @@ static void
 ckpt_maybe_held (struct ftl *ftl)
 {
   dl_hold ();
-  ckpt_maybe (ftl);
+  ckpt_maybe (ftl, false);
   dl_release ();
 }
 

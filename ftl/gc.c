@@ -10,11 +10,20 @@
  * garbage.  Pages of trim records are copied while a replay could still
  * need them (their sequence number is not older than that of the older
  * checkpoint slot, which recovery falls back to if the newest is
- * damaged).  When nothing in the victim is valid any more, buffered
- * trim records are logged, the file is synced, and the victim is erased.
- * Within one collection (reclaim_until), up to FTL_GC_ERASE_BATCH drained
- * victims wait and share one sync (gc_flush_pending), unless the free
- * pool is down to two blocks or GC needs a block for its own copies.
+ * damaged).  When nothing in the victim is valid any more it is erased,
+ * once a barrier (gc_barrier: buffered trim records logged, then a sync)
+ * that began after its last valid page was replaced has completed (see
+ * drain_epoch in ftl-internal.h): one barrier serves every block drained
+ * before it, a client's flush included.  Within one collection
+ * (reclaim_until), up to FTL_GC_ERASE_BATCH relocated victims wait and
+ * share one barrier (gc_flush_pending), unless the free pool is down to
+ * two blocks or GC needs a block for its own copies.
+ *
+ * Drained blocks (FULL, nothing valid, no trim page a replay may need)
+ * cost nothing to reclaim: collections take them first (find_drained),
+ * and the background thread erases them ahead of need, up to
+ * gc_drain_target free blocks, running their barrier itself outside
+ * gc_lock (background_drain), so that writers seldom wait for a sync.
  *
  * Everything here runs under gc_lock with ckpt_rw held shared by the
  * caller: a writer that finds the free pool at the low watermark
@@ -903,6 +912,14 @@ gc_reclaim (struct ftl *ftl, uint32_t target)
 }
 
 void
+gc_wake (struct ftl *ftl)
+{
+  pthread_mutex_lock (&ftl->bg_lock);
+  pthread_cond_signal (&ftl->bg_cond);
+  pthread_mutex_unlock (&ftl->bg_lock);
+}
+
+void
 gc_kick (struct ftl *ftl, uint32_t nfree)
 {
   if (__atomic_load_n (&ftl->bg_running, __ATOMIC_ACQUIRE) &&
@@ -969,7 +986,8 @@ background_drain (struct ftl *ftl)
 }
 
 /* The background thread: sleep until a writer finds the free pool at or
- * below gc_drain_target (or 100 ms pass); erase drained blocks up to
+ * below gc_drain_target or a checkpoint due (or 100 ms pass); write the
+ * checkpoint (ckpt_maybe); erase drained blocks up to
  * that target (background_drain); then, while the pool is at or below
  * gc_high, reclaim one victim at a time (deadline mode: one slice at a
  * time, yielding between slices), holding ckpt_rw shared only for that
@@ -985,10 +1003,12 @@ background (void *arg)
   while (!ftl->bg_stop) {
     bool slices = ftl->gc_mode == FTL_GC_DEADLINE;
     bool drain = alloc_nfree (ftl) <= ftl->gc_drain_target && !drained_idle;
-    if ((alloc_nfree (ftl) > ftl->gc_high && !drain &&
-         !(slices && __atomic_load_n (&ftl->gc_cur.block, __ATOMIC_RELAXED)
-                     != FTL_NO_BLOCK)) ||
-        __atomic_load_n (&ftl->worn_out, __ATOMIC_ACQUIRE)) {
+    bool idle =
+      (alloc_nfree (ftl) > ftl->gc_high && !drain &&
+       !(slices && __atomic_load_n (&ftl->gc_cur.block, __ATOMIC_RELAXED)
+                   != FTL_NO_BLOCK)) ||
+      __atomic_load_n (&ftl->worn_out, __ATOMIC_ACQUIRE);
+    if (idle && !ckpt_due (ftl)) {
       struct timespec ts;
       clock_gettime (CLOCK_REALTIME, &ts);
       ts.tv_nsec += 100 * 1000 * 1000;
@@ -1002,7 +1022,11 @@ background (void *arg)
     }
     pthread_mutex_unlock (&ftl->bg_lock);
 
-    ckpt_maybe (ftl);
+    ckpt_maybe (ftl, true);
+    if (idle) {
+      pthread_mutex_lock (&ftl->bg_lock);
+      continue;
+    }
     int r = 0;
     if (drain) {
       pthread_rwlock_rdlock (&ftl->ckpt_rw);

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ftl-internal.h"
 #include "helpers.h"
@@ -438,6 +439,87 @@ START_TEST (test_threads_background_gc)
 }
 END_TEST
 
+/* Checkpoints.  A request that finds one due leaves it to the
+ * background thread when there is one (its own latency would carry the
+ * checkpoint's syncs); without one, the writer writes it.  The thread
+ * that writes it is the one that logs "checkpoint N in slot S".
+ */
+static pthread_mutex_t ckpt_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t ckpt_by;
+static unsigned ckpt_logged;
+
+static void
+ckpt_log (void *opaque, enum ftl_log_level level, const char *msg)
+{
+  if (level == FTL_LOG_DEBUG && strncmp (msg, "checkpoint ", 11) == 0) {
+    pthread_mutex_lock (&ckpt_mu);
+    ckpt_by = pthread_self ();
+    ckpt_logged++;
+    pthread_mutex_unlock (&ckpt_mu);
+  }
+  else
+    unit_log (opaque, level, msg);
+}
+
+static void
+checkpoint_writer (bool background)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = LP * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = 30, .log = ckpt_log,
+    .debug = FTL_DEBUG_CKPT, .io = unit_nosync_io (),
+  };
+  struct ftl *ftl;
+  char err[256];
+  uint8_t page[PS];
+  unsigned before, after = 0;
+  pthread_t by;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  if (background)
+    ck_assert_int_eq (ftl_start_background (ftl), 0);
+  ck_assert_uint_lt (ftl->ckpt_interval + 1, LP);
+  pthread_mutex_lock (&ckpt_mu);
+  before = ckpt_logged;
+  pthread_mutex_unlock (&ckpt_mu);
+  /* One page more than the interval: the last write finds it due. */
+  for (uint64_t lpn = 0; lpn <= ftl->ckpt_interval; lpn++) {
+    unit_fill_page (page, PS, lpn, 1);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, lpn * PS, 0), 0);
+  }
+  for (int i = 0; i < 200 && after == before; i++) {
+    pthread_mutex_lock (&ckpt_mu);
+    after = ckpt_logged;
+    by = ckpt_by;
+    pthread_mutex_unlock (&ckpt_mu);
+    if (after == before)
+      nanosleep (&(struct timespec) { .tv_nsec = 10000000 }, NULL);
+  }
+  ck_assert_msg (after > before, "no checkpoint after %" PRIu64 " pages",
+                 ftl->ckpt_interval + 1);
+  if (background)
+    ck_assert_msg (!pthread_equal (by, pthread_self ()),
+                   "the writer wrote the checkpoint, not the background "
+                   "thread");
+  else
+    ck_assert_msg (pthread_equal (by, pthread_self ()),
+                   "the checkpoint was not written by the writer");
+  ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+
+START_TEST (test_checkpoint_by_background_thread)
+{
+  checkpoint_writer (true);
+}
+END_TEST
+
+START_TEST (test_checkpoint_by_writer)
+{
+  checkpoint_writer (false);
+}
+END_TEST
+
 static Suite *
 threads_suite (void)
 {
@@ -449,6 +531,8 @@ threads_suite (void)
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_threads_foreground_gc);
   tcase_add_test (tc, test_threads_background_gc);
+  tcase_add_test (tc, test_checkpoint_by_background_thread);
+  tcase_add_test (tc, test_checkpoint_by_writer);
   suite_add_tcase (s, tc);
   return s;
 }
