@@ -127,24 +127,48 @@ check_map (struct checker *c, struct ftl *ftl, uint32_t *rev,
   return mapped;
 }
 
-/* The block header of erase block b, from its metadata area. */
+/* The block header of erase block b, from its metadata area: two
+ * copies (format.h), at its start and at its end, and the higher valid
+ * one counts.  A copy that does not decode next to a valid one is what
+ * a crash during an erase leaves (the copy being rewritten): a note,
+ * not an error.
+ */
 static void
 check_header (struct checker *c, struct ftl *ftl, uint32_t b,
               const uint8_t *meta)
 {
-  struct ftl_block_header bh;
-  enum ftl_fmt_status s = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
-  uint32_t ec = media_erase_count (&ftl->media, b);
+  uint64_t meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->page_shift;
+  const uint8_t *copy[2] = { meta, meta + meta_bytes - FTL_BLKHDR_BYTES };
+  const char *name[2] = { "first", "second" };
+  enum ftl_fmt_status s[2];
+  uint32_t ec = media_erase_count (&ftl->media, b), best = 0;
+  bool found = false;
 
-  /* Empty is fine: never erased, or its header lost in a crash. */
-  if (s == FTL_FMT_EMPTY)
-    return;
-  if (s != FTL_FMT_OK)
-    check_error (c, "erase block %u: block header: %s", b,
-                 ftl_fmt_status_string (s));
-  else if (bh.erase_count != ec)
+  for (int i = 0; i < 2; i++) {
+    struct ftl_block_header bh;
+    s[i] = ftl_blkhdr_decode (copy[i], FTL_BLKHDR_BYTES, &bh);
+    if (s[i] == FTL_FMT_OK && (!found || bh.erase_count > best)) {
+      best = bh.erase_count;
+      found = true;
+    }
+  }
+  for (int i = 0; i < 2; i++) {
+    if (s[i] == FTL_FMT_OK || s[i] == FTL_FMT_EMPTY)
+      continue;
+    if (found)
+      check_note (c, "erase block %u: the %s block header copy is damaged "
+                  "(%s); the other gives erase count %u", b, name[i],
+                  ftl_fmt_status_string (s[i]), best);
+    else
+      check_error (c, "erase block %u: block header (%s copy): %s", b,
+                   name[i], ftl_fmt_status_string (s[i]));
+  }
+  /* No valid copy and none damaged: never erased, or its header lost
+   * in a crash.
+   */
+  if (found && best != ec)
     check_error (c, "erase block %u: the block header gives erase count "
-                 "%u, the image %u", b, bh.erase_count, ec);
+                 "%u, the image %u", b, best, ec);
 }
 
 /* A free or retired erase block has nothing written. */

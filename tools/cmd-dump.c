@@ -215,7 +215,6 @@ dump_block (struct ftl *ftl, uint64_t b)
   struct media *m = &ftl->media;
   uint32_t run_pages = MAX (1, MIN (ftl->ppb, READ_BYTES / ftl->page_size));
   uint32_t run_start = UINT32_MAX, empty_from = UINT32_MAX;
-  struct ftl_block_header bh;
   enum ftl_fmt_status s;
   uint8_t *meta, *buf;
   int r, run_r = 0;
@@ -240,14 +239,34 @@ dump_block (struct ftl *ftl, uint64_t b)
   printf ("  metadata offset:  %" PRIu64 "\n", media_meta_offset (m, b));
   printf ("  data offset:      %" PRIu64 "\n",
           media_page_offset (m, media_ppn (m, b, 0)));
-  s = ftl_blkhdr_decode (meta, FTL_BLKHDR_BYTES, &bh);
-  if (s == FTL_FMT_OK)
-    printf ("  block header:     erase count %u, erased at sequence %"
-            PRIu64 "\n", bh.erase_count, bh.erase_seq);
-  else if (s == FTL_FMT_EMPTY)
-    printf ("  block header:     none (all zeros: never erased)\n");
-  else
-    printf ("  block header:     %s\n", ftl_fmt_status_string (s));
+  /* Two copies of the block header (format.h): odd erase counts in
+   * the first, even ones in the second; the higher valid one counts.
+   */
+  {
+    uint64_t meta_bytes = (uint64_t) m->meta_pages << ftl->page_shift;
+    const uint8_t *copy[2] = { meta, meta + meta_bytes - FTL_BLKHDR_BYTES };
+    struct ftl_block_header h[2];
+    enum ftl_fmt_status hs[2];
+    int newer = -1;
+
+    for (int i = 0; i < 2; i++) {
+      hs[i] = ftl_blkhdr_decode (copy[i], FTL_BLKHDR_BYTES, &h[i]);
+      if (hs[i] == FTL_FMT_OK &&
+          (newer < 0 || h[i].erase_count > h[newer].erase_count))
+        newer = i;
+    }
+    for (int i = 0; i < 2; i++) {
+      printf ("  block header %d:   ", i + 1);
+      if (hs[i] == FTL_FMT_OK)
+        printf ("erase count %u, erased at sequence %" PRIu64 "%s\n",
+                h[i].erase_count, h[i].erase_seq,
+                i == newer ? " (current)" : "");
+      else if (hs[i] == FTL_FMT_EMPTY)
+        printf ("none (all zeros)\n");
+      else
+        printf ("%s\n", ftl_fmt_status_string (hs[i]));
+    }
+  }
 
   for (uint32_t p = 0; p <= ftl->ppb; p++) {
     struct ftl_oob o;
