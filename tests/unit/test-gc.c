@@ -41,6 +41,8 @@ static struct {
   uint64_t data_offset, block_bytes, meta_bytes;
   uint32_t erased[MAX_TRACE];
   bool wl[MAX_TRACE];           /* erased for wear leveling */
+  unsigned syncs;               /* syncs so far */
+  unsigned syncs_before[MAX_TRACE]; /* ... when each erase began */
   unsigned n;
   bool overflow;
 } trace;
@@ -58,6 +60,7 @@ trace_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
       ((const uint8_t *) buf)[0] == 0) {
     if (trace.n < MAX_TRACE) {
       trace.wl[trace.n] = trace.ftl && trace.ftl->gc_wl;
+      trace.syncs_before[trace.n] = trace.syncs;
       trace.erased[trace.n++] = (off - trace.data_offset) / trace.block_bytes;
     }
     else
@@ -135,6 +138,7 @@ assert_picks (unsigned min_picks)
 static int
 nosync (void *opaque, int fd)
 {
+  trace.syncs++;
   return 0;
 }
 
@@ -650,6 +654,63 @@ START_TEST (test_gc_with_trims)
 }
 END_TEST
 
+/* Barriers (gc.c): a block whose pages were all replaced is erased
+ * only after a sync that came after the last replacement; one sync
+ * serves every block drained before it, and a client's flush is one.
+ */
+static void
+reclaim_more (struct ftl *ftl, uint32_t blocks)
+{
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_int_eq (gc_reclaim (ftl, alloc_nfree (ftl) + blocks - 1), 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+}
+
+START_TEST (test_erase_after_barrier)
+{
+  /* 16 erase blocks of data in 32: no collection while writing. */
+  struct ftl *ftl = open_traced (1024, 64, 100, 1);
+  struct ref r;
+  unsigned n0, s0;
+
+  ref_init (&r, 1024);
+  write_pages (ftl, &r, 0, 1024);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ck_assert_uint_eq (trace.n, 0);
+
+  /* Replace the pages of the first four erase blocks, no flush: the
+   * erases that follow wait for a sync.
+   */
+  write_pages (ftl, &r, 0, 256);
+  n0 = trace.n;
+  s0 = trace.syncs;
+  reclaim_more (ftl, 4);
+  ck_assert_uint_ge (trace.n - n0, 4);
+  for (unsigned i = n0; i < trace.n; i++)
+    ck_assert_msg (trace.syncs_before[i] > s0, "erase %u of block %u "
+                   "before any sync since its pages were replaced", i,
+                   trace.erased[i]);
+  ck_assert_uint_le (trace.syncs - s0, 1);   /* one for all four */
+
+  /* The next four, then a client's flush: it serves as their barrier,
+   * and GC erases them without a sync of its own.
+   */
+  write_pages (ftl, &r, 256, 256);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  n0 = trace.n;
+  s0 = trace.syncs;
+  uint64_t unsynced = ftl->gc_erases_unsynced;
+  reclaim_more (ftl, 4);
+  ck_assert_uint_ge (trace.n - n0, 4);
+  ck_assert_uint_eq (trace.syncs, s0);
+  ck_assert_uint_ge (ftl->gc_erases_unsynced - unsynced, 4);
+
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
 static Suite *
 gc_suite (void)
 {
@@ -667,6 +728,7 @@ gc_suite (void)
   tcase_add_test (tc, test_full_device_waf_geometry);
   tcase_add_test (tc, test_waf_uniform);
   tcase_add_test (tc, test_gc_with_trims);
+  tcase_add_test (tc, test_erase_after_barrier);
   suite_add_tcase (s, tc);
   return s;
 }
