@@ -327,23 +327,19 @@ media_header_offset (const struct media *m, uint32_t blk,
 }
 
 int
-media_read_header_ec (struct media *m, uint32_t blk, uint32_t *ec)
+media_header_ec (const struct media *m, const uint8_t *meta, uint32_t *ec)
 {
-  uint8_t buf[FTL_BLKHDR_BYTES];
+  uint64_t meta_bytes = (uint64_t) m->meta_pages << m->page_shift;
+  const uint8_t *copy[2] = { meta, meta + meta_bytes - FTL_BLKHDR_BYTES };
   struct ftl_block_header h;
   int found = 0;
 
-  for (uint32_t copy = 0; copy < 2; copy++) {
-    int r = m->io->pread (m->io->opaque, m->fd, buf, sizeof buf,
-                          media_header_offset (m, blk, copy + 1));
-    if (r < 0)
-      return r;
-    if (ftl_blkhdr_decode (buf, sizeof buf, &h) == FTL_FMT_OK &&
+  for (int i = 0; i < 2; i++)
+    if (ftl_blkhdr_decode (copy[i], FTL_BLKHDR_BYTES, &h) == FTL_FMT_OK &&
         (!found || h.erase_count > *ec)) {
       *ec = h.erase_count;
       found = 1;
     }
-  }
   return found;
 }
 

@@ -151,11 +151,11 @@ extern uint64_t media_header_offset (const struct media *m, uint32_t blk,
                                      uint32_t erase_count);
 
 /* The highest erase count recorded by a valid copy of the block
- * header: returns 1 and sets *ec, 0 if no copy is valid, or a negative
- * errno.
+ * header, in a block's metadata area as read by media_read_meta:
+ * returns 1 and sets *ec, or 0 if no copy is valid.
  */
-extern int media_read_header_ec (struct media *m, uint32_t blk,
-                                 uint32_t *ec);
+extern int media_header_ec (const struct media *m, const uint8_t *meta,
+                            uint32_t *ec);
 
 /* Program n pages starting at page 'page' of block 'blk': data is n
  * pages, oob is n encoded OOB entries.  Asserts the NAND rules.

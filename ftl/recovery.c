@@ -32,6 +32,8 @@
 
 #include "ftl-internal.h"
 
+#define SCAN_RUN 256            /* data pages read at once in a scan */
+
 struct item {
   uint64_t seq;
   uint32_t lpn;
@@ -200,7 +202,7 @@ all_zero (const uint8_t *p, size_t n)
 
 /* Scan one block for log items written after the checkpoint. */
 static int
-scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
+scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
             struct ftl_trim_entry *trims, struct items *items,
             uint64_t *maxseq)
 {
@@ -213,43 +215,28 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
 
   if (state == FTL_BLK_RETIRED)
     return 0;                   /* never written again */
+  /* The whole metadata area in one read: both header copies and every
+   * OOB entry (one I/O per block when the cache is cold).
+   */
+  r = media_read_meta (m, b, meta);
+  if (r < 0)
+    return r;
+  hok = media_header_ec (m, meta, &hec);
   if (state == FTL_BLK_FULL) {
-    /* The common case: unchanged since the checkpoint.  Read the header
-     * and the first OOB entry only.
-     */
-    r = m->io->pread (m->io->opaque, m->fd, meta,
-                      FTL_BLKHDR_BYTES + FTL_OOB_BYTES,
-                      media_meta_offset (m, b));
-    if (r < 0)
-      return r;
-    hok = media_read_header_ec (m, b, &hec);
-    if (hok < 0)
-      return hok;
+    /* The common case: unchanged since the checkpoint. */
     bool first_ok = ftl_oob_decode (meta + FTL_BLKHDR_BYTES, FTL_OOB_BYTES,
                                     &o) == FTL_FMT_OK;
     if ((!hok || hec <= cec) && first_ok && o.erase_count <= cec)
       return 0;
-    if (!hok && all_zero (meta, FTL_BLKHDR_BYTES + FTL_OOB_BYTES)) {
+    if (!hok && all_zero (meta, (size_t) m->meta_pages * ftl->page_size)) {
       /* Erased since, and its header was lost in the crash: count the
        * erase so that erase counts never go backwards.
        */
-      r = media_read_meta (m, b, meta);
-      if (r < 0)
-        return r;
-      if (all_zero (meta, (size_t) m->meta_pages * ftl->page_size)) {
-        ftl->state[b] = FTL_BLK_FREE;
-        media_set_block (m, b, cec + 1, 0);
-        return 0;
-      }
+      ftl->state[b] = FTL_BLK_FREE;
+      media_set_block (m, b, cec + 1, 0);
+      return 0;
     }
   }
-
-  r = media_read_meta (m, b, meta);
-  if (r < 0)
-    return r;
-  hok = media_read_header_ec (m, b, &hec);
-  if (hok < 0)
-    return hok;
 
   /* The block's erase count now: the highest of the checkpoint's, the
    * header's and any OOB entry's.
@@ -266,6 +253,17 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
     return 0;                   /* header damaged but block unchanged */
   wp = start;
 
+  /* The last page with an entry of this erase: the pages up to it are
+   * read SCAN_RUN at a time (with a cold cache, one read per page made
+   * a roll-forward several times slower).
+   */
+  uint32_t last = start, win = 0, win_n = 0;
+  for (uint32_t i = start; i < ftl->ppb; i++)
+    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
+                        FTL_OOB_BYTES, &o) == FTL_FMT_OK &&
+        o.erase_count == ec)
+      last = i;
+
   for (uint32_t i = start; i < ftl->ppb; i++) {
     uint32_t ppn = media_ppn (m, b, i);
     if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
@@ -273,9 +271,14 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *page,
         o.erase_count != ec)
       continue;
     wp = i + 1;
-    r = media_read (m, ppn, 1, page);
-    if (r < 0)
-      return r;
+    if (win_n == 0 || i >= win + win_n) {
+      win = i;
+      win_n = MIN (SCAN_RUN, last + 1 - i);
+      r = media_read (m, ppn, win_n, data);
+      if (r < 0)
+        return r;
+    }
+    const uint8_t *page = data + ((size_t) (i - win) << ftl->page_shift);
     if (ftl_checksum (page, ftl->page_size, ppn) != o.data_checksum) {
       ftl_debug (ftl, FTL_DEBUG_RECOVERY, "block %u page %u: torn, dropped",
                  b, i);
@@ -326,21 +329,21 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
               size_t errlen)
 {
   struct items items = { 0 };
-  uint8_t *meta, *page;
+  uint8_t *meta, *data;
   struct ftl_trim_entry *trims;
   uint64_t maxseq = ckpt_seq;
   int r = 0;
 
   meta = malloc ((size_t) ftl->media.meta_pages * ftl->page_size);
-  page = malloc (ftl->page_size);
+  data = malloc ((size_t) MIN (ftl->ppb, SCAN_RUN) * ftl->page_size);
   trims = malloc (ftl_trim_page_capacity (ftl->page_size) * sizeof *trims);
-  if (!meta || !page || !trims) {
+  if (!meta || !data || !trims) {
     r = -ENOMEM;
     goto out;
   }
 
   for (uint32_t b = 0; b < ftl->blocks; b++) {
-    r = scan_block (ftl, b, meta, page, trims, &items, &maxseq);
+    r = scan_block (ftl, b, meta, data, trims, &items, &maxseq);
     if (r < 0) {
       snprintf (errbuf, errlen, "recovery: reading erase block %u: %s",
                 b, strerror (-r));
@@ -365,7 +368,7 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
  out:
   free (items.v);
   free (meta);
-  free (page);
+  free (data);
   free (trims);
   return r;
 }
