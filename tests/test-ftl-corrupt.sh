@@ -104,12 +104,15 @@ served ()
         > "$tmp/served" 2>&1 || { cat "$tmp/served"; fail "$case: not served"; }
 }
 
-# refused REGEX: the plugin refuses to open $img, saying why.
+# refused REGEX: the plugin refuses to open $img, saying why.  (A
+# socket in $tmp, not -U -: nbdkit leaves the directory it makes for
+# that behind when the plugin fails to open.)
 refused ()
 {
     local r=0
-    timeout 120 nbdkit -r -U - "$FTL_PLUGIN" file="$img" --run 'true' \
-        > "$tmp/refused" 2>&1 || r=$?
+    rm -f "$tmp/refused.sock"
+    timeout 120 nbdkit -r -U "$tmp/refused.sock" "$FTL_PLUGIN" file="$img" \
+        --run 'true' > "$tmp/refused" 2>&1 || r=$?
     cat "$tmp/refused"
     [ $r -ne 0 ] || fail "$case: the plugin opened the image"
     grep -Eq "$1" "$tmp/refused" || fail "$case: no message matching '$1'"
