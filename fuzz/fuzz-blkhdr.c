@@ -26,22 +26,15 @@ decode (const uint8_t *buf, size_t len)
               h.erase_seq == h2.erase_seq);
 }
 
+static void
+reseal (uint8_t *buf, size_t len)
+{
+  fuzz_reseal_blkhdr (buf);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  uint8_t *copy;
-
-  if (size > 4 * FTL_BLKHDR_BYTES)
-    return -1;
-  copy = malloc (size ? size : 1);
-  if (!copy)
-    return 0;
-  memcpy (copy, data, size);
-  decode (copy, size);
-  if (size >= FTL_BLKHDR_BYTES) {
-    fuzz_reseal_blkhdr (copy);
-    decode (copy, size);
-  }
-  free (copy);
-  return 0;
+  return fuzz_decode_twice (data, size, 4 * FTL_BLKHDR_BYTES,
+                            FTL_BLKHDR_BYTES, decode, reseal);
 }

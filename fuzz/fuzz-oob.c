@@ -28,22 +28,15 @@ decode (const uint8_t *buf, size_t len)
               o.data_checksum == o2.data_checksum);
 }
 
+static void
+reseal (uint8_t *buf, size_t len)
+{
+  fuzz_reseal_oob (buf);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  uint8_t *copy;
-
-  if (size > 4 * FTL_OOB_BYTES)
-    return -1;
-  copy = malloc (size ? size : 1);
-  if (!copy)
-    return 0;
-  memcpy (copy, data, size);
-  decode (copy, size);
-  if (size >= FTL_OOB_BYTES) {
-    fuzz_reseal_oob (copy);
-    decode (copy, size);
-  }
-  free (copy);
-  return 0;
+  return fuzz_decode_twice (data, size, 4 * FTL_OOB_BYTES, FTL_OOB_BYTES,
+                            decode, reseal);
 }

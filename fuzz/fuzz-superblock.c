@@ -68,23 +68,16 @@ decode (const uint8_t *buf, size_t len)
   ftl_sb_decode (buf, len, &sb, NULL, 0);
 }
 
+static void
+reseal (uint8_t *buf, size_t len)
+{
+  fuzz_reseal_sb (buf);
+}
+
+/* Over FTL_SB_SLOT bytes it is not a slot: not worth keeping. */
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-  uint8_t *copy;
-
-  if (size > FTL_SB_SLOT)
-    return -1;                  /* not a slot: not worth keeping */
-  /* An exact copy, so that reading beyond size is caught. */
-  copy = malloc (size ? size : 1);
-  if (!copy)
-    return 0;
-  memcpy (copy, data, size);
-  decode (copy, size);
-  if (size >= FTL_SB_BYTES) {
-    fuzz_reseal_sb (copy);
-    decode (copy, size);
-  }
-  free (copy);
-  return 0;
+  return fuzz_decode_twice (data, size, FTL_SB_SLOT, FTL_SB_BYTES,
+                            decode, reseal);
 }

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "format.h"
 
@@ -119,6 +120,33 @@ fuzz_reseal_trim_page (uint8_t *page, uint32_t page_size)
   fuzz_put64 (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
                                       (size_t) count * FTL_TRIM_ENTRY_BYTES,
                                       fuzz_get64 (page)));
+}
+
+/* The entry point of a target for one structure: inputs over max bytes
+ * are rejected (-1: not kept in the corpus); the input is decoded from
+ * an exact copy, so that a read beyond size is caught, then, if it has
+ * at least min bytes, resealed and decoded again.
+ */
+static inline int
+fuzz_decode_twice (const uint8_t *data, size_t size, size_t max, size_t min,
+                   void (*decode) (const uint8_t *buf, size_t len),
+                   void (*reseal) (uint8_t *buf, size_t len))
+{
+  uint8_t *copy;
+
+  if (size > max)
+    return -1;
+  copy = malloc (size ? size : 1);
+  if (!copy)
+    return 0;
+  memcpy (copy, data, size);
+  decode (copy, size);
+  if (size >= min) {
+    reseal (copy, size);
+    decode (copy, size);
+  }
+  free (copy);
+  return 0;
 }
 
 #endif /* FTL_FUZZ_H */
