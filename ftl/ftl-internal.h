@@ -344,23 +344,15 @@ extern int gc_barrier (struct ftl *ftl);
 static inline void
 gc_note_drain (struct ftl *ftl, uint32_t b)
 {
-  uint64_t e = __atomic_load_n (&ftl->barrier_started, __ATOMIC_SEQ_CST) + 1;
-  uint64_t cur = __atomic_load_n (&ftl->drain_epoch[b], __ATOMIC_RELAXED);
-  while (cur < e &&
-         !__atomic_compare_exchange_n (&ftl->drain_epoch[b], &cur, e, true,
-                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-    ;
+  atomic_max_u64 (&ftl->drain_epoch[b],
+                  __atomic_load_n (&ftl->barrier_started, __ATOMIC_SEQ_CST)
+                  + 1);
 }
 /* Block b receives a trim page whose highest entry is seq. */
 static inline void
 gc_note_trim_page (struct ftl *ftl, uint32_t b, uint64_t seq)
 {
-  uint64_t cur = __atomic_load_n (&ftl->trim_seq_end[b], __ATOMIC_RELAXED);
-  while (cur < seq + 1 &&
-         !__atomic_compare_exchange_n (&ftl->trim_seq_end[b], &cur, seq + 1,
-                                       true, __ATOMIC_RELAXED,
-                                       __ATOMIC_RELAXED))
-    ;
+  atomic_max_u64 (&ftl->trim_seq_end[b], seq + 1);
 }
 /* Wake the background thread if the free pool is below its watermark. */
 extern void gc_kick (struct ftl *ftl, uint32_t nfree);

@@ -483,14 +483,30 @@ gc_barrier (struct ftl *ftl)
     r = media_sync (&ftl->media);
   if (r < 0)
     return r;
-  uint64_t done = __atomic_load_n (&ftl->barrier_done, __ATOMIC_RELAXED);
-  while (done < k + 1 &&
-         !__atomic_compare_exchange_n (&ftl->barrier_done, &done, k + 1, true,
-                                       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-    ;
-  if (gc_running_here ())
-    __atomic_fetch_add (&ftl->gc_barriers, 1, __ATOMIC_RELAXED);
+  atomic_max_u64 (&ftl->barrier_done, k + 1);
   return 0;
+}
+
+/* A barrier that GC runs for its erases (counted: gc.syncs). */
+static int
+gc_sync (struct ftl *ftl)
+{
+  int r = gc_barrier (ftl);
+  if (r == 0)
+    __atomic_fetch_add (&ftl->gc_barriers, 1, __ATOMIC_RELAXED);
+  return r;
+}
+
+/* Erase a drained block that an earlier barrier covers (counted:
+ * gc.erases_unsynced).
+ */
+static int
+erase_covered (struct ftl *ftl, uint32_t b)
+{
+  int r = erase_synced (ftl, b);
+  if (r == 0)
+    __atomic_fetch_add (&ftl->gc_erases_unsynced, 1, __ATOMIC_RELAXED);
+  return r;
 }
 
 /* Has a barrier that began after the last page of block b (valid count
@@ -514,9 +530,10 @@ drained_before_barrier (struct ftl *ftl, uint32_t b)
 }
 
 /* A FULL block with nothing to copy (no valid page, no trim page that
- * a replay may need: see trim_seq_end), not in the hands of GC already.  *ready: whether
- * one of them can be erased without a barrier; returns that one, else
- * any such block, else FTL_NO_BLOCK.  Caller holds gc_lock.
+ * a replay may need: see trim_seq_end), not in the hands of GC already.
+ * *ready: whether one of them can be erased without a barrier; returns
+ * that one, else any such block, else FTL_NO_BLOCK.  Caller holds
+ * gc_lock.
  */
 static bool is_pending (const struct ftl *ftl, uint32_t b);
 
@@ -587,13 +604,11 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
    * host writes that replaced its pages, and the trim records that
    * unmapped them, must be durable first.
    */
-  if (!drained_before_barrier (ftl, victim)) {
-    r = gc_barrier (ftl);
-    if (r < 0)
-      return r;
-  }
-  else
-    __atomic_fetch_add (&ftl->gc_erases_unsynced, 1, __ATOMIC_RELAXED);
+  if (drained_before_barrier (ftl, victim))
+    return erase_covered (ftl, victim);
+  r = gc_sync (ftl);
+  if (r < 0)
+    return r;
   return erase_synced (ftl, victim);
 }
 
@@ -612,7 +627,7 @@ gc_flush_pending (struct ftl *ftl)
    */
   memcpy (pending, ftl->gc_pending, n * sizeof *pending);
   ftl->gc_npending = 0;
-  r = gc_barrier (ftl);
+  r = gc_sync (ftl);
   for (unsigned i = 0; i < n && r == 0; i++)
     r = erase_synced (ftl, pending[i]);
   return r < 0 ? r : (int) n;
@@ -775,11 +790,9 @@ reclaim_until (struct ftl *ftl, uint32_t target, bool bg)
     bool ready;
     uint32_t drained = find_drained (ftl, &ready);
     if (drained != FTL_NO_BLOCK) {
-      r = ready ? erase_synced (ftl, drained) : gc_barrier (ftl);
+      r = ready ? erase_covered (ftl, drained) : gc_sync (ftl);
       if (r < 0)
         break;
-      if (ready)
-        __atomic_fetch_add (&ftl->gc_erases_unsynced, 1, __ATOMIC_RELAXED);
       if (ready && bg)
         ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
       continue;
@@ -957,10 +970,9 @@ background_drain (struct ftl *ftl)
       b = find_drained (ftl, &ready);
       if (b == FTL_NO_BLOCK || !ready)
         break;
-      r = erase_synced (ftl, b);
+      r = erase_covered (ftl, b);
       if (r < 0)
         break;
-      __atomic_fetch_add (&ftl->gc_erases_unsynced, 1, __ATOMIC_RELAXED);
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
       did = 1;
     }
@@ -975,10 +987,9 @@ background_drain (struct ftl *ftl)
       /* Drained blocks wait for a barrier: one serves them all. */
       r = trimlog_make_room (ftl);
       if (r == 0)
-        r = gc_barrier (ftl);
+        r = gc_sync (ftl);
       if (r < 0)
         return r;
-      __atomic_fetch_add (&ftl->gc_barriers, 1, __ATOMIC_RELAXED);
       did = 1;
     }
   }

@@ -329,13 +329,12 @@ media_header_offset (const struct media *m, uint32_t blk,
 int
 media_header_ec (const struct media *m, const uint8_t *meta, uint32_t *ec)
 {
-  uint64_t meta_bytes = (uint64_t) m->meta_pages << m->page_shift;
-  const uint8_t *copy[2] = { meta, meta + meta_bytes - FTL_BLKHDR_BYTES };
   struct ftl_block_header h;
   int found = 0;
 
   for (int i = 0; i < 2; i++)
-    if (ftl_blkhdr_decode (copy[i], FTL_BLKHDR_BYTES, &h) == FTL_FMT_OK &&
+    if (ftl_blkhdr_decode (media_header_copy (m, meta, i), FTL_BLKHDR_BYTES,
+                           &h) == FTL_FMT_OK &&
         (!found || h.erase_count > *ec)) {
       *ec = h.erase_count;
       found = 1;

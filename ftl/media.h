@@ -51,6 +51,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "format.h"
+
 /* Backing-file operations.  The defaults call pwrite, pread and
  * fdatasync; tests replace them to inject faults and crashes.  Each
  * returns 0 or a negative errno; short transfers are errors.
@@ -149,6 +151,16 @@ media_meta_offset (const struct media *m, uint32_t blk)
  */
 extern uint64_t media_header_offset (const struct media *m, uint32_t blk,
                                      uint32_t erase_count);
+
+/* Copy i (0: first, odd counts; 1: second, even counts) of the block
+ * header in a block's metadata area as read by media_read_meta.
+ */
+static inline const uint8_t *
+media_header_copy (const struct media *m, const uint8_t *meta, int i)
+{
+  return i == 0 ? meta
+    : meta + ((uint64_t) m->meta_pages << m->page_shift) - FTL_BLKHDR_BYTES;
+}
 
 /* The highest erase count recorded by a valid copy of the block
  * header, in a block's metadata area as read by media_read_meta:

@@ -42,4 +42,15 @@ log2_u64 (uint64_t v)
   return 63 - __builtin_clzll (v);
 }
 
+/* *p = max (*p, v), atomically; a store that raises it is seq_cst. */
+static inline void
+atomic_max_u64 (uint64_t *p, uint64_t v)
+{
+  uint64_t cur = __atomic_load_n (p, __ATOMIC_RELAXED);
+  while (cur < v &&
+         !__atomic_compare_exchange_n (p, &cur, v, true, __ATOMIC_SEQ_CST,
+                                       __ATOMIC_RELAXED))
+    ;
+}
+
 #endif /* FTL_UTIL_H */

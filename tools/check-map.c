@@ -137,8 +137,6 @@ static void
 check_header (struct checker *c, struct ftl *ftl, uint32_t b,
               const uint8_t *meta)
 {
-  uint64_t meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->page_shift;
-  const uint8_t *copy[2] = { meta, meta + meta_bytes - FTL_BLKHDR_BYTES };
   const char *name[2] = { "first", "second" };
   enum ftl_fmt_status s[2];
   uint32_t ec = media_erase_count (&ftl->media, b), best = 0;
@@ -146,7 +144,8 @@ check_header (struct checker *c, struct ftl *ftl, uint32_t b,
 
   for (int i = 0; i < 2; i++) {
     struct ftl_block_header bh;
-    s[i] = ftl_blkhdr_decode (copy[i], FTL_BLKHDR_BYTES, &bh);
+    s[i] = ftl_blkhdr_decode (media_header_copy (&ftl->media, meta, i),
+                              FTL_BLKHDR_BYTES, &bh);
     if (s[i] == FTL_FMT_OK && (!found || bh.erase_count > best)) {
       best = bh.erase_count;
       found = true;

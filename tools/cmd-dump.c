@@ -243,14 +243,13 @@ dump_block (struct ftl *ftl, uint64_t b)
    * the first, even ones in the second; the higher valid one counts.
    */
   {
-    uint64_t meta_bytes = (uint64_t) m->meta_pages << ftl->page_shift;
-    const uint8_t *copy[2] = { meta, meta + meta_bytes - FTL_BLKHDR_BYTES };
     struct ftl_block_header h[2];
     enum ftl_fmt_status hs[2];
     int newer = -1;
 
     for (int i = 0; i < 2; i++) {
-      hs[i] = ftl_blkhdr_decode (copy[i], FTL_BLKHDR_BYTES, &h[i]);
+      hs[i] = ftl_blkhdr_decode (media_header_copy (m, meta, i),
+                                 FTL_BLKHDR_BYTES, &h[i]);
       if (hs[i] == FTL_FMT_OK &&
           (newer < 0 || h[i].erase_count > h[newer].erase_count))
         newer = i;

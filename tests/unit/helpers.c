@@ -156,6 +156,21 @@ unit_open (const char *path, uint64_t size, uint32_t ps, uint32_t ppb,
   return ftl;
 }
 
+bool
+unit_is_erase_write (uint64_t data_offset, uint64_t block_bytes,
+                     uint64_t meta_bytes, uint64_t off, uint64_t len,
+                     const uint8_t *data)
+{
+  if (!block_bytes || off < data_offset ||
+      (off - data_offset) % block_bytes != FTL_BLKHDR_BYTES ||
+      len != meta_bytes - 2 * FTL_BLKHDR_BYTES)
+    return false;
+  for (uint64_t i = 0; i < len; i++)
+    if (data[i])
+      return false;
+  return true;
+}
+
 uint64_t
 unit_rnd (uint64_t *s)
 {

@@ -83,6 +83,15 @@ extern uint64_t unit_file_size (const char *path);
 /* Seconds from a monotonic clock. */
 extern double unit_now (void);
 
+/* Is this backing write, of len bytes at file offset off, the start of
+ * an erase: zeros over one erase block's OOB entries (media.h)?  The
+ * geometry is the image's: where block 0 starts, the size of an erase
+ * block and of its metadata area, in bytes.
+ */
+extern bool unit_is_erase_write (uint64_t data_offset, uint64_t block_bytes,
+                                 uint64_t meta_bytes, uint64_t off,
+                                 uint64_t len, const uint8_t *data);
+
 /* ---- Fault injection under the media layer ----
  *
  * unit_fault is an I/O layer (struct ftl_io) that does the real file

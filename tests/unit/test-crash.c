@@ -341,20 +341,6 @@ struct ctx {
   uint32_t blocks;
 };
 
-/* An erase begins with zeros over the block's OOB entries (media.h). */
-static bool
-is_erase_zeros (const struct ctx *c, const struct unit_ev *e)
-{
-  if (!c->block_bytes || e->off < c->data_offset ||
-      (e->off - c->data_offset) % c->block_bytes != FTL_BLKHDR_BYTES ||
-      e->len != c->meta_bytes - 2 * FTL_BLKHDR_BYTES)
-    return false;
-  for (uint64_t i = 0; i < e->len; i++)
-    if (e->data[i])
-      return false;
-  return true;
-}
-
 static unsigned
 classify (void *arg, const struct unit_ev *e)
 {
@@ -366,7 +352,9 @@ classify (void *arg, const struct unit_ev *e)
     if (c->ftl && c->ftl->gc_wl)
       tag |= TAG_WL;
   }
-  if (e->kind == UNIT_EV_PWRITE && is_erase_zeros (c, e))
+  if (e->kind == UNIT_EV_PWRITE &&
+      unit_is_erase_write (c->data_offset, c->block_bytes, c->meta_bytes,
+                           e->off, e->len, e->data))
     tag |= TAG_ERASE;
   if (e->kind == UNIT_EV_PWRITE) {
     if (e->off < 2 * FTL_SB_SLOT)

@@ -48,16 +48,13 @@ static struct {
 } trace;
 
 /* An erase writes zeros over the block's OOB entries (between the two
- * header copies), then the header: count it at the zeros.  Nothing
- * else writes zeros there (an OOB entry starts with its magic).
+ * header copies), then the header: count it at the zeros.
  */
 static int
 trace_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
 {
-  if (trace.block_bytes && (uint64_t) off >= trace.data_offset &&
-      (off - trace.data_offset) % trace.block_bytes == FTL_BLKHDR_BYTES &&
-      len == trace.meta_bytes - 2 * FTL_BLKHDR_BYTES &&
-      ((const uint8_t *) buf)[0] == 0) {
+  if (unit_is_erase_write (trace.data_offset, trace.block_bytes,
+                           trace.meta_bytes, off, len, buf)) {
     if (trace.n < MAX_TRACE) {
       trace.wl[trace.n] = trace.ftl && trace.ftl->gc_wl;
       trace.syncs_before[trace.n] = trace.syncs;
