@@ -23,28 +23,6 @@ attach ()
         "logical_block_size $(cat /sys/block/nbd0/queue/logical_block_size)"
 }
 
-# Files whose checksums are kept in /mnt/SUMS.
-write_files ()
-{
-    local prefix="$1" n="$2" i=0
-    while [ $i -lt "$n" ]; do
-        dd if=/dev/urandom of="/mnt/$prefix-$i" bs=64k count=$((i + 1)) 2>/dev/null
-        i=$((i + 1))
-    done
-}
-sums ()
-{
-    (cd /mnt && sha256sum $(ls | grep -E '^(keep|late)-') > SUMS.new &&
-        mv SUMS.new SUMS)
-}
-verify ()
-{
-    local n
-    (cd /mnt && sha256sum -c SUMS > /tmp/verify.out)
-    n=$(wc -l < /tmp/verify.out)
-    say "verified $n files: $(grep -c ': OK$' /tmp/verify.out) OK"
-}
-
 case "$phase" in
 fill)
     attach
@@ -55,25 +33,7 @@ fill)
     [ "$rot" = 0 ]
     [ "$dmax" -gt 0 ]
 
-    /usr/sbin/mkfs.ext4 -q -F -b 4096 /dev/nbd0
-    say "mkfs.ext4 done"
-    mount -t ext4 /dev/nbd0 /mnt
-    write_files keep 8
-    dd if=/dev/urandom of=/mnt/junk bs=1M count=16 2>/dev/null
-    sums
-    sync
-    say "wrote $(ls /mnt | wc -l) files, $(du -sk /mnt | cut -f1) KiB"
-    host_wait filled
-
-    rm /mnt/junk
-    sync
-    say "$(/usr/sbin/fstrim -v /mnt)"
-    sync
-    host_wait trimmed
-
-    umount /mnt
-    mount -t ext4 /dev/nbd0 /mnt
-    verify
+    fill_and_trim /dev/nbd0
     write_files late 4
     sums
     sync
@@ -88,12 +48,7 @@ check)
     mount -t ext4 /dev/nbd0 /mnt
     verify
     umount /mnt
-    /usr/sbin/e2fsck -f -n /dev/nbd0 > /tmp/fsck.out 2>&1 || {
-        cat /tmp/fsck.out
-        say "e2fsck -f -n found problems"
-        exit 1
-    }
-    say "e2fsck -f -n: clean ($(tail -n 1 /tmp/fsck.out))"
+    fsck_clean /dev/nbd0
     # A clean discard of the whole disk with util-linux's blkdiscard
     # (busybox's has no options).
     /usr/sbin/blkdiscard -f -v /dev/nbd0 > /tmp/discard.out

@@ -17,37 +17,9 @@ run)
         "write cache: $(cat /sys/block/vda/queue/write_cache)"
     [ "$dmax" -gt 0 ]
 
-    /usr/sbin/mkfs.ext4 -q -F -b 4096 /dev/vda
-    say "mkfs.ext4 done"
-    mount -t ext4 /dev/vda /mnt
-    i=0
-    while [ $i -lt 8 ]; do
-        dd if=/dev/urandom of=/mnt/keep-$i bs=64k count=$((i + 1)) 2>/dev/null
-        i=$((i + 1))
-    done
-    dd if=/dev/urandom of=/mnt/junk bs=1M count=16 2>/dev/null
-    (cd /mnt && sha256sum keep-* > SUMS)
-    sync
-    say "wrote $(ls /mnt | wc -l) files, $(du -sk /mnt | cut -f1) KiB"
-    host_wait filled
-
-    rm /mnt/junk
-    sync
-    say "$(/usr/sbin/fstrim -v /mnt)"
-    sync
-    host_wait trimmed
-
+    fill_and_trim /dev/vda
     umount /mnt
-    mount -t ext4 /dev/vda /mnt
-    (cd /mnt && sha256sum -c SUMS > /tmp/verify.out)
-    say "verified $(grep -c ': OK$' /tmp/verify.out) of $(wc -l < /mnt/SUMS) files"
-    umount /mnt
-    /usr/sbin/e2fsck -f -n /dev/vda > /tmp/fsck.out 2>&1 || {
-        cat /tmp/fsck.out
-        say "e2fsck -f -n found problems"
-        exit 1
-    }
-    say "e2fsck -f -n: clean ($(tail -n 1 /tmp/fsck.out))"
+    fsck_clean /dev/vda
     ;;
 *)
     say "unknown phase '$1'"
