@@ -1,14 +1,22 @@
-/* nbdkit-ftl: erase-block allocation, frontiers, stripe locks and map
- * updates.
+/* nbdkit-ftl: erase-block allocation, frontiers, and programming pages
+ * at a frontier.
  *
  * A frontier appends to one open erase block.  When its block is full it
  * is closed (FULL) and the frontier takes a free block: the one with the
  * lowest erase count (dynamic wear leveling), except the frontier of cold
  * relocated data (gcf), which takes the most worn one so that long-lived
- * data rests there.  Host frontiers may only take a block while more
- * than FTL_RESERVE_BLOCKS are free; below that they run garbage
- * collection first.  Trim records written for clients leave
- * FTL_META_KEEP_BLOCKS; GC itself may take the last ones.
+ * data rests there.  The caller says how many free blocks must remain
+ * (host writes leave FTL_RESERVE_BLOCKS, trim records written for
+ * clients FTL_META_KEEP_BLOCKS, GC none); this module never collects
+ * garbage itself: when it refuses a block, the caller runs GC (gc.c)
+ * without holding its stripe and frontier locks, and asks again.
+ *
+ * alloc_program is the one place where pages are programmed at a
+ * frontier, for host writes, relocations and trim records alike: it
+ * encodes each page's OOB entry (kind, LPN or trim record count,
+ * sequence number, the block's erase count, the data's checksum),
+ * programs them in order (media.c asserts the NAND rules), moves the
+ * map entries (map.c) and advances the frontier.
  *
  * Frontiers, by temperature (hot/cold separation, unless one_log):
  *
@@ -23,8 +31,11 @@
  * (seq_sum, seq_cnt), so no memory per logical page is needed.
  *
  * Invariants: a block is FREE, OPEN (owned by exactly one frontier),
- * FULL or RETIRED; state and nfree change under alloc_lock; a FREE block
- * has wp 0 and no valid pages.
+ * FULL or RETIRED; state and nfree change under alloc_lock; nfree is
+ * the number of FREE blocks; a FREE block has wp 0 and no valid pages;
+ * a frontier's wp equals the media's program pointer of its block; a
+ * block turns FULL only after every page programmed in it is in the
+ * map (so GC never sees a FULL block whose pages are not yet mapped).
  */
 
 #include <config.h>
@@ -51,11 +62,17 @@ alloc_init (struct ftl *ftl)
   ftl->close_seq = calloc (ftl->blocks, sizeof *ftl->close_seq);
   ftl->seq_sum = calloc (ftl->blocks, sizeof *ftl->seq_sum);
   ftl->seq_cnt = calloc (ftl->blocks, sizeof *ftl->seq_cnt);
-  if (!ftl->state || !ftl->close_seq || !ftl->seq_sum || !ftl->seq_cnt)
+  ftl->trim_pages = calloc (ftl->blocks, sizeof *ftl->trim_pages);
+  ftl->trim_seq_end = malloc (ftl->blocks * sizeof *ftl->trim_seq_end);
+  if (!ftl->state || !ftl->close_seq || !ftl->seq_sum || !ftl->seq_cnt ||
+      !ftl->trim_pages || !ftl->trim_seq_end)
     return -ENOMEM;
+  /* What the blocks written before this open hold is unknown until
+   * they are erased.
+   */
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    ftl->trim_seq_end[b] = UINT64_MAX;
   pthread_mutex_init (&ftl->alloc_lock, NULL);
-  for (unsigned i = 0; i < FTL_STRIPES; i++)
-    pthread_mutex_init (&ftl->stripe[i], NULL);
   for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
     pthread_mutex_init (&ftl->host[i].lock, NULL);
     ftl->host[i].kind = FRONTIER_HOST;
@@ -80,13 +97,15 @@ alloc_free (struct ftl *ftl)
   free (ftl->close_seq);
   free (ftl->seq_sum);
   free (ftl->seq_cnt);
+  free (ftl->trim_pages);
+  free (ftl->trim_seq_end);
   ftl->state = NULL;
   ftl->close_seq = NULL;
   ftl->seq_sum = NULL;
   ftl->seq_cnt = NULL;
+  ftl->trim_pages = NULL;
+  ftl->trim_seq_end = NULL;
   pthread_mutex_destroy (&ftl->alloc_lock);
-  for (unsigned i = 0; i < FTL_STRIPES; i++)
-    pthread_mutex_destroy (&ftl->stripe[i]);
   for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
     pthread_mutex_destroy (&ftl->host[i].lock);
     pthread_mutex_destroy (&ftl->hot[i].lock);
@@ -134,44 +153,18 @@ alloc_range_is_hot (struct ftl *ftl, uint64_t first, uint64_t last)
   return hot > cold;
 }
 
-uint32_t
-alloc_nfree (struct ftl *ftl)
-{
-  uint32_t n;
-  pthread_mutex_lock (&ftl->alloc_lock);
-  n = ftl->nfree;
-  pthread_mutex_unlock (&ftl->alloc_lock);
-  return n;
-}
-
-/* How many free blocks a frontier of this kind must leave behind.  Trim
- * records logged by GC itself (before an erase) may take the last block,
- * as GC's relocations may: the erase that follows gives one back.  So
- * may the last records written by ftl_close, when nothing else runs.
+/* Take a free block, leaving at least keep free (under alloc_lock): the
+ * one with the lowest erase count, or for the frontier of cold
+ * relocated data (most_worn) the one with the highest, so that
+ * long-lived data rests on worn blocks and the little-worn ones take
+ * the rewrites.
  */
 static uint32_t
-keep_free (const struct ftl *ftl, enum frontier_kind kind)
-{
-  switch (kind) {
-  case FRONTIER_HOST: return FTL_RESERVE_BLOCKS;
-  case FRONTIER_GC: return 0;
-  case FRONTIER_META:
-    return gc_running_here () || ftl->closing ? 0 : FTL_META_KEEP_BLOCKS;
-  }
-  abort ();
-}
-
-/* Take a free block (under alloc_lock): the one with the lowest erase
- * count, or for the frontier of cold relocated data (most_worn) the one
- * with the highest, so that long-lived data rests on worn blocks and the
- * little-worn ones take the rewrites.
- */
-static uint32_t
-take_free_block (struct ftl *ftl, enum frontier_kind kind, bool most_worn)
+take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
 {
   uint32_t best = FTL_NO_BLOCK, best_ec = 0;
 
-  if (ftl->nfree <= keep_free (ftl, kind))
+  if (ftl->nfree <= keep)
     return FTL_NO_BLOCK;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     if (ftl->state[b] == FTL_BLK_FREE) {
@@ -190,16 +183,23 @@ take_free_block (struct ftl *ftl, enum frontier_kind kind, bool most_worn)
   __atomic_store_n (&ftl->seq_cnt[best], 0, __ATOMIC_RELAXED);
   __atomic_store_n (&ftl->trim_seq_end[best], 0, __ATOMIC_RELAXED);
   ftl->state[best] = FTL_BLK_OPEN;
-  ftl->nfree--;
+  __atomic_store_n (&ftl->nfree, ftl->nfree - 1, __ATOMIC_RELAXED);
   return best;
 }
 
-/* Make sure f has an open block with room.  A host frontier runs garbage
- * collection when the free pool is down to the GC watermark.  The caller
- * holds f's lock (or the lock that owns f) and ckpt_rw shared.
- */
+static const char *
+frontier_name (const struct frontier *f)
+{
+  switch (f->kind) {
+  case FRONTIER_HOST: return "host";
+  case FRONTIER_GC: return "gc";
+  case FRONTIER_META: return "trim record";
+  }
+  return "?";
+}
+
 int
-frontier_ensure_block (struct ftl *ftl, struct frontier *f)
+alloc_frontier_open (struct ftl *ftl, struct frontier *f, uint32_t keep)
 {
   uint32_t b;
 
@@ -207,64 +207,21 @@ frontier_ensure_block (struct ftl *ftl, struct frontier *f)
     assert (f->wp < ftl->ppb);
     return 0;
   }
-
-  for (;;) {
-    if (f->kind == FRONTIER_HOST && alloc_nfree (ftl) <= ftl->gc_low) {
-      /* With a background thread, reclaim just enough to go on. */
-      int r = gc_reclaim (ftl, __atomic_load_n (&ftl->bg_running, __ATOMIC_ACQUIRE)
-                           ? ftl->gc_low : ftl->gc_high);
-      if (r < 0 && r != -ENOSPC)
-        return r;
-    }
-    pthread_mutex_lock (&ftl->alloc_lock);
-    b = take_free_block (ftl, f->kind, f == &ftl->gcf && !one_log (ftl));
-    uint32_t nfree = ftl->nfree;
-    pthread_mutex_unlock (&ftl->alloc_lock);
-    if (b != FTL_NO_BLOCK) {
-      gc_kick (ftl, nfree);
-      break;
-    }
-    /* GC short of a block while victims wait for their erase: erase
-     * them now.
-     */
-    if (gc_running_here () && ftl->gc_npending > 0) {
-      int r = gc_flush_pending (ftl);
-      if (r < 0)
-        return r;
-      continue;
-    }
-    if (f->kind != FRONTIER_HOST) {
-      /* Trim records are written under trim_lock, which GC takes too:
-       * trimlog_make_room ran GC before it (see trim.c).
-       */
-      ftl_log (ftl, FTL_LOG_ERROR,
-               "no free erase block for %s data (free pool exhausted)",
-               f->kind == FRONTIER_GC ? "relocated" : "trim record");
-      return -ENOSPC;
-    }
-    /* Host: GC could not get above the reserve. */
-    int r = gc_reclaim (ftl, FTL_RESERVE_BLOCKS);
-    if (r < 0 && ftl_is_read_only (ftl))
-      return -EROFS;            /* GC retired the last blocks it could */
-    if (r < 0) {
-      ftl_log (ftl, FTL_LOG_ERROR, "device full: garbage collection found "
-               "no erase block to reclaim");
-      return -ENOSPC;
-    }
-  }
-
+  pthread_mutex_lock (&ftl->alloc_lock);
+  b = take_free_block (ftl, keep, f == &ftl->gcf && !one_log (ftl));
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  if (b == FTL_NO_BLOCK)
+    return -ENOSPC;
   ftl_debug (ftl, FTL_DEBUG_ALLOC, "%s frontier opens block %u "
-             "(erase count %u)",
-             f->kind == FRONTIER_HOST ? "host" :
-             f->kind == FRONTIER_GC ? "gc" : "meta",
-             b, media_erase_count (&ftl->media, b));
+             "(erase count %u)", frontier_name (f), b,
+             media_erase_count (&ftl->media, b));
   f->block = b;
   f->wp = 0;
   return 0;
 }
 
 /* Account n pages programmed at the frontier; close the block when full. */
-void
+static void
 frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
 {
   assert (f->block != FTL_NO_BLOCK);
@@ -274,6 +231,7 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
   __atomic_fetch_add (&ftl->pages_since_ckpt, n, __ATOMIC_RELAXED);
   if (f->wp == ftl->ppb) {
     pthread_mutex_lock (&ftl->alloc_lock);
+    assert (ftl->state[f->block] == FTL_BLK_OPEN);
     ftl->state[f->block] = FTL_BLK_FULL;
     ftl->close_seq[f->block] =
       __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
@@ -283,11 +241,77 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
   }
 }
 
-/* Close every open block (at shutdown and after recovery): they stay
- * partly written until GC reclaims them.  Caller has exclusive access.
- */
+int
+alloc_program (struct ftl *ftl, struct frontier *f,
+               const struct log_page *pages, uint32_t n,
+               const uint8_t *data, uint32_t *moved)
+{
+  uint8_t oob[ALLOC_PROGRAM_MAX * FTL_OOB_BYTES];
+  uint32_t blk = f->block, page = f->wp, ec;
+  uint64_t seq_sum = 0;
+  uint32_t nseq = 0;
+  int r;
+
+  assert (n > 0 && n <= ALLOC_PROGRAM_MAX);
+  assert (blk != FTL_NO_BLOCK && n <= ftl->ppb - page);
+  ec = media_erase_count (&ftl->media, blk);
+  for (uint32_t i = 0; i < n; i++) {
+    const struct log_page *lp = &pages[i];
+    uint32_t ppn = media_ppn (&ftl->media, blk, page + i);
+    struct ftl_oob o = {
+      .kind = lp->kind,
+      .seq = lp->seq,
+      .erase_count = ec,
+      .data_checksum = ftl_checksum (data + ((size_t) i << ftl->page_shift),
+                                     ftl->page_size, ppn),
+    };
+    if (lp->kind == FTL_OOB_TRIM) {
+      o.trim_entries = lp->trim_entries;
+      /* Before it is programmed: GC must not erase this block while a
+       * replay may need the page (see find_drained in gc.c).
+       */
+      atomic_max_u64 (&ftl->trim_seq_end[blk], lp->seq + 1);
+    }
+    else {
+      assert (lp->kind == FTL_OOB_DATA && lp->lpn < ftl->logical_pages);
+      o.lpn = lp->lpn;
+      seq_sum += lp->seq;
+      nseq++;
+    }
+    ftl_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
+  }
+  __atomic_fetch_add (&ftl->seq_sum[blk], seq_sum, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&ftl->seq_cnt[blk], nseq, __ATOMIC_RELAXED);
+
+  r = media_program (&ftl->media, blk, page, n, data, oob);
+  if (r < 0) {
+    /* The pages count as programmed (never reprogrammed), hold nothing
+     * the map points to, and are garbage for GC.
+     */
+    frontier_advance (ftl, f, n);
+    if (r != -ETIMEDOUT)
+      ftl_log (ftl, FTL_LOG_ERROR, "programming %s pages in erase block "
+               "%u: %s", frontier_name (f), blk, strerror (-r));
+    return r;
+  }
+
+  /* The map changes before the block can close (frontier_advance). */
+  for (uint32_t i = 0; i < n; i++) {
+    const struct log_page *lp = &pages[i];
+    uint32_t ppn = media_ppn (&ftl->media, blk, page + i);
+    if (lp->kind == FTL_OOB_TRIM)
+      __atomic_fetch_add (&ftl->trim_pages[blk], 1, __ATOMIC_RELAXED);
+    else if (lp->from == FTL_UNMAPPED)
+      map_install (ftl, lp->lpn, ppn);
+    else if (map_relocate (ftl, lp->lpn, lp->from, ppn) && moved)
+      ++*moved;
+  }
+  frontier_advance (ftl, f, n);
+  return 0;
+}
+
 void
-frontier_close_all (struct ftl *ftl)
+alloc_close_frontiers (struct ftl *ftl)
 {
   struct frontier *all[2 * FTL_MAX_STREAMS + 3];
   unsigned n = 0;
@@ -313,80 +337,4 @@ frontier_close_all (struct ftl *ftl)
       all[i]->wp = 0;
     }
   }
-}
-
-/* Stripe locks: LPN ranges of 2^FTL_STRIPE_SHIFT pages hash to
- * FTL_STRIPES mutexes.  A request locks every stripe it touches in
- * ascending index order, so writers of different regions run in parallel
- * and writers of one region are ordered (their sequence numbers follow
- * the order in which they update the map).
- */
-static uint64_t
-stripe_mask (uint64_t first, uint64_t last)
-{
-  uint64_t a = first >> FTL_STRIPE_SHIFT, b = last >> FTL_STRIPE_SHIFT;
-  uint64_t mask = 0;
-
-  if (b - a + 1 >= FTL_STRIPES)
-    return UINT64_MAX;
-  for (uint64_t s = a; s <= b; s++)
-    mask |= UINT64_C (1) << (s % FTL_STRIPES);
-  return mask;
-}
-
-void
-stripes_lock (struct ftl *ftl, uint64_t first, uint64_t last)
-{
-  uint64_t mask = stripe_mask (first, last);
-  for (unsigned i = 0; i < FTL_STRIPES; i++)
-    if (mask & (UINT64_C (1) << i))
-      pthread_mutex_lock (&ftl->stripe[i]);
-}
-
-void
-stripes_unlock (struct ftl *ftl, uint64_t first, uint64_t last)
-{
-  uint64_t mask = stripe_mask (first, last);
-  for (unsigned i = FTL_STRIPES; i-- > 0; )
-    if (mask & (UINT64_C (1) << i))
-      pthread_mutex_unlock (&ftl->stripe[i]);
-}
-
-void
-map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
-{
-  uint32_t old;
-
-  assert (lpn < ftl->logical_pages);
-  __atomic_fetch_add (&ftl->valid[media_ppn_block (&ftl->media, ppn)], 1,
-                      __ATOMIC_RELAXED);
-  old = __atomic_exchange_n (&ftl->l2p[lpn], ppn, __ATOMIC_ACQ_REL);
-  if (old == FTL_UNMAPPED)
-    __atomic_fetch_add (&ftl->mapped, 1, __ATOMIC_RELAXED);
-  else {
-    uint32_t ob = media_ppn_block (&ftl->media, old);
-    gc_note_drain (ftl, ob);
-    uint32_t v = __atomic_fetch_sub (&ftl->valid[ob], 1, __ATOMIC_RELEASE);
-    assert (v > 0);
-    (void) v;
-  }
-}
-
-bool
-map_unmap (struct ftl *ftl, uint64_t lpn)
-{
-  uint32_t old;
-
-  if (l2p_load (ftl, lpn) == FTL_UNMAPPED)
-    return false;
-  old = __atomic_exchange_n (&ftl->l2p[lpn], FTL_UNMAPPED, __ATOMIC_ACQ_REL);
-  if (old == FTL_UNMAPPED)
-    return false;
-  __atomic_fetch_sub (&ftl->mapped, 1, __ATOMIC_RELAXED);
-  uint32_t ob = media_ppn_block (&ftl->media, old);
-  gc_note_drain (ftl, ob);
-  uint32_t v = __atomic_fetch_sub (&ftl->valid[ob], 1, __ATOMIC_RELEASE);
-  assert (v > 0);
-  (void) v;
-  return true;
 }

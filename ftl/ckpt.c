@@ -28,7 +28,33 @@
 #include "ftl-internal.h"
 
 int
-sb_write (struct ftl *ftl, enum ftl_sb_state state, uint64_t clean_ckpt_gen)
+ckpt_init (struct ftl *ftl)
+{
+  pthread_rwlockattr_t attr;
+
+  pthread_mutex_init (&ftl->ckpt_lock, NULL);
+  /* Writer-preferring: under a steady stream of requests a checkpoint
+   * must not starve.  Nothing takes ckpt_rw shared twice in one thread,
+   * which this kind of lock would not allow.
+   */
+  pthread_rwlockattr_init (&attr);
+  pthread_rwlockattr_setkind_np (&attr,
+                                 PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+  pthread_rwlock_init (&ftl->ckpt_rw, &attr);
+  pthread_rwlockattr_destroy (&attr);
+  return 0;
+}
+
+void
+ckpt_free (struct ftl *ftl)
+{
+  pthread_mutex_destroy (&ftl->ckpt_lock);
+  pthread_rwlock_destroy (&ftl->ckpt_rw);
+}
+
+int
+ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
+                       uint64_t clean_ckpt_gen)
 {
   uint8_t buf[FTL_SB_SLOT];
   struct ftl_superblock sb = ftl->sb;
@@ -173,29 +199,20 @@ ckpt_due (struct ftl *ftl)
     >= ftl->ckpt_interval;
 }
 
-/* Called at the start of requests and by the background thread, with
- * no lock held: write a checkpoint once enough has been written since
- * the last one, which bounds the work of a recovery.  A request leaves
- * it to the background thread if there is one (its latency would carry
- * the checkpoint's syncs), unless twice the interval has passed: then
- * the background thread is behind (busy collecting) and the bound on
- * recovery comes first.  Only one thread does it; the others go on.
+/* Called by the background thread, and by requests when there is
+ * none or it is behind (request.c), with no lock held: write a
+ * checkpoint once enough has been written since the last one, which
+ * bounds the work of a recovery.  Only one thread does it; the others
+ * go on.
  */
 void
-ckpt_maybe (struct ftl *ftl, bool background)
+ckpt_maybe (struct ftl *ftl)
 {
   if (!ckpt_due (ftl))
     return;
-  if (!background && __atomic_load_n (&ftl->bg_running, __ATOMIC_ACQUIRE) &&
-      __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
-      < 2 * ftl->ckpt_interval) {
-    gc_wake (ftl);
-    return;
-  }
   if (pthread_mutex_trylock (&ftl->ckpt_lock) != 0)
     return;
-  if (__atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
-      >= ftl->ckpt_interval)
+  if (ckpt_due (ftl))
     ckpt_write_locked (ftl, false);
   pthread_mutex_unlock (&ftl->ckpt_lock);
 }

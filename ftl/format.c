@@ -223,10 +223,10 @@ ftl_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   if (sb.logical_bytes == 0 || sb.logical_bytes % 512 != 0)
     BAD ("logical size %" PRIu64, sb.logical_bytes);
   uint64_t lpages = DIV_ROUND_UP (sb.logical_bytes, sb.page_size);
-  if (lpages >= FTL_P2L_TRIM)
+  if (lpages >= FTL_PAGES_LIMIT)
     BAD ("logical size %" PRIu64 " too large", sb.logical_bytes);
   if (sb.blocks < 4 ||
-      (uint64_t) sb.blocks * sb.pages_per_block >= FTL_P2L_TRIM)
+      (uint64_t) sb.blocks * sb.pages_per_block >= FTL_PAGES_LIMIT)
     BAD ("block count %u", sb.blocks);
   if ((uint64_t) sb.blocks * sb.pages_per_block <= lpages)
     BAD ("no spare capacity (%u blocks for %" PRIu64 " logical pages)",
@@ -307,7 +307,7 @@ ftl_ckpt_header_decode (const uint8_t *buf, size_t len,
   /* Bound the page count first: 4 * logical_pages must not wrap around
    * to a body length that only looks right.
    */
-  if (h.clean > 1 || h.logical_pages >= FTL_P2L_TRIM ||
+  if (h.clean > 1 || h.logical_pages >= FTL_PAGES_LIMIT ||
       h.body_bytes != 4 * h.logical_pages
                       + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks)
     return FTL_FMT_BAD_FIELD;
@@ -374,7 +374,8 @@ ftl_oob_encode (const struct ftl_oob *o, uint8_t *buf)
   put16 (buf, FTL_OOB_MAGIC);
   buf[2] = o->kind;
   buf[3] = FTL_FORMAT_VERSION;
-  put32 (buf + 4, o->lpn);
+  /* One field on the media: a data page's LPN, a trim page's count. */
+  put32 (buf + 4, o->kind == FTL_OOB_TRIM ? o->trim_entries : o->lpn);
   put64 (buf + 8, o->seq);
   put32 (buf + 16, o->erase_count);
   put32 (buf + 20, 0);
@@ -402,7 +403,11 @@ ftl_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
   if (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM)
     return FTL_FMT_BAD_FIELD;
   out->kind = buf[2];
-  out->lpn = get32 (buf + 4);
+  out->lpn = out->trim_entries = 0;
+  if (out->kind == FTL_OOB_TRIM)
+    out->trim_entries = get32 (buf + 4);
+  else
+    out->lpn = get32 (buf + 4);
   out->seq = get64 (buf + 8);
   out->erase_count = get32 (buf + 16);
   out->data_checksum = get64 (buf + 24);

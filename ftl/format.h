@@ -67,12 +67,12 @@
 #define FTL_TRIM_HDR_BYTES     16
 #define FTL_TRIM_ENTRY_BYTES   16
 
-/* Map values: no physical page; and, where a page's logical page is
- * recorded in memory (GC's list of pages to move), a page that holds
- * trim records rather than a logical page.
+/* The map value of an unmapped logical page; logical and physical page
+ * numbers stay below FTL_PAGES_LIMIT, so that neither can be mistaken
+ * for it.
  */
 #define FTL_UNMAPPED           UINT32_MAX
-#define FTL_P2L_TRIM           (UINT32_MAX - 1)
+#define FTL_PAGES_LIMIT        (UINT32_MAX - 1)
 
 /* Superblock. */
 enum ftl_sb_state { FTL_SB_DIRTY = 0, FTL_SB_CLEAN = 1 };
@@ -141,7 +141,9 @@ enum ftl_oob_kind { FTL_OOB_DATA = 1, FTL_OOB_TRIM = 2 };
 
 struct ftl_oob {
   uint8_t kind;                 /* enum ftl_oob_kind */
-  uint32_t lpn;                 /* DATA: logical page; TRIM: entries */
+  uint32_t lpn;                 /* DATA: the logical page */
+  uint32_t trim_entries;        /* TRIM: trim records in the page (the
+                                 * same field on the media as lpn) */
   uint64_t seq;                 /* DATA: the data's; TRIM: highest entry */
   uint32_t erase_count;         /* erase count of the block */
   uint64_t data_checksum;       /* XXH3 of the page, seeded with the PPN */

@@ -111,7 +111,23 @@ struct frontier {
   enum frontier_kind kind;
   uint32_t block;               /* FTL_NO_BLOCK when none is open */
   uint32_t wp;                  /* next page to program in block */
-  uint8_t *oob;                 /* encode buffer: one block of OOB entries */
+};
+
+/* Pages programmed by one call of alloc_program (bounds its buffers). */
+#define ALLOC_PROGRAM_MAX 256
+
+/* One page for alloc_program: what its OOB entry will say, and how the
+ * map changes once it is programmed.
+ */
+struct log_page {
+  enum ftl_oob_kind kind;
+  uint32_t lpn;                 /* DATA: the logical page */
+  uint32_t trim_entries;        /* TRIM: trim records in the page */
+  uint64_t seq;                 /* DATA: the data's; TRIM: its newest */
+  uint32_t from;                /* DATA: FTL_UNMAPPED for a host write
+                                 * (installed whatever lpn mapped to);
+                                 * else the page GC copies it from
+                                 * (moved only if lpn still maps there) */
 };
 
 /* A victim block being reclaimed (gc.c): its OOB entries, read once,
@@ -125,6 +141,54 @@ struct gc_victim {
   uint32_t next;                /* the next page to look at */
   uint64_t live_trim;           /* trim pages from this seq on are copied */
   uint8_t *oob;                 /* wp OOB entries */
+};
+
+/* Garbage collection's state (gc.c; under lock unless noted). */
+struct gc {
+  pthread_mutex_t lock;
+  pthread_t owner;              /* the thread holding lock, if owned */
+  bool owned;                   /* atomic; for tests and assertions */
+  enum ftl_gc_policy policy;    /* set at open */
+  enum ftl_gc_mode mode;        /* set at open */
+  uint32_t low;                 /* foreground GC starts at or below */
+  uint32_t high;                /* background GC keeps more free than
+                                 * this (foreground too, without it) */
+  uint32_t drain_target;        /* the background thread erases drained
+                                 * blocks (nothing to copy) up to this */
+  bool moving_for_wl;           /* relocating for wear leveling, not to
+                                 * free space (counted apart) */
+  /* Within one gc_reclaim: victims relocated and drained, still FULL,
+   * erased together after one barrier.
+   */
+  bool defer;
+  uint32_t pending[FTL_GC_ERASE_BATCH];
+  unsigned npending;
+  struct gc_victim cur;         /* the victim background GC reclaims in
+                                 * slices (block read atomically) */
+  uint8_t *buf;                 /* relocation buffer */
+  uint8_t *oob;                 /* a victim's OOB entries */
+  uint32_t buf_pages;
+  /* Counters since open (atomic). */
+  uint64_t barriers;            /* barriers run for erases */
+  uint64_t erases_unsynced;     /* erases an earlier barrier covered */
+  uint64_t slices, yields;      /* deadline mode */
+};
+
+/* Wear leveling, retirement and end of life (wl.c). */
+struct wl {
+  uint32_t threshold;           /* static wear leveling trigger */
+  uint32_t endurance;           /* erases before a block is retired */
+  uint32_t retired;             /* retired blocks, under alloc_lock */
+  bool worn_out;                /* atomic: too few blocks left to write */
+};
+
+/* The background thread (bg.c). */
+struct bg {
+  pthread_t thread;
+  bool running;                 /* atomic */
+  bool stop;                    /* atomic; changed under lock */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
 };
 
 struct ftl {
@@ -145,24 +209,39 @@ struct ftl {
   uint32_t ppb;
   uint32_t blocks;
 
-  /* The map. */
+  /* The map (map.c). */
   uint32_t *l2p;
   uint32_t *valid;
+  uint64_t mapped;              /* atomic: LPNs with data */
+  pthread_mutex_t stripe[FTL_STRIPES];
+  /* Barriers: barrier_started counts those begun, and barrier_done is
+   * one more than the number of the highest one that completed
+   * (barriers may overlap).  drain_epoch[b] is at least 1 + the value
+   * of barrier_started at the last decrement of block b's valid count
+   * (0: none since its erase).  Atomics.
+   */
+  uint64_t barrier_started, barrier_done;
+  uint64_t *drain_epoch;
+
+  /* Erase blocks and frontiers (alloc.c). */
+  pthread_mutex_t alloc_lock;
+  uint8_t *state;               /* enum ftl_block_state, under alloc_lock */
+  uint32_t nfree;               /* changed under alloc_lock, read atomic */
+  uint64_t *close_seq;          /* per block: next_seq when it filled up
+                                 * (under alloc_lock) */
   uint32_t *trim_pages;         /* atomic: trim pages per block since the
                                  * last checkpoint (GC victim cost) */
-  uint64_t mapped;              /* atomic: LPNs with data */
-
-  /* Erase blocks and frontiers. */
-  pthread_mutex_t alloc_lock;
-  uint8_t *state;               /* enum ftl_block_state */
-  uint32_t nfree;
+  uint64_t *trim_seq_end;       /* per block: 1 + the highest sequence
+                                 * number of its trim pages (0: none,
+                                 * UINT64_MAX: unknown, after a restart);
+                                 * atomic */
   unsigned nstreams;
   struct frontier host[FTL_MAX_STREAMS];  /* first writes, cold rewrites */
   struct frontier hot[FTL_MAX_STREAMS];   /* rewrites of hot data */
   unsigned next_stream;         /* atomic: assigns threads to streams */
   struct frontier gcf;                    /* relocated cold data */
   struct frontier gcw;                    /* relocated young data */
-  struct frontier metaf;
+  struct frontier metaf;                  /* trim records */
   /* Temperature (see alloc.c): data rewritten, or relocated, less than
    * hot_age sequence numbers after it was written is hot.
    */
@@ -172,68 +251,18 @@ struct ftl {
   uint64_t *seq_sum;            /* per block: sum of its data pages' write
                                  * sequence numbers (relaxed atomics) */
   uint32_t *seq_cnt;            /* per block: how many */
-  pthread_mutex_t stripe[FTL_STRIPES];
 
-  /* Garbage collection. */
-  pthread_mutex_t gc_lock;
-  uint32_t gc_low;              /* foreground GC starts at or below */
-  uint32_t gc_high;             /* background GC keeps more free than
-                                 * this (foreground too, without it) */
-  uint32_t gc_drain_target;     /* the background thread erases drained
-                                 * blocks (nothing to copy) up to this */
-  /* The background GC thread (gc.c). */
-  pthread_t bg_thread;
-  bool bg_running;
-  bool bg_stop;                 /* under bg_lock */
-  pthread_mutex_t bg_lock;
-  pthread_cond_t bg_cond;
-  enum ftl_gc_policy gc_policy;
-  uint32_t wl_threshold;        /* static wear leveling trigger */
-  uint32_t endurance;           /* erases before a block is retired */
-  uint32_t retired;             /* retired blocks, under alloc_lock */
-  bool worn_out;                /* atomic: too few blocks left to write */
-  bool gc_wl;                   /* under gc_lock: relocating for wear
-                                 * leveling, not to free space */
-  /* Under gc_lock, within one reclaim_until: victims relocated and
-   * drained, still FULL, erased together after one sync (gc.c).
-   */
-  bool gc_defer;
-  uint32_t gc_pending[FTL_GC_ERASE_BATCH];
-  unsigned gc_npending;
-  /* Barriers (gc_barrier): barrier_started counts those begun, and
-   * barrier_done is one more than the number of the highest one that
-   * completed (barriers may overlap).  drain_epoch[b] is at least 1 +
-   * the value of barrier_started at the last decrement of block b's
-   * valid count (0: none since its erase): every decrement notes it
-   * first, after the write that superseded the page completed.  Once
-   * b's valid count is zero, b may be erased without a barrier of its
-   * own when barrier_done >= drain_epoch[b].  Atomics.
-   */
-  uint64_t barrier_started, barrier_done;
-  uint64_t *drain_epoch;
-  uint64_t gc_barriers;         /* atomic: barriers run by GC, since open */
-  uint64_t gc_erases_unsynced;  /* atomic: erases after an earlier barrier */
-  uint64_t *trim_seq_end;       /* per block: 1 + the highest sequence
-                                 * number of its trim pages (0: none,
-                                 * UINT64_MAX: unknown, after a restart);
-                                 * atomic */
-  uint64_t *close_seq;          /* per block: next_seq when it filled up
-                                 * (under alloc_lock) */
-  enum ftl_gc_mode gc_mode;
-  struct gc_victim gc_cur;      /* under gc_lock: the victim that
-                                 * background GC reclaims in slices */
-  uint64_t gc_slices, gc_yields; /* atomic, since open */
-  uint8_t *gc_buf;              /* relocation buffer, under gc_lock */
-  uint8_t *gc_oob;
-  uint32_t gc_buf_pages;
+  struct gc gc;
+  struct wl wl;
+  struct bg bg;
 
-  /* Trim records not yet in the log. */
+  /* Trim records not yet in the log (trimlog.c, under trim_lock). */
   pthread_mutex_t trim_lock;
   struct ftl_trim_entry *trim_buf;
   uint32_t trim_count, trim_cap;
-  uint8_t *trim_page;           /* encode buffer, under trim_lock */
+  uint8_t *trim_page;           /* encode buffer */
 
-  /* Checkpoints. */
+  /* Checkpoints (ckpt.c). */
   pthread_mutex_t ckpt_lock;
   pthread_rwlock_t ckpt_rw;
   uint64_t ckpt_gen;            /* generation of the newest durable one */
@@ -254,11 +283,11 @@ struct ftl {
   struct timing timing;
   struct fault fault;
 
-  /* Counters (atomic); base[] holds the values loaded at open. */
+  /* Counters (atomic), persisted in checkpoints. */
   uint64_t ctr[FTL_CTR__MAX];
 };
 
-/* Logging. */
+/* Logging (open.c). */
 extern void ftl_log (struct ftl *ftl, enum ftl_log_level level,
                      const char *fs, ...)
   __attribute__ ((format (printf, 3, 4)));
@@ -284,7 +313,35 @@ l2p_load (struct ftl *ftl, uint64_t lpn)
   return __atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
 }
 
-/* alloc.c: erase blocks, frontiers and stripe locks. */
+/* map.c: the map, valid counts, stripe locks and drain notes. */
+extern int map_init (struct ftl *ftl);
+extern void map_free (struct ftl *ftl);
+extern void map_lock (struct ftl *ftl, uint64_t first, uint64_t last);
+extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
+/* A host write programmed lpn at ppn (caller holds lpn's stripe). */
+extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn);
+/* Unmap lpn (caller holds its stripe); true if it was mapped. */
+extern bool map_unmap (struct ftl *ftl, uint64_t lpn);
+/* GC copied lpn from page from to page to: move the mapping if lpn
+ * still maps to from.  Returns whether it moved.
+ */
+extern bool map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from,
+                          uint32_t to);
+/* Block b loses a valid page: note the drain epoch, then decrement. */
+extern void map_drop_valid (struct ftl *ftl, uint32_t b);
+extern void map_note_drain (struct ftl *ftl, uint32_t b);
+/* Is b empty of valid pages, and has a barrier that began after its
+ * last valid page left completed?  Then b may be erased at once.
+ */
+extern bool map_drained_durably (struct ftl *ftl, uint32_t b);
+/* The same, without noting a drain: for assertions. */
+extern bool map_erase_allowed (struct ftl *ftl, uint32_t b);
+extern uint64_t map_barrier_begin (struct ftl *ftl);
+extern void map_barrier_done (struct ftl *ftl, uint64_t k);
+/* After b was erased. */
+extern void map_block_erased (struct ftl *ftl, uint32_t b);
+
+/* alloc.c: erase blocks, frontiers and programming at a frontier. */
 extern int alloc_init (struct ftl *ftl);
 extern void alloc_free (struct ftl *ftl);
 extern struct frontier *alloc_host_frontier (struct ftl *ftl, bool hot);
@@ -293,107 +350,165 @@ extern struct frontier *alloc_host_frontier (struct ftl *ftl, bool hot);
  */
 extern bool alloc_range_is_hot (struct ftl *ftl, uint64_t first,
                                 uint64_t last);
-/* Note n pages with write sequence numbers summing to sum programmed in
- * block b (its age is their mean).
- */
-static inline void
-block_note_seqs (struct ftl *ftl, uint32_t b, uint64_t sum, uint32_t n)
+/* Free blocks now (an atomic read; exact under alloc_lock). */
+static inline uint32_t
+alloc_nfree (struct ftl *ftl)
 {
-  __atomic_fetch_add (&ftl->seq_sum[b], sum, __ATOMIC_RELAXED);
-  __atomic_fetch_add (&ftl->seq_cnt[b], n, __ATOMIC_RELAXED);
+  return __atomic_load_n (&ftl->nfree, __ATOMIC_RELAXED);
 }
-extern int frontier_ensure_block (struct ftl *ftl, struct frontier *f);
-extern void frontier_advance (struct ftl *ftl, struct frontier *f,
-                              uint32_t n);
-extern void frontier_close_all (struct ftl *ftl);
-extern void stripes_lock (struct ftl *ftl, uint64_t first, uint64_t last);
-extern void stripes_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
-extern uint32_t alloc_nfree (struct ftl *ftl);
-
-/* Install lpn -> ppn after the page was programmed; fixes valid counts. */
-extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn);
-/* Unmap lpn; returns true if it was mapped. */
-extern bool map_unmap (struct ftl *ftl, uint64_t lpn);
-
-/* After a block was retired (caller holds alloc_lock): turn the disk
- * read-only if the spare blocks left cannot sustain writes (ftl.c).
+/* Give f an open erase block if it has none, leaving at least keep
+ * blocks free.  Returns 0, or -ENOSPC if that many are not free (it
+ * never collects garbage: callers do, before they call it).  Caller
+ * owns f.
  */
-extern void check_worn_out (struct ftl *ftl);
-
-/* gc.c */
-extern int gc_init (struct ftl *ftl);
-extern void gc_free (struct ftl *ftl);
-/* Reclaim blocks until more than 'target' are free (caller holds
- * ckpt_rw shared).  Returns 0, or -ENOSPC when nothing can be reclaimed.
- */
-extern int gc_reclaim (struct ftl *ftl, uint32_t target);
-/* True in the thread that is running garbage collection (gc_lock). */
-extern bool gc_running_here (void);
-/* In GC (gc_lock held): sync once and erase the victims waiting for it.
- * Returns how many were erased, or a negative errno.
- */
-extern int gc_flush_pending (struct ftl *ftl);
-/* Write the buffered trim records and sync (caller holds ckpt_rw
- * shared and not trim_lock): every write, trim and relocation completed
- * before the call is durable when it returns 0.
- */
-extern int gc_barrier (struct ftl *ftl);
-/* Before decrementing block b's valid count, once the write, trim or
- * relocation that superseded the page has completed (see drain_epoch).
- */
-static inline void
-gc_note_drain (struct ftl *ftl, uint32_t b)
+extern int alloc_frontier_open (struct ftl *ftl, struct frontier *f,
+                                uint32_t keep);
+/* Pages f's open block can still take (0 if none is open). */
+static inline uint32_t
+alloc_frontier_room (const struct ftl *ftl, const struct frontier *f)
 {
-  atomic_max_u64 (&ftl->drain_epoch[b],
-                  __atomic_load_n (&ftl->barrier_started, __ATOMIC_SEQ_CST)
-                  + 1);
+  return f->block == FTL_NO_BLOCK ? 0 : ftl->ppb - f->wp;
 }
-/* Block b receives a trim page whose highest entry is seq. */
-static inline void
-gc_note_trim_page (struct ftl *ftl, uint32_t b, uint64_t seq)
-{
-  atomic_max_u64 (&ftl->trim_seq_end[b], seq + 1);
-}
-/* Wake the background thread if the free pool is below its watermark. */
-extern void gc_kick (struct ftl *ftl, uint32_t nfree);
-/* Wake the background thread (a checkpoint is due). */
-extern void gc_wake (struct ftl *ftl);
+/* Program n pages (n <= ALLOC_PROGRAM_MAX, n <= the room of f's open
+ * block) described by pages[], data in data; then change the map as
+ * pages[] says and advance f, closing its block when full.  *moved (if
+ * not NULL) counts relocated pages whose mapping moved.  After a
+ * failed program the pages count as programmed (garbage) and the map
+ * is unchanged.  Caller owns f and holds what the map changes need
+ * (stripe locks for host writes; gc.lock for relocations).
+ */
+extern int alloc_program (struct ftl *ftl, struct frontier *f,
+                          const struct log_page *pages, uint32_t n,
+                          const uint8_t *data, uint32_t *moved);
+/* Close every open block (at shutdown).  Caller has exclusive access. */
+extern void alloc_close_frontiers (struct ftl *ftl);
 
-/* trim.c: the trim record buffer. */
+/* trimlog.c: the trim record buffer and barriers. */
+extern int trimlog_init (struct ftl *ftl);
+extern void trimlog_free (struct ftl *ftl);
+/* Record that [lpn, lpn+count) is unmapped (before unmapping it).  May
+ * write a full buffer to the log, leaving keep blocks free.
+ */
 extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
-                           uint64_t *seqp);
-/* Write buffered trim records to the log (not synced).  Caller holds
- * ckpt_rw shared and not trim_lock.
+                           uint32_t keep);
+/* Write buffered trim records to the log (not synced), leaving keep
+ * blocks free.  Caller holds ckpt_rw shared and not trim_lock.
  */
-extern int trimlog_flush (struct ftl *ftl);
-/* Run GC first if the free pool is low (not from GC itself); callers of
- * trimlog_flush that serve clients call it before, holding no lock GC
- * takes.
+extern int trimlog_flush (struct ftl *ftl, uint32_t keep);
+/* A barrier: write the buffered trim records and sync.  Every write,
+ * trim and relocation completed before the call is durable when it
+ * returns 0.  Caller holds ckpt_rw shared and not trim_lock.
  */
-extern int trimlog_make_room (struct ftl *ftl);
+extern int trimlog_barrier (struct ftl *ftl, uint32_t keep);
 extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
 
-/* ckpt.c: superblocks and checkpoints. */
-extern int sb_write (struct ftl *ftl, enum ftl_sb_state state,
-                     uint64_t clean_ckpt_gen);
-extern int ckpt_write (struct ftl *ftl, bool clean);
-/* Write a checkpoint if one is due (ckpt_interval pages programmed
- * since the last).  A request's thread leaves it to the background
- * thread while there is one, unless twice the interval has passed.
+/* gc.c: victims, relocation and erases. */
+extern int gc_init (struct ftl *ftl);
+extern void gc_free (struct ftl *ftl);
+/* Reclaim blocks until more than target are free (caller holds
+ * ckpt_rw shared and no stripe or frontier lock).  bg: the background
+ * thread's call (counted apart, one victim at a time).  Returns 0, or
+ * -ENOSPC when nothing can be reclaimed.
  */
-extern void ckpt_maybe (struct ftl *ftl, bool background);
+extern int gc_reclaim (struct ftl *ftl, uint32_t target, bool bg);
+/* Before a request takes blocks (holding no stripe lock): collect if
+ * free blocks are at the low watermark.  urgent: the host could not
+ * get a block above the reserve; collect up to it or fail with
+ * -ENOSPC (device full) or -EROFS (worn out).
+ */
+extern int gc_make_room (struct ftl *ftl, bool urgent);
+/* Erase drained blocks that an earlier barrier covers, up to max of
+ * them and while at most target are free.  Returns how many it erased
+ * (or a negative errno); *waiting tells whether drained blocks wait for
+ * a barrier (gc_barrier then serves them all).
+ */
+extern int gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
+                             bool *waiting);
+/* A barrier run for erases (counted: gc.syncs). */
+extern int gc_barrier (struct ftl *ftl, uint32_t keep);
+/* Deadline mode: one slice of background GC.  Returns 1 if it did a
+ * slice, 0 if there was nothing to do, or a negative errno.
+ */
+extern int gc_slice (struct ftl *ftl);
+/* Deadline mode: has a running request less than half its timeout
+ * left?
+ */
+extern bool gc_deadline_near (struct ftl *ftl);
+/* Does the calling thread hold gc.lock?  (Tests classify what GC
+ * writes; nothing in the FTL decides anything by it.)
+ */
+static inline bool
+gc_running_here (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->gc.owned, __ATOMIC_ACQUIRE) &&
+    pthread_equal (ftl->gc.owner, pthread_self ());
+}
+/* Is a victim being reclaimed in slices? */
+static inline bool
+gc_in_progress (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->gc.cur.block, __ATOMIC_RELAXED)
+    != FTL_NO_BLOCK;
+}
+
+/* wl.c: static wear leveling, retirement and end of life. */
+extern void wl_init (struct ftl *ftl, uint32_t threshold, uint32_t endurance);
+/* The FULL block static wear leveling should move now, or FTL_NO_BLOCK.
+ * skip(b) excludes blocks GC holds.  Caller holds gc.lock.
+ */
+extern uint32_t wl_pick (struct ftl *ftl, bool (*skip) (struct ftl *,
+                                                        uint32_t));
+/* After block b was erased (caller holds alloc_lock): retire it if it
+ * is worn out, else return it to the free pool.
+ */
+extern void wl_erased (struct ftl *ftl, uint32_t b);
+/* Turn the disk read-only if the blocks left cannot sustain writes,
+ * and stop hot/cold separation if they cannot hold its frontiers.
+ */
+extern void wl_check_end_of_life (struct ftl *ftl);
+static inline bool
+wl_worn_out (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->wl.worn_out, __ATOMIC_ACQUIRE);
+}
+
+/* bg.c: the background thread (GC and checkpoints). */
+extern void bg_init (struct ftl *ftl);
+extern void bg_free (struct ftl *ftl);
+static inline bool
+bg_running (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->bg.running, __ATOMIC_ACQUIRE);
+}
+/* Wake the background thread if free blocks are at or below its
+ * target.
+ */
+extern void bg_kick (struct ftl *ftl);
+/* Wake the background thread (a checkpoint is due). */
+extern void bg_wake (struct ftl *ftl);
+
+/* ckpt.c: superblocks and checkpoints. */
+extern int ckpt_init (struct ftl *ftl);
+extern void ckpt_free (struct ftl *ftl);
+extern int ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
+                                  uint64_t clean_ckpt_gen);
+extern int ckpt_write (struct ftl *ftl, bool clean);
+/* Write a checkpoint if one is due and no other thread writes one. */
+extern void ckpt_maybe (struct ftl *ftl);
 extern bool ckpt_due (struct ftl *ftl);
 
 /* recovery.c: load the newest checkpoint and roll the log forward. */
 extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);
 
+/* request.c: read n whole pages at lpn (GC-safe; used for
+ * read-modify-write).
+ */
+extern int request_read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
+                               uint8_t *buf);
+
 /* For tests: free the handle without writing anything, as if the
- * process had been killed (ftl.c).
+ * process had been killed (open.c).
  */
 extern void ftl_abandon (struct ftl *ftl);
-
-/* read path (ftl.c), used by GC and RMW: read n whole pages at lpn. */
-extern int ftl_read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
-                           uint8_t *buf);
 
 #endif /* FTL_INTERNAL_H */

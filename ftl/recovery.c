@@ -15,8 +15,8 @@
  * erase count, then the data page's checksum, so torn pages are dropped)
  * and becomes a log item: a data page (LPN -> PPN) or a page of trim
  * entries.  Items are applied in sequence order; trim entries older than
- * the checkpoint are already in it and are skipped.  Then valid counts and
- * the reverse map are rebuilt from the map.
+ * the checkpoint are already in it and are skipped.  Then the valid
+ * counts and the free pool are rebuilt from the map and the block table.
  *
  * The cost is one small read per FULL block, plus reading the blocks
  * written since the checkpoint (bounded by the checkpoint interval).
@@ -416,7 +416,7 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
   ftl->mapped = mapped;
 
   ftl->nfree = 0;
-  ftl->retired = 0;
+  ftl->wl.retired = 0;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     /* Blocks that were open are closed: they stay partly written until
      * GC reclaims them.
@@ -429,10 +429,10 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
     ftl->close_seq[b] = ftl->next_seq;
     /* A block erased for the last time just before a crash. */
     if (ftl->state[b] == FTL_BLK_FREE &&
-        media_erase_count (&ftl->media, b) >= ftl->endurance)
+        media_erase_count (&ftl->media, b) >= ftl->wl.endurance)
       ftl->state[b] = FTL_BLK_RETIRED;
     if (ftl->state[b] == FTL_BLK_RETIRED)
-      ftl->retired++;
+      ftl->wl.retired++;
     if (ftl->state[b] == FTL_BLK_FREE) {
       if (ftl->valid[b] != 0 || ftl->media.wp[b] != 0) {
         snprintf (errbuf, errlen, "erase block %u is free but holds data", b);

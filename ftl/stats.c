@@ -41,16 +41,16 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
   st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
-  st->gc_slices = __atomic_load_n (&ftl->gc_slices, __ATOMIC_RELAXED);
-  st->gc_yields = __atomic_load_n (&ftl->gc_yields, __ATOMIC_RELAXED);
-  st->gc_barriers = __atomic_load_n (&ftl->gc_barriers, __ATOMIC_RELAXED);
-  st->gc_erases_unsynced = __atomic_load_n (&ftl->gc_erases_unsynced,
+  st->gc_slices = __atomic_load_n (&ftl->gc.slices, __ATOMIC_RELAXED);
+  st->gc_yields = __atomic_load_n (&ftl->gc.yields, __ATOMIC_RELAXED);
+  st->gc_barriers = __atomic_load_n (&ftl->gc.barriers, __ATOMIC_RELAXED);
+  st->gc_erases_unsynced = __atomic_load_n (&ftl->gc.erases_unsynced,
                                             __ATOMIC_RELAXED);
   st->wl_moved_pages = ctr (ftl, FTL_CTR_WL_MOVED);
-  st->wl_threshold = ftl->wl_threshold;
-  st->endurance = ftl->endurance;
+  st->wl_threshold = ftl->wl.threshold;
+  st->endurance = ftl->wl.endurance;
   pthread_mutex_lock (&ftl->alloc_lock);
-  st->retired_blocks = ftl->retired;
+  st->retired_blocks = ftl->wl.retired;
   pthread_mutex_unlock (&ftl->alloc_lock);
   st->read_only = ftl_is_read_only (ftl);
   st->checkpoints = ctr (ftl, FTL_CTR_CKPTS);
@@ -65,8 +65,8 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     sum += ec;
   }
   st->erase_mean = (double) sum / ftl->blocks;
-  st->gc_policy = ftl->gc_policy;
-  st->gc_mode = ftl->gc_mode;
+  st->gc_policy = ftl->gc.policy;
+  st->gc_mode = ftl->gc.mode;
   st->waf = st->host_write_pages
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);

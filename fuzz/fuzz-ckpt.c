@@ -32,7 +32,7 @@ decode (const uint8_t *buf, size_t len)
   /* The body length is what the counts say, computed without
    * overflow: a reader allocates and walks it.
    */
-  FUZZ_CHECK (h.logical_pages < FTL_P2L_TRIM);
+  FUZZ_CHECK (h.logical_pages < FTL_PAGES_LIMIT);
   FUZZ_CHECK (h.body_bytes == 4 * h.logical_pages
               + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks);
 

@@ -23,7 +23,8 @@ decode (const uint8_t *buf, size_t len)
   FUZZ_CHECK (o.kind == FTL_OOB_DATA || o.kind == FTL_OOB_TRIM);
   ftl_oob_encode (&o, again);
   FUZZ_CHECK (ftl_oob_decode (again, sizeof again, &o2) == FTL_FMT_OK);
-  FUZZ_CHECK (o.kind == o2.kind && o.lpn == o2.lpn && o.seq == o2.seq &&
+  FUZZ_CHECK (o.kind == o2.kind && o.lpn == o2.lpn &&
+              o.trim_entries == o2.trim_entries && o.seq == o2.seq &&
               o.erase_count == o2.erase_count &&
               o.data_checksum == o2.data_checksum);
 }

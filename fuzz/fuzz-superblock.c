@@ -26,8 +26,8 @@ check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)
   FUZZ_CHECK (sb->meta_pages == ftl_meta_pages (sb->page_size,
                                                 sb->pages_per_block));
   lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
-  FUZZ_CHECK (lpages > 0 && lpages < FTL_P2L_TRIM);
-  FUZZ_CHECK ((uint64_t) sb->blocks * sb->pages_per_block < FTL_P2L_TRIM);
+  FUZZ_CHECK (lpages > 0 && lpages < FTL_PAGES_LIMIT);
+  FUZZ_CHECK ((uint64_t) sb->blocks * sb->pages_per_block < FTL_PAGES_LIMIT);
   FUZZ_CHECK ((uint64_t) sb->blocks * sb->pages_per_block > lpages);
   FUZZ_CHECK (sb->ckpt_bytes == ftl_ckpt_bytes (sb->page_size, lpages,
                                                 sb->blocks));

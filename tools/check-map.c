@@ -61,9 +61,9 @@ check_block_states (struct checker *c, struct ftl *ftl)
   if (ftl->nfree != n[FTL_BLK_FREE])
     check_error (c, "the free pool counts %u erase blocks, but %u are free",
                  ftl->nfree, n[FTL_BLK_FREE]);
-  if (ftl->retired != n[FTL_BLK_RETIRED])
+  if (ftl->wl.retired != n[FTL_BLK_RETIRED])
     check_error (c, "the image counts %u retired erase blocks, but %u are "
-                 "retired", ftl->retired, n[FTL_BLK_RETIRED]);
+                 "retired", ftl->wl.retired, n[FTL_BLK_RETIRED]);
   if (n[FTL_BLK_FREE] + n[FTL_BLK_OPEN] + n[FTL_BLK_FULL]
       + n[FTL_BLK_RETIRED] != ftl->blocks)
     check_error (c, "%u free, %u open, %u full and %u retired erase blocks "

@@ -139,7 +139,7 @@ dump_page (struct ftl *ftl, uint64_t ppn64, bool hex)
               "  logical page:     %u (%s)\n", o.lpn,
               map_status (ftl, &o, ppn));
     else
-      printf ("  kind:             trim records (%u)\n", o.lpn);
+      printf ("  kind:             trim records (%u)\n", o.trim_entries);
     printf ("  sequence:         %" PRIu64 "\n", o.seq);
     printf ("  erase count:      %u", o.erase_count);
     if (o.erase_count != ec)

@@ -66,7 +66,7 @@ gather (struct ftl *ftl, const char *file, struct info *in)
     * in->g.page_size;
   in->image_bytes = in->sb.data_offset + in->g.blocks
     * ftl->media.block_bytes;
-  in->worn_out = __atomic_load_n (&ftl->worn_out, __ATOMIC_RELAXED);
+  in->worn_out = __atomic_load_n (&ftl->wl.worn_out, __ATOMIC_RELAXED);
   for (uint32_t b = 0; b < ftl->blocks; b++)
     if (ALWAYS (ftl->state[b] <= FTL_BLK_RETIRED))
       in->nstate[ftl->state[b]]++;

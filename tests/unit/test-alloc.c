@@ -114,7 +114,7 @@ START_TEST (test_lowest_erase_count)
   /* The GC frontier of young data: block 18 (count 13). */
   ck_assert (!ftl->one_log);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcw), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, 0), 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
   ck_assert_uint_eq (ftl->gcw.block, order[3]);
   ck_assert_uint_eq (ftl->state[order[3]], FTL_BLK_OPEN);
@@ -123,7 +123,7 @@ START_TEST (test_lowest_erase_count)
    * (the first b with b * 7 % 20 == 19 is 17).
    */
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
   ck_assert_uint_eq (ftl->gcf.block, 17);
   ck_assert_uint_eq (media_erase_count (&ftl->media, 17), 119);
@@ -350,11 +350,11 @@ START_TEST (test_host_reserve)
 
   /* A client's trim records take one block, and not a second. */
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->metaf), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS), 0);
   uint32_t mb = ftl->metaf.block;
   ftl->metaf.block = FTL_NO_BLOCK;
   unit_quiet = true;
-  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->metaf), -ENOSPC);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS), -ENOSPC);
   unit_quiet = false;
   pthread_rwlock_unlock (&ftl->ckpt_rw);
   ftl->state[mb] = FTL_BLK_FULL;
@@ -365,7 +365,7 @@ START_TEST (test_host_reserve)
 
   /* GC may use all of the rest. */
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
   uint32_t g1 = ftl->gcf.block;
   ck_assert (g1 >= 1 && g1 <= 3 && g1 != mb);
   ck_assert_uint_eq (ftl->nfree, 1);
@@ -373,7 +373,7 @@ START_TEST (test_host_reserve)
   ftl->valid[g1] = PPB;
   media_set_block (&ftl->media, g1, 0, PPB);
   ftl->gcf.block = FTL_NO_BLOCK;
-  ck_assert_int_eq (frontier_ensure_block (ftl, &ftl->gcf), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
   ck_assert_uint_eq (ftl->gcf.block, 6 - mb - g1);
   ck_assert_uint_eq (ftl->nfree, 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);

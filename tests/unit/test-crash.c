@@ -347,9 +347,9 @@ classify (void *arg, const struct unit_ev *e)
   struct ctx *c = arg;
   unsigned tag = c->phase;
 
-  if (gc_running_here ()) {
+  if (c->ftl && gc_running_here (c->ftl)) {
     tag |= TAG_GC;
-    if (c->ftl && c->ftl->gc_wl)
+    if (c->ftl && c->ftl->gc.moving_for_wl)
       tag |= TAG_WL;
   }
   if (e->kind == UNIT_EV_PWRITE &&
@@ -548,7 +548,7 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
           " without a sync of their own)\n",
           *nops, f->n, ftl->ctr[FTL_CTR_GC_RUNS], ftl->ctr[FTL_CTR_WL_MOVED],
           ftl->ctr[FTL_CTR_CKPTS], ftl->ctr[FTL_CTR_ERASE]
-          + ftl->media.erases, ftl->gc_erases_unsynced);
+          + ftl->media.erases, ftl->gc.erases_unsynced);
   c->ftl = NULL;
   ftl_abandon (ftl);
   classify_after (f);

@@ -635,9 +635,12 @@ oob_fix_checksum (uint8_t *buf)
 START_TEST (test_oob_round_trip)
 {
   const struct ftl_oob cases[] = {
-    { FTL_OOB_DATA, 0, 1, 0, 0 },
-    { FTL_OOB_DATA, 0xfffffffd, UINT64_MAX, UINT32_MAX, UINT64_MAX },
-    { FTL_OOB_TRIM, 255, 0x0123456789abcdefULL, 7, 0xfedcba9876543210ULL },
+    { .kind = FTL_OOB_DATA, .lpn = 0, .seq = 1 },
+    { .kind = FTL_OOB_DATA, .lpn = 0xfffffffd, .seq = UINT64_MAX,
+      .erase_count = UINT32_MAX, .data_checksum = UINT64_MAX },
+    { .kind = FTL_OOB_TRIM, .trim_entries = 255,
+      .seq = 0x0123456789abcdefULL, .erase_count = 7,
+      .data_checksum = 0xfedcba9876543210ULL },
   };
   uint8_t buf[FTL_OOB_BYTES + 8];
 
@@ -651,6 +654,7 @@ START_TEST (test_oob_round_trip)
                       FTL_FMT_OK);
     ck_assert_uint_eq (out.kind, cases[i].kind);
     ck_assert_uint_eq (out.lpn, cases[i].lpn);
+    ck_assert_uint_eq (out.trim_entries, cases[i].trim_entries);
     ck_assert_uint_eq (out.seq, cases[i].seq);
     ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
     ck_assert_uint_eq (out.data_checksum, cases[i].data_checksum);
@@ -661,7 +665,9 @@ END_TEST
 /* Zeros, flipped bytes, magic, version, kind and length. */
 START_TEST (test_oob_rejects)
 {
-  const struct ftl_oob o = { FTL_OOB_DATA, 1234, 5678, 9, 0x1122334455667788ULL };
+  const struct ftl_oob o = { .kind = FTL_OOB_DATA, .lpn = 1234, .seq = 5678,
+                             .erase_count = 9,
+                             .data_checksum = 0x1122334455667788ULL };
   uint8_t good[FTL_OOB_BYTES], buf[FTL_OOB_BYTES];
 
   memset (buf, 0, sizeof buf);

@@ -139,13 +139,13 @@ START_TEST (test_yields)
   uint64_t rng = 7;
   struct ftl_stats st;
 
-  ck_assert_uint_ge (ftl->gc_high, ftl->gc_low + 2);
+  ck_assert_uint_ge (ftl->gc.high, ftl->gc.low + 2);
   for (uint64_t l = 0; l < LPAGES; l++)
     write_page (ftl, l);
   /* Overwrite until the free pool is down to the low watermark: GC has
    * work, and it is critical.
    */
-  for (unsigned i = 0; alloc_nfree (ftl) != ftl->gc_low; i++) {
+  for (unsigned i = 0; alloc_nfree (ftl) != ftl->gc.low; i++) {
     ck_assert_uint_lt (i, 100 * LPAGES);
     write_page (ftl, unit_rnd (&rng) % LPAGES);
   }
@@ -159,7 +159,7 @@ START_TEST (test_yields)
 
   /* At the low watermark GC does not yield. */
   ck_assert_int_eq (ftl_start_background (ftl), 0);
-  ck_assert_msg (wait_free_above (ftl, ftl->gc_low, 5),
+  ck_assert_msg (wait_free_above (ftl, ftl->gc.low, 5),
                  "background GC did not work at the low watermark");
   ftl_get_stats (ftl, &st);
   ck_assert_uint_gt (st.gc_slices, 0);
@@ -167,7 +167,7 @@ START_TEST (test_yields)
   /* Above it, it yields to the request: no slice, no block freed. */
   uint64_t slices = st.gc_slices, yields = st.gc_yields;
   uint32_t nfree = alloc_nfree (ftl);
-  ck_assert_uint_le (nfree, ftl->gc_high);
+  ck_assert_uint_le (nfree, ftl->gc.high);
   usleep (300000);
   ftl_get_stats (ftl, &st);
   ck_assert_uint_gt (st.gc_yields, yields + 10);
@@ -176,7 +176,7 @@ START_TEST (test_yields)
 
   /* The request ends: GC goes on, up to the high watermark. */
   ck_assert_int_eq (dl_end (&ftl->dl, &t, 0), 0);
-  ck_assert_msg (wait_free_above (ftl, ftl->gc_high, 5),
+  ck_assert_msg (wait_free_above (ftl, ftl->gc.high, 5),
                  "background GC did not resume");
   ftl_get_stats (ftl, &st);
   ck_assert_uint_gt (st.gc_slices, slices);

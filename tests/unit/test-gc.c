@@ -7,7 +7,7 @@
  * FULL block's at that instant.  And an erase starts with a write of
  * zeros over the block's OOB entries, so a write hook records which
  * blocks were erased and in what order, and whether for wear leveling
- * (ftl->gc_wl set).
+ * (ftl->gc.moving_for_wl set).
  * The tests are single-threaded, so the handle's fields are stable
  * while the callback reads them.
  *
@@ -56,7 +56,7 @@ trace_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
   if (unit_is_erase_write (trace.data_offset, trace.block_bytes,
                            trace.meta_bytes, off, len, buf)) {
     if (trace.n < MAX_TRACE) {
-      trace.wl[trace.n] = trace.ftl && trace.ftl->gc_wl;
+      trace.wl[trace.n] = trace.ftl && trace.ftl->gc.moving_for_wl;
       trace.syncs_before[trace.n] = trace.syncs;
       trace.erased[trace.n++] = (off - trace.data_offset) / trace.block_bytes;
     }
@@ -97,7 +97,7 @@ check_pick (struct ftl *ftl, uint32_t v)
     why = "not a FULL block";
   else if (block_cost (ftl, v) >= ftl->ppb)
     why = "a block with nothing to reclaim";
-  else if (ftl->gc_policy == FTL_GC_GREEDY && block_cost (ftl, v) != min)
+  else if (ftl->gc.policy == FTL_GC_GREEDY && block_cost (ftl, v) != min)
     why = "not a cheapest block";
   if (why && gcw.bad++ == 0)
     snprintf (gcw.first_bad, sizeof gcw.first_bad, "victim %u (pick %u) "
@@ -168,7 +168,7 @@ open_policy (uint64_t lpages, uint32_t ppb, double op, unsigned streams,
   int r = ftl_open (&o, &ftl, err, sizeof err);
 
   ck_assert_msg (r == 0, "ftl_open: %s", err);
-  ck_assert_int_eq (ftl->gc_policy, policy);
+  ck_assert_int_eq (ftl->gc.policy, policy);
   trace.ftl = ftl;
   trace.data_offset = ftl->sb.data_offset;
   trace.block_bytes = ftl->media.block_bytes;
@@ -659,7 +659,7 @@ static void
 reclaim_more (struct ftl *ftl, uint32_t blocks)
 {
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  ck_assert_int_eq (gc_reclaim (ftl, alloc_nfree (ftl) + blocks - 1), 0);
+  ck_assert_int_eq (gc_reclaim (ftl, alloc_nfree (ftl) + blocks - 1, false), 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
 }
 
@@ -696,11 +696,11 @@ START_TEST (test_erase_after_barrier)
   ck_assert_int_eq (ftl_flush (ftl), 0);
   n0 = trace.n;
   s0 = trace.syncs;
-  uint64_t unsynced = ftl->gc_erases_unsynced;
+  uint64_t unsynced = ftl->gc.erases_unsynced;
   reclaim_more (ftl, 4);
   ck_assert_uint_ge (trace.n - n0, 4);
   ck_assert_uint_eq (trace.syncs, s0);
-  ck_assert_uint_ge (ftl->gc_erases_unsynced - unsynced, 4);
+  ck_assert_uint_ge (ftl->gc.erases_unsynced - unsynced, 4);
 
   verify_all (ftl, &r);
   ck_assert_int_eq (ftl_close (ftl), 0);

@@ -1,0 +1,220 @@
+/* nbdkit-ftl: the map from logical to physical pages, the valid page
+ * counts of the erase blocks, and the drain notes that tell when a
+ * block's last valid page left it.
+ *
+ * A mapping changes in exactly three ways, one function each:
+ *
+ *   map_install    a host write placed lpn at ppn (under the stripe lock
+ *                  of lpn): the new block gains a valid page, the old
+ *                  one (if any) loses one;
+ *   map_unmap      a trim or zero removed lpn (under its stripe lock);
+ *   map_relocate   GC copied lpn from one page to another: only if lpn
+ *                  still maps to the old page (compare-and-swap, without
+ *                  the stripe lock), so that a host write that raced wins.
+ *
+ * Invariants:
+ *   - valid[b] is the number of logical pages that map into block b, at
+ *     every instant at which no mapping change is in flight.  A new page
+ *     is counted before it is published in l2p and the page it replaces
+ *     is uncounted after, so valid[b] never undercounts what l2p shows;
+ *     0 <= valid[b] <= pages_per_block.
+ *   - Before valid[b] is decremented, drain_epoch[b] is raised to 1 +
+ *     the number of barriers begun so far (map_drop_valid).  A barrier
+ *     (trimlog_barrier) makes durable every write, trim and relocation
+ *     completed before it began; so when valid[b] is 0 and a barrier
+ *     numbered drain_epoch[b] or later has completed (barrier_done),
+ *     nothing durable refers to b any more and b may be erased
+ *     (map_drained_durably).
+ *   - mapped is the number of logical pages with a mapping.
+ *
+ * Stripe locks: LPN ranges of 2^FTL_STRIPE_SHIFT pages hash to
+ * FTL_STRIPES mutexes.  A request locks every stripe it touches in
+ * ascending index order, so writers of different regions run in parallel
+ * and writers of one region are ordered (their sequence numbers follow
+ * the order in which they update the map).
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "ftl-internal.h"
+
+int
+map_init (struct ftl *ftl)
+{
+  ftl->l2p = malloc (ftl->logical_pages * sizeof *ftl->l2p);
+  ftl->valid = calloc (ftl->blocks, sizeof *ftl->valid);
+  ftl->drain_epoch = calloc (ftl->blocks, sizeof *ftl->drain_epoch);
+  if (!ftl->l2p || !ftl->valid || !ftl->drain_epoch)
+    return -ENOMEM;
+  for (unsigned i = 0; i < FTL_STRIPES; i++)
+    pthread_mutex_init (&ftl->stripe[i], NULL);
+  return 0;
+}
+
+void
+map_free (struct ftl *ftl)
+{
+  free (ftl->l2p);
+  free (ftl->valid);
+  free (ftl->drain_epoch);
+  ftl->l2p = NULL;
+  ftl->valid = NULL;
+  ftl->drain_epoch = NULL;
+  for (unsigned i = 0; i < FTL_STRIPES; i++)
+    pthread_mutex_destroy (&ftl->stripe[i]);
+}
+
+static uint64_t
+stripe_mask (uint64_t first, uint64_t last)
+{
+  uint64_t a = first >> FTL_STRIPE_SHIFT, b = last >> FTL_STRIPE_SHIFT;
+  uint64_t mask = 0;
+
+  if (b - a + 1 >= FTL_STRIPES)
+    return UINT64_MAX;
+  for (uint64_t s = a; s <= b; s++)
+    mask |= UINT64_C (1) << (s % FTL_STRIPES);
+  return mask;
+}
+
+void
+map_lock (struct ftl *ftl, uint64_t first, uint64_t last)
+{
+  uint64_t mask = stripe_mask (first, last);
+  for (unsigned i = 0; i < FTL_STRIPES; i++)
+    if (mask & (UINT64_C (1) << i))
+      pthread_mutex_lock (&ftl->stripe[i]);
+}
+
+void
+map_unlock (struct ftl *ftl, uint64_t first, uint64_t last)
+{
+  uint64_t mask = stripe_mask (first, last);
+  for (unsigned i = FTL_STRIPES; i-- > 0; )
+    if (mask & (UINT64_C (1) << i))
+      pthread_mutex_unlock (&ftl->stripe[i]);
+}
+
+/* Count a page of block b that is about to be published in the map. */
+static void
+add_valid (struct ftl *ftl, uint32_t b)
+{
+  uint32_t v = __atomic_fetch_add (&ftl->valid[b], 1, __ATOMIC_RELAXED);
+  assert (v < ftl->ppb);
+  (void) v;
+}
+
+void
+map_note_drain (struct ftl *ftl, uint32_t b)
+{
+  atomic_max_u64 (&ftl->drain_epoch[b],
+                  __atomic_load_n (&ftl->barrier_started, __ATOMIC_SEQ_CST)
+                  + 1);
+}
+
+void
+map_drop_valid (struct ftl *ftl, uint32_t b)
+{
+  map_note_drain (ftl, b);
+  uint32_t v = __atomic_fetch_sub (&ftl->valid[b], 1, __ATOMIC_RELEASE);
+  assert (v > 0);
+  (void) v;
+}
+
+void
+map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
+{
+  uint32_t old;
+
+  assert (lpn < ftl->logical_pages);
+  add_valid (ftl, media_ppn_block (&ftl->media, ppn));
+  old = __atomic_exchange_n (&ftl->l2p[lpn], ppn, __ATOMIC_ACQ_REL);
+  assert (old != ppn);
+  if (old == FTL_UNMAPPED)
+    __atomic_fetch_add (&ftl->mapped, 1, __ATOMIC_RELAXED);
+  else
+    map_drop_valid (ftl, media_ppn_block (&ftl->media, old));
+}
+
+bool
+map_unmap (struct ftl *ftl, uint64_t lpn)
+{
+  uint32_t old;
+
+  assert (lpn < ftl->logical_pages);
+  if (l2p_load (ftl, lpn) == FTL_UNMAPPED)
+    return false;
+  old = __atomic_exchange_n (&ftl->l2p[lpn], FTL_UNMAPPED, __ATOMIC_ACQ_REL);
+  if (old == FTL_UNMAPPED)
+    return false;
+  __atomic_fetch_sub (&ftl->mapped, 1, __ATOMIC_RELAXED);
+  map_drop_valid (ftl, media_ppn_block (&ftl->media, old));
+  return true;
+}
+
+bool
+map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to)
+{
+  uint32_t expect = from;
+  uint32_t tb = media_ppn_block (&ftl->media, to);
+
+  assert (lpn < ftl->logical_pages);
+  assert (media_ppn_block (&ftl->media, from) != tb);
+  add_valid (ftl, tb);
+  if (__atomic_compare_exchange_n (&ftl->l2p[lpn], &expect, to, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    map_drop_valid (ftl, media_ppn_block (&ftl->media, from));
+    return true;
+  }
+  /* A host write or trim won: the copy is garbage. */
+  map_drop_valid (ftl, tb);
+  return false;
+}
+
+bool
+map_drained_durably (struct ftl *ftl, uint32_t b)
+{
+  if (__atomic_load_n (&ftl->valid[b], __ATOMIC_ACQUIRE) != 0)
+    return false;
+  uint64_t e = __atomic_load_n (&ftl->drain_epoch[b], __ATOMIC_RELAXED);
+  if (e == 0) {
+    /* Nothing ever left it (no page of it was ever valid): what it
+     * holds is garbage to any recovery, but note it anyway, so that
+     * the rule has no exception.
+     */
+    map_note_drain (ftl, b);
+    e = __atomic_load_n (&ftl->drain_epoch[b], __ATOMIC_RELAXED);
+  }
+  return __atomic_load_n (&ftl->barrier_done, __ATOMIC_SEQ_CST) >= e;
+}
+
+bool
+map_erase_allowed (struct ftl *ftl, uint32_t b)
+{
+  uint64_t e = __atomic_load_n (&ftl->drain_epoch[b], __ATOMIC_RELAXED);
+  return __atomic_load_n (&ftl->valid[b], __ATOMIC_ACQUIRE) == 0 &&
+    (e == 0 || __atomic_load_n (&ftl->barrier_done, __ATOMIC_SEQ_CST) >= e);
+}
+
+uint64_t
+map_barrier_begin (struct ftl *ftl)
+{
+  return __atomic_fetch_add (&ftl->barrier_started, 1, __ATOMIC_SEQ_CST);
+}
+
+void
+map_barrier_done (struct ftl *ftl, uint64_t k)
+{
+  atomic_max_u64 (&ftl->barrier_done, k + 1);
+}
+
+void
+map_block_erased (struct ftl *ftl, uint32_t b)
+{
+  assert (__atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED) == 0);
+  __atomic_store_n (&ftl->drain_epoch[b], 0, __ATOMIC_RELAXED);
+}

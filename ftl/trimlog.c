@@ -1,0 +1,151 @@
+/* nbdkit-ftl: the trim log and barriers.
+ *
+ * Trims and zeros unmap pages in the map at once; to survive a crash they
+ * are also recorded as trim records (first LPN, count, sequence number).
+ * Records collect in a buffer under trim_lock and are written to the log
+ * as pages of kind FTL_OOB_TRIM at the metadata frontier when the buffer
+ * fills, at every barrier and at a clean shutdown.  A record is appended
+ * before its pages are unmapped (see ftl-internal.h for why).
+ *
+ * A barrier (trimlog_barrier) writes the buffered records and syncs the
+ * backing file: every write, trim and relocation completed before it
+ * began is then durable.  A client's flush is a barrier, and GC runs one
+ * before it erases blocks whose pages were replaced (map.c: drain notes).
+ *
+ * A trim page is live while replay could need it: while its highest
+ * sequence number is not older than that of the older checkpoint slot
+ * (recovery falls back to it if the newest is damaged).  GC copies live
+ * trim pages and drops the rest.
+ *
+ * This module never runs garbage collection: a caller that serves a
+ * client makes room first (gc_make_room) and passes the number of free
+ * blocks the trim page must leave (FTL_META_KEEP_BLOCKS; GC itself and a
+ * closing handle pass 0).
+ *
+ * Invariants: trim_count <= trim_cap; every buffered record's sequence
+ * number is newer than the older checkpoint's (older ones are dropped by
+ * trimlog_drop_before once both slots include them).
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+
+int
+trimlog_init (struct ftl *ftl)
+{
+  pthread_mutex_init (&ftl->trim_lock, NULL);
+  ftl->trim_cap = ftl_trim_page_capacity (ftl->page_size);
+  ftl->trim_buf = malloc (ftl->trim_cap * sizeof *ftl->trim_buf);
+  ftl->trim_page = malloc (ftl->page_size);
+  if (!ftl->trim_buf || !ftl->trim_page)
+    return -ENOMEM;
+  return 0;
+}
+
+void
+trimlog_free (struct ftl *ftl)
+{
+  free (ftl->trim_buf);
+  free (ftl->trim_page);
+  ftl->trim_buf = NULL;
+  ftl->trim_page = NULL;
+  pthread_mutex_destroy (&ftl->trim_lock);
+}
+
+/* Write the buffered records as one trim page (under trim_lock). */
+static int
+write_trim_page (struct ftl *ftl, uint32_t keep)
+{
+  struct frontier *f = &ftl->metaf;
+  struct log_page lp = { .kind = FTL_OOB_TRIM };
+  int r;
+
+  assert (ftl->trim_count > 0 && ftl->trim_count <= ftl->trim_cap);
+  r = alloc_frontier_open (ftl, f, keep);
+  if (r < 0) {
+    ftl_log (ftl, FTL_LOG_ERROR, "no free erase block for trim records "
+             "(free pool exhausted)");
+    return r;
+  }
+  for (uint32_t i = 0; i < ftl->trim_count; i++)
+    lp.seq = MAX (lp.seq, ftl->trim_buf[i].seq);
+  lp.trim_entries = ftl->trim_count;
+  ftl_trim_page_encode (ftl->trim_buf, ftl->trim_count, ftl->trim_page,
+                        ftl->page_size);
+  r = alloc_program (ftl, f, &lp, 1, ftl->trim_page, NULL);
+  if (r < 0)
+    return r;
+  ftl->trim_count = 0;
+  return 0;
+}
+
+int
+trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count, uint32_t keep)
+{
+  int r = 0;
+
+  assert (lpn + count <= ftl->logical_pages);
+  assert (count > 0 && count < UINT32_MAX);
+  pthread_mutex_lock (&ftl->trim_lock);
+  if (ftl->trim_count == ftl->trim_cap)
+    r = write_trim_page (ftl, keep);
+  if (r == 0) {
+    uint64_t seq = __atomic_fetch_add (&ftl->next_seq, 1, __ATOMIC_RELAXED);
+    ftl->trim_buf[ftl->trim_count++] = (struct ftl_trim_entry) {
+      .lpn = lpn, .count = count, .seq = seq,
+    };
+  }
+  pthread_mutex_unlock (&ftl->trim_lock);
+  return r;
+}
+
+int
+trimlog_flush (struct ftl *ftl, uint32_t keep)
+{
+  int r = 0;
+
+  pthread_mutex_lock (&ftl->trim_lock);
+  if (ftl->trim_count > 0)
+    r = write_trim_page (ftl, keep);
+  pthread_mutex_unlock (&ftl->trim_lock);
+  return r;
+}
+
+int
+trimlog_barrier (struct ftl *ftl, uint32_t keep)
+{
+  uint64_t k = map_barrier_begin (ftl);
+  int r;
+
+  /* Writing trim records is work done for everybody: a request's
+   * deadline does not interrupt it (deadline.h), only the sync after.
+   */
+  dl_hold ();
+  r = trimlog_flush (ftl, keep);
+  dl_release ();
+  if (r == 0)
+    r = media_sync (&ftl->media);
+  if (r < 0)
+    return r;
+  map_barrier_done (ftl, k);
+  return 0;
+}
+
+void
+trimlog_drop_before (struct ftl *ftl, uint64_t seq)
+{
+  uint32_t j = 0;
+
+  pthread_mutex_lock (&ftl->trim_lock);
+  for (uint32_t i = 0; i < ftl->trim_count; i++)
+    if (ftl->trim_buf[i].seq >= seq)
+      ftl->trim_buf[j++] = ftl->trim_buf[i];
+  ftl->trim_count = j;
+  pthread_mutex_unlock (&ftl->trim_lock);
+}

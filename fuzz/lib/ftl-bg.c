@@ -1,0 +1,2 @@
+/* The FTL library module bg.c, built with libFuzzer instrumentation. */
+#include "bg.c"

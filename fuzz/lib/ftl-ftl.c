@@ -1,2 +1,0 @@
-/* The FTL library module ftl.c, built with libFuzzer instrumentation. */
-#include "ftl.c"

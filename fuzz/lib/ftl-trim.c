@@ -1,2 +1,0 @@
-/* The FTL library module trim.c, built with libFuzzer instrumentation. */
-#include "trim.c"

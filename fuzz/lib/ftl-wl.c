@@ -1,0 +1,2 @@
+/* The FTL library module wl.c, built with libFuzzer instrumentation. */
+#include "wl.c"
