@@ -130,6 +130,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
     __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
   h.counters[FTL_CTR_ERASE] +=
     __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
+  selfcheck_assert (ftl, "checkpoint");
   pthread_rwlock_unlock (&ftl->ckpt_rw);
 
   /* 2. What it maps is durable. */

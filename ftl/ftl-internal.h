@@ -1,38 +1,60 @@
 /* nbdkit-ftl: the FTL handle, shared by the ftl/ modules.
  *
+ * Modules, each owning its part of the handle; calls go down this list,
+ * never up (the leaves below the line are called by all):
+ *
+ *   request.c   the request path (ftl_read, ftl_write, ftl_trim, ...)
+ *   open.c      ftl_open (a table of steps with undos), ftl_close
+ *   bg.c        the background thread: checkpoints, drains, GC
+ *   ckpt.c      checkpoints and superblock updates
+ *   recovery.c  loading a checkpoint and rolling the log forward
+ *   gc.c        victims, relocation, erases (struct gc)
+ *   wl.c        static wear leveling, retirement, end of life (struct wl)
+ *   trimlog.c   the trim record buffer and barriers
+ *   alloc.c     erase blocks, frontiers, programming at a frontier
+ *   map.c       l2p, valid counts, stripe locks, drain notes
+ *   ---------
+ *   media.c (the NAND rules), format.c (on-disk codec), deadline.c,
+ *   timing.c, fault.c, stats.c
+ *
  * What each part owns and which lock protects it:
  *
  *   l2p[lpn]      logical -> physical map, 4 bytes per logical page.
  *                 Atomic loads and exchanges; changed only by host writes
  *                 and trims (under the stripe lock of the LPN) and by GC
  *                 (compare-and-swap from the old PPN, so a host write that
- *                 raced wins).  Readers take no lock: they validate with
- *                 the block's erase generation (media.h).
+ *                 raced wins): map.c.  Readers take no lock: they
+ *                 validate with the block's erase generation (media.h).
  *   (reverse map) there is none in memory: the OOB entry of a physical
  *                 page names the LPN it was programmed with (or marks
  *                 a page of trim records), and GC reads the victim's
  *                 OOB entries.  A page is valid iff l2p[oob.lpn] == ppn.
  *   valid[blk]    valid pages per block (atomic).  Incremented before a
  *                 page is installed in l2p, decremented after it leaves.
- *   state[blk]    FREE / OPEN / FULL, and nfree: under alloc_lock.
- *   frontiers     each host stream has its own mutex; the GC frontier is
- *                 owned by whoever holds gc_lock; the metadata frontier
- *                 (pages of trim records) by whoever holds trim_lock.
+ *   state[blk]    FREE / OPEN / FULL / RETIRED, and nfree: under
+ *                 alloc_lock.
+ *   frontiers     each host stream has its own mutex; the GC frontiers
+ *                 are owned by whoever holds gc.lock; the metadata
+ *                 frontier (pages of trim records) by whoever holds
+ *                 trim_lock.
  *   trim buffer   trim records not yet written to the log: trim_lock.
  *   ckpt_rw       every operation that changes the map holds it shared
  *                 for its whole duration; a checkpoint takes it
  *                 exclusively for the instant of its snapshot.
  *
  * Lock order (take left before right, never the reverse):
- *   ckpt_lock -> ckpt_rw -> stripe locks (ascending) -> host frontier
- *     -> gc_lock -> trim_lock -> alloc_lock
+ *   ckpt_lock -> ckpt_rw -> gc.lock -> trim_lock -> alloc_lock
+ *   ckpt_rw -> stripe locks (ascending) -> host frontier -> trim_lock
+ *     -> alloc_lock
+ * A request never holds a stripe or frontier lock while it collects
+ * garbage: it releases them, runs gc_make_room, and takes them again.
  *
  * Durability invariants (what recovery relies on, see recovery.c):
  *   - A trim is appended to the trim buffer before its pages are
  *     unmapped.
- *   - A barrier (gc_barrier) writes the buffered trim records to the log
- *     and syncs.  A block is erased only after a barrier that began
- *     after its last valid page left it: every write, trim or
+ *   - A barrier (trimlog_barrier) writes the buffered trim records to
+ *     the log and syncs.  A block is erased only after a barrier that
+ *     began after its last valid page left it: every write, trim or
  *     relocation that superseded a page of the block is then durable
  *     (data, or trim records), so an erase never destroys the newest
  *     durable copy of a page, nor exposes a checkpoint's stale mapping.
@@ -505,6 +527,16 @@ extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);
  */
 extern int request_read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
                                uint8_t *buf);
+
+/* selfcheck.c: cross-check the map, the valid counts, the block table,
+ * the free pool and the frontiers; report every inconsistency.  Returns
+ * 0, -EIO if anything is inconsistent, or -ENOMEM.  The caller makes
+ * sure nothing changes meanwhile.  selfcheck_assert aborts on an
+ * inconsistency in builds configured with --enable-self-check and does
+ * nothing in others.
+ */
+extern int selfcheck_run (struct ftl *ftl, const char *when);
+extern void selfcheck_assert (struct ftl *ftl, const char *when);
 
 /* For tests: free the handle without writing anything, as if the
  * process had been killed (open.c).

@@ -618,6 +618,7 @@ step_attach (struct ftl *ftl, struct open_ctx *c)
 {
   (void) c;
   media_attach (&ftl->media, &ftl->timing, &ftl->dl, &ftl->fault);
+  selfcheck_assert (ftl, "open");
   /* Recovery's buffers (a checkpoint body is as large as the map) are
    * freed: give their memory back rather than keep it in malloc's heap.
    */
@@ -745,6 +746,7 @@ ftl_close (struct ftl *ftl)
     r = trimlog_flush (ftl, 0);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
     alloc_close_frontiers (ftl);
+    selfcheck_assert (ftl, "close");
     if (r == 0)
       r = ckpt_write (ftl, true);
     if (r == 0)

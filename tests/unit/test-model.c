@@ -14,6 +14,7 @@
 #include <config.h>
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,8 @@ check_invariants (struct ftl *ftl)
   }
   ck_assert_uint_eq (nfree, ftl->nfree);
   free (valid);
+  /* The library's own cross-check agrees. */
+  ck_assert_int_eq (selfcheck_run (ftl, "model"), 0);
 }
 
 static void
@@ -286,6 +289,64 @@ START_TEST (test_model_cost_benefit)
 }
 END_TEST
 
+/* The self-check finds what is wrong, one line per inconsistency. */
+static unsigned selfcheck_lines;
+
+static void
+selfcheck_log (void *opaque, enum ftl_log_level level, const char *msg)
+{
+  (void) opaque;
+  if (level == FTL_LOG_ERROR && strstr (msg, "self-check (test)"))
+    selfcheck_lines++;
+}
+
+START_TEST (test_selfcheck_finds_damage)
+{
+  char err[256];
+  uint8_t page[512];
+  struct ftl *ftl;
+
+  struct ftl_options o = {
+    .path = path, .logical_bytes = 64 * 1024, .page_size = 512,
+    .pages_per_block = 8, .op_percent = 100, .log = selfcheck_log,
+  };
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  for (uint32_t l = 0; l < 40; l++) {
+    memset (page, l + 1, sizeof page);
+    ck_assert_int_eq (ftl_write (ftl, page, sizeof page, l * 512, 0), 0);
+  }
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  ck_assert_uint_eq (selfcheck_lines, 0);
+
+  /* A valid count off by one. */
+  uint32_t b = media_ppn_block (&ftl->media, ftl->l2p[3]);
+  ftl->valid[b]++;
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), -EIO);
+  ck_assert_uint_ge (selfcheck_lines, 1);
+  ftl->valid[b]--;
+
+  /* Two logical pages on one physical page. */
+  uint32_t saved = ftl->l2p[5];
+  ftl->l2p[5] = ftl->l2p[4];
+  selfcheck_lines = 0;
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), -EIO);
+  ck_assert_uint_ge (selfcheck_lines, 1);
+  ftl->l2p[5] = saved;
+
+  /* The free pool miscounted. */
+  ftl->nfree++;
+  selfcheck_lines = 0;
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), -EIO);
+  ck_assert_uint_eq (selfcheck_lines, 1);
+  ftl->nfree--;
+
+  selfcheck_lines = 0;
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  ck_assert_uint_eq (selfcheck_lines, 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 model_suite (void)
 {
@@ -298,6 +359,7 @@ model_suite (void)
   tcase_add_test (tc, test_model_4k_streams);
   tcase_add_test (tc, test_model_odd_size);
   tcase_add_test (tc, test_model_cost_benefit);
+  tcase_add_test (tc, test_selfcheck_finds_damage);
   suite_add_tcase (s, tc);
   return s;
 }

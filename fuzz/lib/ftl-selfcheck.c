@@ -1,0 +1,2 @@
+/* The FTL library module selfcheck.c, built with libFuzzer instrumentation. */
+#include "selfcheck.c"
