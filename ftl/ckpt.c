@@ -51,13 +51,6 @@ sb_write (struct ftl *ftl, enum ftl_sb_state state, uint64_t clean_ckpt_gen)
   return 0;
 }
 
-static void
-put32le (uint8_t *p, uint32_t v)
-{
-  v = htole32 (v);
-  memcpy (p, &v, 4);
-}
-
 static int
 ckpt_write_locked (struct ftl *ftl, bool clean)
 {

@@ -73,14 +73,6 @@ cmp_item (const void *a, const void *b)
   return x->ppn < y->ppn ? -1 : x->ppn > y->ppn;
 }
 
-static uint32_t
-get32le (const uint8_t *p)
-{
-  uint32_t v;
-  memcpy (&v, p, 4);
-  return le32toh (v);
-}
-
 /* Read both checkpoint slots and load the newest valid one. */
 static int
 load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
@@ -190,14 +182,6 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
     ftl->replay_seq = h[1 - best].seq;
   *hp = h[best];
   return 0;
-}
-
-static bool
-all_zero (const uint8_t *p, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (p[i]) return false;
-  return true;
 }
 
 /* Scan one block for log items written after the checkpoint. */
