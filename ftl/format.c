@@ -75,9 +75,8 @@ ftl_meta_pages (uint32_t page_size, uint32_t pages_per_block)
 uint64_t
 ftl_ckpt_bytes (uint32_t page_size, uint64_t logical_pages, uint32_t blocks)
 {
-  uint64_t bytes = FTL_CKPT_HDR_BYTES + 4 * logical_pages
-    + (uint64_t) FTL_CKPT_BLOCK_BYTES * blocks;
-  return ROUND_UP (bytes, page_size);
+  return ROUND_UP (FTL_CKPT_HDR_BYTES
+                   + ftl_ckpt_body_bytes (logical_pages, blocks), page_size);
 }
 
 /* ---- superblock ---- */
@@ -250,15 +249,39 @@ ftl_ckpt_header_decode (const uint8_t *buf, size_t len,
   h.clean = get32le (buf + 72);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     h.counters[i] = get64le (buf + 80 + 8 * i);
-  /* Bound the page count first: 4 * logical_pages must not wrap around
+  /* Bound the page count first: the map's length must not wrap around
    * to a body length that only looks right.
    */
   if (h.clean > 1 || h.logical_pages >= FTL_P2L_TRIM ||
-      h.body_bytes != 4 * h.logical_pages
-                      + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks)
+      h.body_bytes != ftl_ckpt_body_bytes (h.logical_pages, h.blocks))
     return FTL_FMT_BAD_FIELD;
   *out = h;
   return FTL_FMT_OK;
+}
+
+uint64_t
+ftl_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks)
+{
+  return ftl_ckpt_block_offset (logical_pages, blocks);
+}
+
+uint64_t
+ftl_ckpt_block_offset (uint64_t logical_pages, uint32_t b)
+{
+  return FTL_CKPT_MAP_ENTRY_BYTES * logical_pages
+    + (uint64_t) FTL_CKPT_BLOCK_BYTES * b;
+}
+
+void
+ftl_ckpt_map_encode (uint32_t ppn, uint8_t *buf)
+{
+  put32le (buf, ppn);
+}
+
+uint32_t
+ftl_ckpt_map_decode (const uint8_t *buf)
+{
+  return get32le (buf);
 }
 
 void
@@ -275,6 +298,65 @@ ftl_ckpt_block_decode (const uint8_t *buf, struct ftl_ckpt_block *out)
   out->erase_count = get32le (buf);
   out->write_pointer = get32le (buf + 4);
   out->state = get32le (buf + 8);
+}
+
+/* ---- the checkpoint validity rule (format.h) ---- */
+
+bool
+ftl_ckpt_header_check (const struct ftl_ckpt_header *h,
+                       const struct ftl_superblock *sb, char *why,
+                       size_t whylen)
+{
+  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
+
+  if (h->logical_pages == lpages && h->blocks == sb->blocks &&
+      h->pages_per_block == sb->pages_per_block &&
+      FTL_CKPT_HDR_BYTES + h->body_bytes <= sb->ckpt_bytes)
+    return true;
+  if (why)
+    snprintf (why, whylen, "written for another geometry (%" PRIu64
+              " logical pages, %u erase blocks of %u pages)",
+              h->logical_pages, h->blocks, h->pages_per_block);
+  return false;
+}
+
+bool
+ftl_ckpt_body_check (const struct ftl_ckpt_header *h, const uint8_t *body)
+{
+  return ftl_checksum (body, h->body_bytes, 0) == h->body_checksum;
+}
+
+bool
+ftl_ckpt_map_check (const struct ftl_ckpt_header *h, uint32_t ppn)
+{
+  return ppn == FTL_UNMAPPED
+    || ppn < (uint64_t) h->blocks * h->pages_per_block;
+}
+
+bool
+ftl_ckpt_block_check (const struct ftl_ckpt_block *b,
+                      uint32_t pages_per_block, char *why, size_t whylen)
+{
+  if (b->state > FTL_BLK_RETIRED) {
+    if (why)
+      snprintf (why, whylen, "has an unknown state %u", b->state);
+    return false;
+  }
+  if (b->write_pointer > pages_per_block) {
+    if (why)
+      snprintf (why, whylen, "has %u pages written, more than its %u",
+                b->write_pointer, pages_per_block);
+    return false;
+  }
+  if ((b->state == FTL_BLK_FREE || b->state == FTL_BLK_RETIRED) &&
+      b->write_pointer != 0) {
+    if (why)
+      snprintf (why, whylen, "is %s but has %u pages written",
+                b->state == FTL_BLK_FREE ? "free" : "retired",
+                b->write_pointer);
+    return false;
+  }
+  return true;
 }
 
 /* ---- block header ---- */

@@ -93,8 +93,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
     }
     st[s] = ftl_ckpt_header_decode (hb, sizeof hb, &h[s]);
     if (st[s] == FTL_FMT_OK &&
-        (h[s].logical_pages != ftl->logical_pages ||
-         h[s].blocks != ftl->blocks || h[s].pages_per_block != ftl->ppb))
+        !ftl_ckpt_header_check (&h[s], &ftl->sb, NULL, 0))
       st[s] = FTL_FMT_BAD_FIELD;
   }
 
@@ -118,7 +117,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
                 strerror (-r));
       return r;
     }
-    if (ftl_checksum (body, h[best].body_bytes, 0) == h[best].body_checksum)
+    if (ftl_ckpt_body_check (&h[best], body))
       break;
     ftl_log (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
              ") fails its checksum", best, h[best].generation);
@@ -143,10 +142,10 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
 
   /* The map. */
   const uint8_t *p = body;
-  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++, p += 4) {
-    uint32_t ppn = get32le (p);
-    if (ppn != FTL_UNMAPPED && ppn >= phys) {
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages;
+       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
+    uint32_t ppn = ftl_ckpt_map_decode (p);
+    if (!ftl_ckpt_map_check (&h[best], ppn)) {
       snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
                 " to physical page %u, beyond the device", lpn, ppn);
       free (body);
@@ -157,13 +156,10 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   /* The block table. */
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb;
+    char why[128];
     ftl_ckpt_block_decode (p, &cb);
-    if (cb.state > FTL_BLK_RETIRED || cb.write_pointer > ftl->ppb ||
-        ((cb.state == FTL_BLK_FREE || cb.state == FTL_BLK_RETIRED) &&
-         cb.write_pointer != 0)) {
-      snprintf (errbuf, errlen, "checkpoint: erase block %u has an "
-                "impossible state (%u, %u pages written)", b, cb.state,
-                cb.write_pointer);
+    if (!ftl_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
+      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
       free (body);
       return -EINVAL;
     }

@@ -500,6 +500,99 @@ START_TEST (test_ckpt_block_round_trip)
 }
 END_TEST
 
+/* The body's layout: the map (4 little-endian bytes per logical page),
+ * then the block table (12 bytes per erase block).
+ */
+START_TEST (test_ckpt_body_layout)
+{
+  uint8_t buf[FTL_CKPT_MAP_ENTRY_BYTES + 4];
+
+  ck_assert_uint_eq (ftl_ckpt_body_bytes (16384, 82), 4 * 16384 + 12 * 82);
+  ck_assert_uint_eq (ftl_ckpt_body_bytes (0, 0), 0);
+  ck_assert_uint_eq (ftl_ckpt_block_offset (16384, 0), 4 * 16384);
+  ck_assert_uint_eq (ftl_ckpt_block_offset (16384, 81),
+                     4 * 16384 + 12 * 81);
+  ck_assert_uint_eq (ftl_ckpt_body_bytes (UINT32_MAX - 2, UINT32_MAX),
+                     4 * (uint64_t) (UINT32_MAX - 2)
+                     + 12 * (uint64_t) UINT32_MAX);
+
+  memset (buf, 0xa5, sizeof buf);
+  ftl_ckpt_map_encode (0x01020304, buf);
+  ck_assert_uint_eq (buf[0], 0x04);
+  ck_assert_uint_eq (buf[3], 0x01);
+  ck_assert_uint_eq (buf[FTL_CKPT_MAP_ENTRY_BYTES], 0xa5);
+  ck_assert_uint_eq (ftl_ckpt_map_decode (buf), 0x01020304);
+  ftl_ckpt_map_encode (FTL_UNMAPPED, buf);
+  ck_assert_uint_eq (ftl_ckpt_map_decode (buf), FTL_UNMAPPED);
+}
+END_TEST
+
+/* The validity rule (format.h): a header for the superblock's
+ * geometry, a body that matches its checksum, possible entries.
+ */
+START_TEST (test_ckpt_validity_rule)
+{
+  struct ftl_superblock sb = good_sb ();
+  struct ftl_ckpt_header h = {
+    .version = FTL_FORMAT_VERSION,
+    .logical_pages = sb.logical_bytes / sb.page_size,
+    .blocks = sb.blocks,
+    .pages_per_block = sb.pages_per_block,
+  };
+  uint64_t phys = (uint64_t) sb.blocks * sb.pages_per_block;
+  static const struct {
+    struct ftl_ckpt_block b;
+    const char *why;            /* NULL: possible */
+  } blocks[] = {
+    { { 0, 0, FTL_BLK_FREE }, NULL },
+    { { 3, 0, FTL_BLK_OPEN }, NULL },
+    { { 3, 256, FTL_BLK_OPEN }, NULL },
+    { { 9, 256, FTL_BLK_FULL }, NULL },
+    { { 9, 0, FTL_BLK_RETIRED }, NULL },
+    { { 9, 257, FTL_BLK_FULL }, "has 257 pages written, more than its 256" },
+    { { 0, 1, FTL_BLK_FREE }, "is free but has 1 pages written" },
+    { { 9, 5, FTL_BLK_RETIRED }, "is retired but has 5 pages written" },
+    { { 0, 0, 4 }, "has an unknown state 4" },
+  };
+  uint8_t body[64];
+  char why[128];
+
+  h.body_bytes = ftl_ckpt_body_bytes (h.logical_pages, h.blocks);
+  ck_assert (ftl_ckpt_header_check (&h, &sb, why, sizeof why));
+  h.logical_pages++;
+  ck_assert (!ftl_ckpt_header_check (&h, &sb, why, sizeof why));
+  ck_assert_msg (strstr (why, "another geometry") != NULL, "%s", why);
+  h.logical_pages--;
+  h.blocks--;
+  ck_assert (!ftl_ckpt_header_check (&h, &sb, NULL, 0));
+  h.blocks++;
+  h.pages_per_block *= 2;
+  ck_assert (!ftl_ckpt_header_check (&h, &sb, NULL, 0));
+  h.pages_per_block /= 2;
+
+  for (size_t i = 0; i < sizeof body; i++)
+    body[i] = i * 7;
+  h.body_bytes = sizeof body;
+  h.body_checksum = ftl_checksum (body, sizeof body, 0);
+  ck_assert (ftl_ckpt_body_check (&h, body));
+  body[17] ^= 1;
+  ck_assert (!ftl_ckpt_body_check (&h, body));
+
+  ck_assert (ftl_ckpt_map_check (&h, FTL_UNMAPPED));
+  ck_assert (ftl_ckpt_map_check (&h, 0));
+  ck_assert (ftl_ckpt_map_check (&h, phys - 1));
+  ck_assert (!ftl_ckpt_map_check (&h, phys));
+  ck_assert (!ftl_ckpt_map_check (&h, FTL_P2L_TRIM));
+
+  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+    bool ok = ftl_ckpt_block_check (&blocks[i].b, 256, why, sizeof why);
+    ck_assert_msg (ok == (blocks[i].why == NULL), "case %zu", i);
+    if (!ok)
+      ck_assert_str_eq (why, blocks[i].why);
+  }
+}
+END_TEST
+
 /* ---- block header ---- */
 
 static enum ftl_fmt_status
@@ -930,6 +1023,8 @@ format_suite (void)
   tcase_add_test (tc, test_ckpt_header_round_trip);
   tcase_add_test (tc, test_ckpt_header_rejects);
   tcase_add_test (tc, test_ckpt_block_round_trip);
+  tcase_add_test (tc, test_ckpt_body_layout);
+  tcase_add_test (tc, test_ckpt_validity_rule);
   suite_add_tcase (s, tc);
 
   tc = tcase_create ("block");
