@@ -31,18 +31,8 @@
 
 #include "check.h"
 #include "ftlctl.h"
-#include "ftl-internal.h"
 
 static const char copy_name[2] = { 'A', 'B' };
-
-/* Read exactly len bytes at off: 0, or a negative errno (-EIO when the
- * file ends first).
- */
-static int
-read_at (int fd, void *buf, size_t len, uint64_t off)
-{
-  return ftl_default_io.pread (NULL, fd, buf, len, off);
-}
 
 /* Compare the fields of two valid superblock copies that must never
  * change; report each that differs.
@@ -88,12 +78,11 @@ check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
 {
   struct ftl_superblock sb[2];
   enum ftl_fmt_status st[2];
-  uint8_t buf[FTL_SB_SLOT];
   char why[128];
   int r, newest = -1;
 
   for (int i = 0; i < 2; i++) {
-    r = read_at (fd, buf, sizeof buf, (uint64_t) i * FTL_SB_SLOT);
+    r = ftl_inspect_read_sb (fd, i, &sb[i], &st[i], why, sizeof why);
     if (r < 0) {
       check_error (c, "superblock copy %c: cannot be read: %s",
                    copy_name[i], r == -EIO ? "the file is too short"
@@ -101,7 +90,6 @@ check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
       st[i] = FTL_FMT_BAD_LENGTH;
       continue;
     }
-    st[i] = ftl_sb_decode (buf, sizeof buf, &sb[i], why, sizeof why);
     if (st[i] != FTL_FMT_OK) {
       check_error (c, "superblock copy %c: %s%s%s", copy_name[i],
                    ftl_fmt_status_string (st[i]), why[0] ? ": " : "", why);
@@ -192,19 +180,17 @@ static uint8_t *
 check_ckpt_slot (struct checker *c, int fd, int slot,
                  const struct ftl_superblock *sb, struct ftl_ckpt_header *h)
 {
-  uint8_t hdr[FTL_CKPT_HDR_BYTES];
   enum ftl_fmt_status st;
   char why[128];
   uint8_t *body;
   int r;
 
-  r = read_at (fd, hdr, sizeof hdr, sb->ckpt_offset[slot]);
+  r = ftl_inspect_read_ckpt_header (fd, sb, slot, h, &st);
   if (r < 0) {
     check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
                  r == -EIO ? "the file is too short" : strerror (-r));
     return NULL;
   }
-  st = ftl_ckpt_header_decode (hdr, sizeof hdr, h);
   if (st == FTL_FMT_EMPTY) {
     check_note (c, "checkpoint slot %d: never written", slot);
     return NULL;
@@ -226,8 +212,7 @@ check_ckpt_slot (struct checker *c, int fd, int slot,
                  PRIu64 " bytes", slot, h->body_bytes);
     return NULL;
   }
-  r = read_at (fd, body, h->body_bytes,
-               sb->ckpt_offset[slot] + FTL_CKPT_HDR_BYTES);
+  r = ftl_inspect_read_ckpt_body (fd, sb, slot, h, body);
   if (r < 0)
     check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
                  r == -EIO ? "the file is too short" : strerror (-r));
