@@ -35,10 +35,9 @@ handle_media (struct ftl *ftl)
 static void
 handle_image (struct ftl *ftl, struct ftl_image_info *ii)
 {
+  /* The superblock changes only when the image is opened and closed. */
   ii->path = ftl->path;
   ii->sb = ftl->sb;
-  ii->ckpt_generation = ftl->ckpt_gen;
-  ii->ckpt_slot = ftl->ckpt_slot;
   ii->mapped_count = __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED);
   ii->worn_out = __atomic_load_n (&ftl->worn_out, __ATOMIC_RELAXED);
   pthread_mutex_lock (&ftl->alloc_lock);
@@ -51,6 +50,16 @@ handle_image (struct ftl *ftl, struct ftl_image_info *ii)
   ii->free_pool = ftl->nfree;
   ii->retired_count = ftl->retired;
   pthread_mutex_unlock (&ftl->alloc_lock);
+}
+
+/* The newest checkpoint, which ckpt.c changes under ckpt_lock. */
+static void
+handle_checkpoint (struct ftl *ftl, uint64_t *generation, unsigned *slot)
+{
+  pthread_mutex_lock (&ftl->ckpt_lock);
+  *generation = ftl->ckpt_gen;
+  *slot = ftl->ckpt_slot;
+  pthread_mutex_unlock (&ftl->ckpt_lock);
 }
 
 static uint32_t
@@ -147,6 +156,12 @@ ftl_inspect_image (struct ftl *ftl, struct ftl_image_info *ii)
   ii->image_bytes = m->data_offset + (uint64_t) m->blocks * m->block_bytes;
   ii->physical_bytes = (uint64_t) m->blocks * m->pages_per_block
     * m->page_size;
+}
+
+void
+ftl_inspect_checkpoint (struct ftl *ftl, uint64_t *generation, unsigned *slot)
+{
+  handle_checkpoint (ftl, generation, slot);
 }
 
 int

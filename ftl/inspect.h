@@ -15,9 +15,10 @@
  *
  * Ownership: the caller owns every buffer and every structure filled
  * in; nothing here allocates, keeps a pointer or writes to the file.
- * The calls on a handle, but ftl_inspect_image, read it without its
- * locks: nothing else may change it meanwhile (a read-only handle used
- * by one thread; ftl_inspect_image may be called while it serves).
+ * The calls on a handle, but ftl_inspect_image and
+ * ftl_inspect_checkpoint, read it without its locks: nothing else may
+ * change it meanwhile (a read-only handle used by one thread).  Those
+ * two may be called while it serves.
  *
  * Errors: 0 or a negative errno, as in ftl.h:
  *   -EINVAL  an erase block, physical or logical page beyond the last
@@ -73,8 +74,6 @@ struct ftl_image_info {
   const char *path;             /* as given to ftl_open; the handle's */
   struct ftl_superblock sb;     /* the newest valid copy, as opened */
   char uuid[37];                /* sb.uuid as 8-4-4-4-12 hex digits */
-  uint64_t ckpt_generation;     /* the newest checkpoint: recovery's */
-  unsigned ckpt_slot;           /* start, or the last one written */
   uint64_t block_bytes;         /* an erase block in the file, its
                                  * metadata area included */
   uint64_t image_bytes;         /* the file: data_offset + blocks *
@@ -91,6 +90,13 @@ struct ftl_image_info {
   bool worn_out;                /* too few erase blocks left to write */
 };
 extern void ftl_inspect_image (struct ftl *ftl, struct ftl_image_info *ii);
+
+/* The newest checkpoint: the one recovery started from, or the last
+ * written since; its generation and slot.  While the handle serves,
+ * this waits for a checkpoint being written.
+ */
+extern void ftl_inspect_checkpoint (struct ftl *ftl, uint64_t *generation,
+                                    unsigned *slot);
 
 /* One erase block. */
 struct ftl_block_info {

@@ -224,6 +224,8 @@ static void
 render_image (struct jw *w, const struct stats_view *v)
 {
   const struct ftl_image_info *ii = &v->ii;
+  uint64_t generation;
+  unsigned slot;
 
   jw_string (w, "file", ii->path);
   jw_string (w, "uuid", ii->uuid);
@@ -233,9 +235,10 @@ render_image (struct jw *w, const struct stats_view *v)
   jw_bool (w, "clean", ii->sb.state == FTL_SB_CLEAN);
   jw_uint (w, "generation", ii->sb.generation);
   jw_end (w);
+  ftl_inspect_checkpoint (v->ftl, &generation, &slot);
   jw_begin (w, "checkpoint");
-  jw_uint (w, "generation", ii->ckpt_generation);
-  jw_uint (w, "slot", ii->ckpt_slot);
+  jw_uint (w, "generation", generation);
+  jw_uint (w, "slot", slot);
   jw_end (w);
 }
 

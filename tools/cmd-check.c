@@ -101,6 +101,8 @@ static bool
 run_check (struct checker *c)
 {
   struct ftl_image_info ii;
+  uint64_t ckpt_gen;
+  unsigned ckpt_slot;
   struct ftl *ftl;
   struct stat st;
   bool ok = false;
@@ -138,10 +140,11 @@ run_check (struct checker *c)
   if (ftl == NULL)
     goto out;
   ftl_inspect_image (ftl, &ii);
+  ftl_inspect_checkpoint (ftl, &ckpt_gen, &ckpt_slot);
   if (ii.sb.state != FTL_SB_CLEAN)
     check_note (c, "not shut down cleanly: the log written after "
                 "checkpoint %" PRIu64 " was rolled forward (in memory)",
-                ii.ckpt_generation);
+                ckpt_gen);
   check_image (c, ftl);
   ftl_close (ftl);              /* read-only: writes nothing */
   ok = true;

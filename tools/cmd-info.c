@@ -37,6 +37,8 @@ struct info {
   struct ftl_geometry g;
   struct ftl_stats st;
   struct ftl_image_info ii;
+  uint64_t ckpt_gen;
+  unsigned ckpt_slot;
   struct bucket hist[HIST_BUCKETS];
   unsigned nbuckets;
   char created[64];
@@ -54,6 +56,7 @@ gather (struct ftl *ftl, const char *file, struct info *in)
   ftl_get_geometry (ftl, &in->g);
   ftl_get_stats (ftl, &in->st);
   ftl_inspect_image (ftl, &in->ii);
+  ftl_inspect_checkpoint (ftl, &in->ckpt_gen, &in->ckpt_slot);
 
   /* One bucket per erase count when they are few, else HIST_BUCKETS
    * buckets of equal width from the lowest to the highest.
@@ -113,7 +116,7 @@ print_text (const struct info *in)
          in->ii.sb.state == FTL_SB_CLEAN ? "" :
          ": in use, or not shut down cleanly");
   field ("checkpoint", "generation %" PRIu64 " (slot %u)\n",
-         in->ii.ckpt_generation, in->ii.ckpt_slot);
+         in->ckpt_gen, in->ckpt_slot);
 
   printf ("\ngeometry:\n");
   field ("  page size", "%u bytes\n", in->g.page_size);
