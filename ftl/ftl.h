@@ -2,7 +2,9 @@
  *
  * ftl.h is the public API of the FTL library.  It has no nbdkit
  * dependency: the nbdkit plugin, the ftlctl tool, the benchmarks and the
- * unit tests all drive the FTL through these calls alone.
+ * unit tests all drive the FTL through these calls alone; ftlctl also
+ * reads what is behind a disk (the on-media structures, each erase
+ * block, the map) through the inspection API, inspect.h.
  *
  * Glossary (one name for one thing, everywhere in the code):
  *   page            the unit of mapping and of NAND programming (page_size
