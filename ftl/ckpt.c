@@ -77,13 +77,6 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   return 0;
 }
 
-static void
-put32le (uint8_t *p, uint32_t v)
-{
-  v = htole32 (v);
-  memcpy (p, &v, 4);
-}
-
 static int
 ckpt_write_locked (struct ftl *ftl, bool clean)
 {
@@ -107,8 +100,9 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   /* 1. The snapshot. */
   pthread_rwlock_wrlock (&ftl->ckpt_rw);
   p = body;
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++, p += 4)
-    put32le (p, l2p_load (ftl, lpn));
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages;
+       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES)
+    ftl_ckpt_map_encode (l2p_load (ftl, lpn), p);
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb = {
@@ -141,8 +135,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   /* 3. Write the older slot. */
   slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
   h.generation = ftl->ckpt_gen + 1;
-  h.body_bytes = 4 * ftl->logical_pages
-    + (uint64_t) FTL_CKPT_BLOCK_BYTES * ftl->blocks;
+  h.body_bytes = ftl_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
   h.body_checksum = ftl_checksum (body, h.body_bytes, 0);
   h.logical_pages = ftl->logical_pages;
   h.blocks = ftl->blocks;

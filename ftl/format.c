@@ -51,55 +51,6 @@ ftl_fmt_status_string (enum ftl_fmt_status s)
   return "unknown status";
 }
 
-/* Little-endian accessors. */
-static inline void
-put16 (uint8_t *p, uint16_t v)
-{
-  p[0] = v; p[1] = v >> 8;
-}
-
-static inline void
-put32 (uint8_t *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++) p[i] = v >> (8 * i);
-}
-
-static inline void
-put64 (uint8_t *p, uint64_t v)
-{
-  for (int i = 0; i < 8; i++) p[i] = v >> (8 * i);
-}
-
-static inline uint16_t
-get16 (const uint8_t *p)
-{
-  return p[0] | (uint16_t) p[1] << 8;
-}
-
-static inline uint32_t
-get32 (const uint8_t *p)
-{
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-
-static inline uint64_t
-get64 (const uint8_t *p)
-{
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-
-static bool
-all_zero (const uint8_t *p, size_t len)
-{
-  for (size_t i = 0; i < len; i++)
-    if (p[i]) return false;
-  return true;
-}
-
 /* Checksum of an encoded structure whose checksum field (csum_len bytes
  * at csum_off) is taken as zero.
  */
@@ -124,9 +75,8 @@ ftl_meta_pages (uint32_t page_size, uint32_t pages_per_block)
 uint64_t
 ftl_ckpt_bytes (uint32_t page_size, uint64_t logical_pages, uint32_t blocks)
 {
-  uint64_t bytes = FTL_CKPT_HDR_BYTES + 4 * logical_pages
-    + (uint64_t) FTL_CKPT_BLOCK_BYTES * blocks;
-  return ROUND_UP (bytes, page_size);
+  return ROUND_UP (FTL_CKPT_HDR_BYTES
+                   + ftl_ckpt_body_bytes (logical_pages, blocks), page_size);
 }
 
 /* ---- superblock ---- */
@@ -136,31 +86,25 @@ ftl_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
 {
   memset (buf, 0, FTL_SB_BYTES);
   memcpy (buf, FTL_SB_MAGIC, 8);
-  put32 (buf + 8, sb->version);
-  put32 (buf + 12, FTL_SB_BYTES);
-  put64 (buf + 24, sb->generation);
-  put32 (buf + 32, sb->page_size);
-  put32 (buf + 36, sb->pages_per_block);
-  put32 (buf + 40, sb->blocks);
-  put32 (buf + 44, sb->meta_pages);
-  put64 (buf + 48, sb->logical_bytes);
-  put64 (buf + 56, sb->data_offset);
-  put64 (buf + 64, sb->ckpt_offset[0]);
-  put64 (buf + 72, sb->ckpt_offset[1]);
-  put64 (buf + 80, sb->ckpt_bytes);
-  put32 (buf + 88, sb->state);
-  put32 (buf + 92, sb->op_ppm);
-  put64 (buf + 96, sb->clean_ckpt_gen);
-  put64 (buf + 104, sb->uuid[0]);
-  put64 (buf + 112, sb->uuid[1]);
-  put64 (buf + 120, sb->created);
-  put64 (buf + 16, struct_checksum (buf, FTL_SB_BYTES, 16, 8));
-}
-
-static bool
-is_pow2 (uint64_t v)
-{
-  return v && (v & (v - 1)) == 0;
+  put32le (buf + 8, sb->version);
+  put32le (buf + 12, FTL_SB_BYTES);
+  put64le (buf + 24, sb->generation);
+  put32le (buf + 32, sb->page_size);
+  put32le (buf + 36, sb->pages_per_block);
+  put32le (buf + 40, sb->blocks);
+  put32le (buf + 44, sb->meta_pages);
+  put64le (buf + 48, sb->logical_bytes);
+  put64le (buf + 56, sb->data_offset);
+  put64le (buf + 64, sb->ckpt_offset[0]);
+  put64le (buf + 72, sb->ckpt_offset[1]);
+  put64le (buf + 80, sb->ckpt_bytes);
+  put32le (buf + 88, sb->state);
+  put32le (buf + 92, sb->op_ppm);
+  put64le (buf + 96, sb->clean_ckpt_gen);
+  put64le (buf + 104, sb->uuid[0]);
+  put64le (buf + 112, sb->uuid[1]);
+  put64le (buf + 120, sb->created);
+  put64le (buf + 16, struct_checksum (buf, FTL_SB_BYTES, 16, 8));
 }
 
 enum ftl_fmt_status
@@ -180,42 +124,43 @@ ftl_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
     return FTL_FMT_EMPTY;
   if (memcmp (buf, FTL_SB_MAGIC, 8) != 0)
     return FTL_FMT_BAD_MAGIC;
-  sb.version = get32 (buf + 8);
+  sb.version = get32le (buf + 8);
   if (sb.version == 0 || sb.version > FTL_FORMAT_VERSION) {
     if (why)
       snprintf (why, whylen, "format version %u, this program reads up to %u",
                 sb.version, FTL_FORMAT_VERSION);
     return FTL_FMT_BAD_VERSION;
   }
-  length = get32 (buf + 12);
+  length = get32le (buf + 12);
   if (length != FTL_SB_BYTES || len < length)
     return FTL_FMT_BAD_LENGTH;
-  if (get64 (buf + 16) != struct_checksum (buf, length, 16, 8))
+  if (get64le (buf + 16) != struct_checksum (buf, length, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
 
-  sb.generation = get64 (buf + 24);
-  sb.page_size = get32 (buf + 32);
-  sb.pages_per_block = get32 (buf + 36);
-  sb.blocks = get32 (buf + 40);
-  sb.meta_pages = get32 (buf + 44);
-  sb.logical_bytes = get64 (buf + 48);
-  sb.data_offset = get64 (buf + 56);
-  sb.ckpt_offset[0] = get64 (buf + 64);
-  sb.ckpt_offset[1] = get64 (buf + 72);
-  sb.ckpt_bytes = get64 (buf + 80);
-  sb.state = get32 (buf + 88);
-  sb.op_ppm = get32 (buf + 92);
-  sb.clean_ckpt_gen = get64 (buf + 96);
-  sb.uuid[0] = get64 (buf + 104);
-  sb.uuid[1] = get64 (buf + 112);
-  sb.created = get64 (buf + 120);
+  sb.generation = get64le (buf + 24);
+  sb.page_size = get32le (buf + 32);
+  sb.pages_per_block = get32le (buf + 36);
+  sb.blocks = get32le (buf + 40);
+  sb.meta_pages = get32le (buf + 44);
+  sb.logical_bytes = get64le (buf + 48);
+  sb.data_offset = get64le (buf + 56);
+  sb.ckpt_offset[0] = get64le (buf + 64);
+  sb.ckpt_offset[1] = get64le (buf + 72);
+  sb.ckpt_bytes = get64le (buf + 80);
+  sb.state = get32le (buf + 88);
+  sb.op_ppm = get32le (buf + 92);
+  sb.clean_ckpt_gen = get64le (buf + 96);
+  sb.uuid[0] = get64le (buf + 104);
+  sb.uuid[1] = get64le (buf + 112);
+  sb.created = get64le (buf + 120);
 
   /* The geometry must be self-consistent: a checksum only proves the
    * bytes are what some writer wrote.
    */
-  if (!is_pow2 (sb.page_size) || sb.page_size < 512 || sb.page_size > 65536)
+  if (!is_power_of_2 (sb.page_size) || sb.page_size < 512 ||
+      sb.page_size > 65536)
     BAD ("page size %u", sb.page_size);
-  if (!is_pow2 (sb.pages_per_block) || sb.pages_per_block < 8 ||
+  if (!is_power_of_2 (sb.pages_per_block) || sb.pages_per_block < 8 ||
       sb.pages_per_block > 65536)
     BAD ("pages per block %u", sb.pages_per_block);
   if (sb.meta_pages != ftl_meta_pages (sb.page_size, sb.pages_per_block))
@@ -260,19 +205,19 @@ ftl_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
 {
   memset (buf, 0, FTL_CKPT_HDR_BYTES);
   memcpy (buf, FTL_CKPT_MAGIC, 8);
-  put32 (buf + 8, h->version);
-  put32 (buf + 12, FTL_CKPT_HDR_BYTES);
-  put64 (buf + 24, h->generation);
-  put64 (buf + 32, h->seq);
-  put64 (buf + 40, h->body_bytes);
-  put64 (buf + 48, h->body_checksum);
-  put64 (buf + 56, h->logical_pages);
-  put32 (buf + 64, h->blocks);
-  put32 (buf + 68, h->pages_per_block);
-  put32 (buf + 72, h->clean);
+  put32le (buf + 8, h->version);
+  put32le (buf + 12, FTL_CKPT_HDR_BYTES);
+  put64le (buf + 24, h->generation);
+  put64le (buf + 32, h->seq);
+  put64le (buf + 40, h->body_bytes);
+  put64le (buf + 48, h->body_checksum);
+  put64le (buf + 56, h->logical_pages);
+  put32le (buf + 64, h->blocks);
+  put32le (buf + 68, h->pages_per_block);
+  put32le (buf + 72, h->clean);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
-    put64 (buf + 80 + 8 * i, h->counters[i]);
-  put64 (buf + 16, struct_checksum (buf, FTL_CKPT_HDR_BYTES, 16, 8));
+    put64le (buf + 80 + 8 * i, h->counters[i]);
+  put64le (buf + 16, struct_checksum (buf, FTL_CKPT_HDR_BYTES, 16, 8));
 }
 
 enum ftl_fmt_status
@@ -287,48 +232,131 @@ ftl_ckpt_header_decode (const uint8_t *buf, size_t len,
     return FTL_FMT_EMPTY;
   if (memcmp (buf, FTL_CKPT_MAGIC, 8) != 0)
     return FTL_FMT_BAD_MAGIC;
-  h.version = get32 (buf + 8);
+  h.version = get32le (buf + 8);
   if (h.version == 0 || h.version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
-  if (get32 (buf + 12) != FTL_CKPT_HDR_BYTES)
+  if (get32le (buf + 12) != FTL_CKPT_HDR_BYTES)
     return FTL_FMT_BAD_LENGTH;
-  if (get64 (buf + 16) != struct_checksum (buf, FTL_CKPT_HDR_BYTES, 16, 8))
+  if (get64le (buf + 16) != struct_checksum (buf, FTL_CKPT_HDR_BYTES, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
-  h.generation = get64 (buf + 24);
-  h.seq = get64 (buf + 32);
-  h.body_bytes = get64 (buf + 40);
-  h.body_checksum = get64 (buf + 48);
-  h.logical_pages = get64 (buf + 56);
-  h.blocks = get32 (buf + 64);
-  h.pages_per_block = get32 (buf + 68);
-  h.clean = get32 (buf + 72);
+  h.generation = get64le (buf + 24);
+  h.seq = get64le (buf + 32);
+  h.body_bytes = get64le (buf + 40);
+  h.body_checksum = get64le (buf + 48);
+  h.logical_pages = get64le (buf + 56);
+  h.blocks = get32le (buf + 64);
+  h.pages_per_block = get32le (buf + 68);
+  h.clean = get32le (buf + 72);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
-    h.counters[i] = get64 (buf + 80 + 8 * i);
-  /* Bound the page count first: 4 * logical_pages must not wrap around
+    h.counters[i] = get64le (buf + 80 + 8 * i);
+  /* Bound the page count first: the map's length must not wrap around
    * to a body length that only looks right.
    */
   if (h.clean > 1 || h.logical_pages >= FTL_PAGES_LIMIT ||
-      h.body_bytes != 4 * h.logical_pages
-                      + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks)
+      h.body_bytes != ftl_ckpt_body_bytes (h.logical_pages, h.blocks))
     return FTL_FMT_BAD_FIELD;
   *out = h;
   return FTL_FMT_OK;
 }
 
+uint64_t
+ftl_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks)
+{
+  return ftl_ckpt_block_offset (logical_pages, blocks);
+}
+
+uint64_t
+ftl_ckpt_block_offset (uint64_t logical_pages, uint32_t b)
+{
+  return FTL_CKPT_MAP_ENTRY_BYTES * logical_pages
+    + (uint64_t) FTL_CKPT_BLOCK_BYTES * b;
+}
+
+void
+ftl_ckpt_map_encode (uint32_t ppn, uint8_t *buf)
+{
+  put32le (buf, ppn);
+}
+
+uint32_t
+ftl_ckpt_map_decode (const uint8_t *buf)
+{
+  return get32le (buf);
+}
+
 void
 ftl_ckpt_block_encode (const struct ftl_ckpt_block *b, uint8_t *buf)
 {
-  put32 (buf, b->erase_count);
-  put32 (buf + 4, b->write_pointer);
-  put32 (buf + 8, b->state);
+  put32le (buf, b->erase_count);
+  put32le (buf + 4, b->write_pointer);
+  put32le (buf + 8, b->state);
 }
 
 void
 ftl_ckpt_block_decode (const uint8_t *buf, struct ftl_ckpt_block *out)
 {
-  out->erase_count = get32 (buf);
-  out->write_pointer = get32 (buf + 4);
-  out->state = get32 (buf + 8);
+  out->erase_count = get32le (buf);
+  out->write_pointer = get32le (buf + 4);
+  out->state = get32le (buf + 8);
+}
+
+/* ---- the checkpoint validity rule (format.h) ---- */
+
+bool
+ftl_ckpt_header_check (const struct ftl_ckpt_header *h,
+                       const struct ftl_superblock *sb, char *why,
+                       size_t whylen)
+{
+  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
+
+  if (h->logical_pages == lpages && h->blocks == sb->blocks &&
+      h->pages_per_block == sb->pages_per_block &&
+      FTL_CKPT_HDR_BYTES + h->body_bytes <= sb->ckpt_bytes)
+    return true;
+  if (why)
+    snprintf (why, whylen, "written for another geometry (%" PRIu64
+              " logical pages, %u erase blocks of %u pages)",
+              h->logical_pages, h->blocks, h->pages_per_block);
+  return false;
+}
+
+bool
+ftl_ckpt_body_check (const struct ftl_ckpt_header *h, const uint8_t *body)
+{
+  return ftl_checksum (body, h->body_bytes, 0) == h->body_checksum;
+}
+
+bool
+ftl_ckpt_map_check (const struct ftl_ckpt_header *h, uint32_t ppn)
+{
+  return ppn == FTL_UNMAPPED
+    || ppn < (uint64_t) h->blocks * h->pages_per_block;
+}
+
+bool
+ftl_ckpt_block_check (const struct ftl_ckpt_block *b,
+                      uint32_t pages_per_block, char *why, size_t whylen)
+{
+  if (b->state > FTL_BLK_RETIRED) {
+    if (why)
+      snprintf (why, whylen, "has an unknown state %u", b->state);
+    return false;
+  }
+  if (b->write_pointer > pages_per_block) {
+    if (why)
+      snprintf (why, whylen, "has %u pages written, more than its %u",
+                b->write_pointer, pages_per_block);
+    return false;
+  }
+  if ((b->state == FTL_BLK_FREE || b->state == FTL_BLK_RETIRED) &&
+      b->write_pointer != 0) {
+    if (why)
+      snprintf (why, whylen, "is %s but has %u pages written",
+                b->state == FTL_BLK_FREE ? "free" : "retired",
+                b->write_pointer);
+    return false;
+  }
+  return true;
 }
 
 /* ---- block header ---- */
@@ -337,11 +365,11 @@ void
 ftl_blkhdr_encode (const struct ftl_block_header *h, uint8_t *buf)
 {
   memset (buf, 0, FTL_BLKHDR_BYTES);
-  put32 (buf, FTL_BLKHDR_MAGIC);
-  put16 (buf + 4, FTL_FORMAT_VERSION);
-  put32 (buf + 8, h->erase_count);
-  put64 (buf + 16, h->erase_seq);
-  put64 (buf + 24, ftl_checksum (buf, 24, 0));
+  put32le (buf, FTL_BLKHDR_MAGIC);
+  put16le (buf + 4, FTL_FORMAT_VERSION);
+  put32le (buf + 8, h->erase_count);
+  put64le (buf + 16, h->erase_seq);
+  put64le (buf + 24, ftl_checksum (buf, 24, 0));
 }
 
 enum ftl_fmt_status
@@ -354,15 +382,15 @@ ftl_blkhdr_decode (const uint8_t *buf, size_t len,
     return FTL_FMT_BAD_LENGTH;
   if (all_zero (buf, FTL_BLKHDR_BYTES))
     return FTL_FMT_EMPTY;
-  if (get32 (buf) != FTL_BLKHDR_MAGIC)
+  if (get32le (buf) != FTL_BLKHDR_MAGIC)
     return FTL_FMT_BAD_MAGIC;
-  version = get16 (buf + 4);
+  version = get16le (buf + 4);
   if (version == 0 || version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
-  if (get64 (buf + 24) != ftl_checksum (buf, 24, 0))
+  if (get64le (buf + 24) != ftl_checksum (buf, 24, 0))
     return FTL_FMT_BAD_CHECKSUM;
-  out->erase_count = get32 (buf + 8);
-  out->erase_seq = get64 (buf + 16);
+  out->erase_count = get32le (buf + 8);
+  out->erase_seq = get64le (buf + 16);
   return FTL_FMT_OK;
 }
 
@@ -371,16 +399,16 @@ ftl_blkhdr_decode (const uint8_t *buf, size_t len,
 void
 ftl_oob_encode (const struct ftl_oob *o, uint8_t *buf)
 {
-  put16 (buf, FTL_OOB_MAGIC);
+  put16le (buf, FTL_OOB_MAGIC);
   buf[2] = o->kind;
   buf[3] = FTL_FORMAT_VERSION;
   /* One field on the media: a data page's LPN, a trim page's count. */
-  put32 (buf + 4, o->kind == FTL_OOB_TRIM ? o->trim_entries : o->lpn);
-  put64 (buf + 8, o->seq);
-  put32 (buf + 16, o->erase_count);
-  put32 (buf + 20, 0);
-  put64 (buf + 24, o->data_checksum);
-  put32 (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+  put32le (buf + 4, o->kind == FTL_OOB_TRIM ? o->trim_entries : o->lpn);
+  put64le (buf + 8, o->seq);
+  put32le (buf + 16, o->erase_count);
+  put32le (buf + 20, 0);
+  put64le (buf + 24, o->data_checksum);
+  put32le (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
 }
 
 enum ftl_fmt_status
@@ -392,25 +420,25 @@ ftl_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
     return FTL_FMT_BAD_LENGTH;
   if (all_zero (buf, FTL_OOB_BYTES))
     return FTL_FMT_EMPTY;
-  if (get16 (buf) != FTL_OOB_MAGIC)
+  if (get16le (buf) != FTL_OOB_MAGIC)
     return FTL_FMT_BAD_MAGIC;
   if (buf[3] == 0 || buf[3] > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
   memcpy (tmp, buf, FTL_OOB_BYTES);
-  put32 (tmp + 20, 0);
-  if (get32 (buf + 20) != (uint32_t) ftl_checksum (tmp, FTL_OOB_BYTES, 0))
+  put32le (tmp + 20, 0);
+  if (get32le (buf + 20) != (uint32_t) ftl_checksum (tmp, FTL_OOB_BYTES, 0))
     return FTL_FMT_BAD_CHECKSUM;
   if (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM)
     return FTL_FMT_BAD_FIELD;
   out->kind = buf[2];
   out->lpn = out->trim_entries = 0;
   if (out->kind == FTL_OOB_TRIM)
-    out->trim_entries = get32 (buf + 4);
+    out->trim_entries = get32le (buf + 4);
   else
-    out->lpn = get32 (buf + 4);
-  out->seq = get64 (buf + 8);
-  out->erase_count = get32 (buf + 16);
-  out->data_checksum = get64 (buf + 24);
+    out->lpn = get32le (buf + 4);
+  out->seq = get64le (buf + 8);
+  out->erase_count = get32le (buf + 16);
+  out->data_checksum = get64le (buf + 24);
   return FTL_FMT_OK;
 }
 
@@ -428,48 +456,48 @@ ftl_trim_page_encode (const struct ftl_trim_entry *e, uint32_t count,
 {
   assert (count <= ftl_trim_page_capacity (page_size));
   memset (page, 0, page_size);
-  put32 (page, count);
-  put16 (page + 4, FTL_TRIM_MAGIC);
-  put16 (page + 6, FTL_FORMAT_VERSION);
+  put32le (page, count);
+  put16le (page + 4, FTL_TRIM_MAGIC);
+  put16le (page + 6, FTL_FORMAT_VERSION);
   for (uint32_t i = 0; i < count; i++) {
     uint8_t *p = page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES;
-    put32 (p, e[i].lpn);
-    put32 (p + 4, e[i].count);
-    put64 (p + 8, e[i].seq);
+    put32le (p, e[i].lpn);
+    put32le (p + 4, e[i].count);
+    put64le (p + 8, e[i].seq);
   }
-  put64 (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
+  put64le (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
                                  (size_t) count * FTL_TRIM_ENTRY_BYTES,
-                                 get64 (page)));
+                                 get64le (page)));
 }
 
 enum ftl_fmt_status
 ftl_trim_page_decode (const uint8_t *page, uint32_t page_size,
                       struct ftl_trim_entry *out, uint32_t *countp)
 {
-  uint32_t count = get32 (page);
-  uint16_t version = get16 (page + 6);
+  uint32_t count = get32le (page);
+  uint16_t version = get16le (page + 6);
 
   if (all_zero (page, FTL_TRIM_HDR_BYTES))
     return FTL_FMT_EMPTY;
-  if (get16 (page + 4) != FTL_TRIM_MAGIC)
+  if (get16le (page + 4) != FTL_TRIM_MAGIC)
     return FTL_FMT_BAD_MAGIC;
   if (version == 0 || version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
   if (count == 0 || count > ftl_trim_page_capacity (page_size))
     return FTL_FMT_BAD_LENGTH;
-  if (get64 (page + 8) !=
+  if (get64le (page + 8) !=
       ftl_checksum (page + FTL_TRIM_HDR_BYTES,
-                    (size_t) count * FTL_TRIM_ENTRY_BYTES, get64 (page)))
+                    (size_t) count * FTL_TRIM_ENTRY_BYTES, get64le (page)))
     return FTL_FMT_BAD_CHECKSUM;
   /* Validate every entry before writing any to out. */
   for (uint32_t i = 0; i < count; i++)
-    if (get32 (page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES + 4) == 0)
+    if (get32le (page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES + 4) == 0)
       return FTL_FMT_BAD_FIELD;
   for (uint32_t i = 0; i < count; i++) {
     const uint8_t *p = page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES;
-    out[i].lpn = get32 (p);
-    out[i].count = get32 (p + 4);
-    out[i].seq = get64 (p + 8);
+    out[i].lpn = get32le (p);
+    out[i].count = get32le (p + 4);
+    out[i].seq = get64le (p + 8);
   }
   *countp = count;
   return FTL_FMT_OK;

@@ -55,6 +55,7 @@
 #define FTL_CKPT_MAGIC         "FTLCKPT\0"   /* 8 bytes */
 #define FTL_CKPT_HDR_BYTES     256
 #define FTL_CKPT_NCOUNTERS     12
+#define FTL_CKPT_MAP_ENTRY_BYTES 4          /* per logical page in the body */
 #define FTL_CKPT_BLOCK_BYTES   12           /* per erase block in the body */
 
 #define FTL_BLKHDR_MAGIC       0x4b4c4246u  /* "FBLK" */
@@ -187,10 +188,53 @@ extern enum ftl_fmt_status ftl_ckpt_header_decode (const uint8_t *buf,
                                                    size_t len,
                                                    struct ftl_ckpt_header *out);
 
+/* The checkpoint body, after the header in its slot:
+ *
+ *   map          logical_pages entries of FTL_CKPT_MAP_ENTRY_BYTES: the
+ *                PPN of each logical page, or FTL_UNMAPPED
+ *   block table  blocks entries of FTL_CKPT_BLOCK_BYTES, one per erase
+ *                block (struct ftl_ckpt_block)
+ *
+ * ftl_ckpt_body_bytes is its length (the header's body_bytes), and
+ * ftl_ckpt_block_offset where erase block b's entry starts in it.
+ */
+extern uint64_t ftl_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks);
+extern uint64_t ftl_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
+
+extern void ftl_ckpt_map_encode (uint32_t ppn, uint8_t *buf);
+extern uint32_t ftl_ckpt_map_decode (const uint8_t *buf);
 extern void ftl_ckpt_block_encode (const struct ftl_ckpt_block *b,
                                    uint8_t *buf);
 extern void ftl_ckpt_block_decode (const uint8_t *buf,
                                    struct ftl_ckpt_block *out);
+
+/* The checkpoint validity rule, which recovery and ftlctl check apply
+ * alike.  A checkpoint slot holds a usable checkpoint when
+ *   1. its header decodes (ftl_ckpt_header_decode);
+ *   2. the header was written for the superblock's geometry
+ *      (ftl_ckpt_header_check);
+ *   3. its body matches the header's checksum (ftl_ckpt_body_check);
+ *   4. every entry of the body is possible: a map entry is FTL_UNMAPPED
+ *      or a physical page of the image (ftl_ckpt_map_check); an erase
+ *      block's state is known, its program pointer is within the block,
+ *      and a free or retired block has nothing written
+ *      (ftl_ckpt_block_check).
+ * Recovery loads the newest slot that passes 1 to 3 and falls back to
+ * the other when 3 fails (a torn checkpoint write); a body that fails
+ * 4 behind a good checksum was written so, and the image is refused.
+ * The checks that write why (may be NULL) say what is wrong, without
+ * the slot or the erase block, which the caller names.
+ */
+extern bool ftl_ckpt_header_check (const struct ftl_ckpt_header *h,
+                                   const struct ftl_superblock *sb,
+                                   char *why, size_t whylen);
+extern bool ftl_ckpt_body_check (const struct ftl_ckpt_header *h,
+                                 const uint8_t *body);
+extern bool ftl_ckpt_map_check (const struct ftl_ckpt_header *h,
+                                uint32_t ppn);
+extern bool ftl_ckpt_block_check (const struct ftl_ckpt_block *b,
+                                  uint32_t pages_per_block,
+                                  char *why, size_t whylen);
 
 extern void ftl_blkhdr_encode (const struct ftl_block_header *h,
                                uint8_t *buf);

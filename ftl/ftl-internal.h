@@ -74,6 +74,11 @@
 #ifndef FTL_INTERNAL_H
 #define FTL_INTERNAL_H
 
+/* The library's own: programs outside it use ftl.h and inspect.h. */
+#ifdef FTL_OUTSIDE_LIBRARY
+#error "this header is internal to the FTL library (see ftl/inspect.h)"
+#endif
+
 #include <endian.h>
 #include <pthread.h>
 #include <stdatomic.h>

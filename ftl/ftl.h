@@ -2,7 +2,9 @@
  *
  * ftl.h is the public API of the FTL library.  It has no nbdkit
  * dependency: the nbdkit plugin, the ftlctl tool, the benchmarks and the
- * unit tests all drive the FTL through these calls alone.
+ * unit tests all drive the FTL through these calls alone; ftlctl also
+ * reads what is behind a disk (the on-media structures, each erase
+ * block, the map) through the inspection API, inspect.h.
  *
  * Glossary (one name for one thing, everywhere in the code):
  *   page            the unit of mapping and of NAND programming (page_size
@@ -35,6 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -326,10 +329,31 @@ extern unsigned ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts,
                                          unsigned n, uint32_t *first,
                                          uint32_t *width);
 
-/* Write the statistics as a JSON object to path, replacing the file
- * atomically (write to a unique temporary file, then rename).  Safe to
- * call from several threads.  Returns 0 or a negative errno; it logs
- * nothing, so that the caller decides how often to report a failure.
+/* The statistics as one JSON object on fp, followed by a newline.  Its
+ * core is the same for every caller: geometry and capacity, the host,
+ * media, GC and wear-leveling counters kept in the image, wear and
+ * erase blocks.  sections adds:
+ */
+#define FTL_STATS_IMAGE   (1u << 0) /* the file: path, uuid, creation
+                                     * time, superblock and checkpoint
+                                     * (ftlctl info) */
+#define FTL_STATS_SERVER  (1u << 1) /* this open's settings (GC policy
+                                     * and mode, wear-leveling threshold,
+                                     * endurance), what is counted only
+                                     * since it (GC slices, yields,
+                                     * syncs), read-only, deadlines and
+                                     * latencies (the plugin's file) */
+/* Safe to call from several threads while the handle serves.  Returns
+ * 0, or -EIO if writing to fp failed.
+ */
+extern int ftl_render_stats_json (struct ftl *ftl, unsigned sections,
+                                  FILE *fp);
+
+/* Write the statistics with FTL_STATS_SERVER to path, replacing the
+ * file atomically (write to a unique temporary file, then rename).
+ * Safe to call from several threads.  Returns 0 or a negative errno; it
+ * logs nothing, so that the caller decides how often to report a
+ * failure.
  */
 extern int ftl_write_stats_json (struct ftl *ftl, const char *path);
 

@@ -47,6 +47,11 @@
 #ifndef FTL_MEDIA_H
 #define FTL_MEDIA_H
 
+/* The library's own: programs outside it use ftl.h and inspect.h. */
+#ifdef FTL_OUTSIDE_LIBRARY
+#error "this header is internal to the FTL library (see ftl/inspect.h)"
+#endif
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>

@@ -144,7 +144,7 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
     .version = FTL_FORMAT_VERSION,
     .generation = 1,
     .seq = 1,
-    .body_bytes = 4 * lpages + (uint64_t) FTL_CKPT_BLOCK_BYTES * sb->blocks,
+    .body_bytes = ftl_ckpt_body_bytes (lpages, sb->blocks),
     .logical_pages = lpages,
     .blocks = sb->blocks,
     .pages_per_block = sb->pages_per_block,
@@ -163,7 +163,9 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   if (!ck)
     return -ENOMEM;
   /* All logical pages unmapped; all blocks free with erase count 0. */
-  memset (ck + FTL_CKPT_HDR_BYTES, 0xff, 4 * lpages);
+  for (uint64_t lpn = 0; lpn < lpages; lpn++)
+    ftl_ckpt_map_encode (FTL_UNMAPPED, ck + FTL_CKPT_HDR_BYTES
+                         + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
   h.body_checksum = ftl_checksum (ck + FTL_CKPT_HDR_BYTES, h.body_bytes, 0);
   ftl_ckpt_header_encode (&h, ck);
   r = io->pwrite (io->opaque, fd, ck, sb->ckpt_bytes, sb->ckpt_offset[0]);

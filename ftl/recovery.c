@@ -73,14 +73,6 @@ cmp_item (const void *a, const void *b)
   return x->ppn < y->ppn ? -1 : x->ppn > y->ppn;
 }
 
-static uint32_t
-get32le (const uint8_t *p)
-{
-  uint32_t v;
-  memcpy (&v, p, 4);
-  return le32toh (v);
-}
-
 /* Read both checkpoint slots and load the newest valid one. */
 static int
 load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
@@ -101,8 +93,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
     }
     st[s] = ftl_ckpt_header_decode (hb, sizeof hb, &h[s]);
     if (st[s] == FTL_FMT_OK &&
-        (h[s].logical_pages != ftl->logical_pages ||
-         h[s].blocks != ftl->blocks || h[s].pages_per_block != ftl->ppb))
+        !ftl_ckpt_header_check (&h[s], &ftl->sb, NULL, 0))
       st[s] = FTL_FMT_BAD_FIELD;
   }
 
@@ -126,7 +117,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
                 strerror (-r));
       return r;
     }
-    if (ftl_checksum (body, h[best].body_bytes, 0) == h[best].body_checksum)
+    if (ftl_ckpt_body_check (&h[best], body))
       break;
     ftl_log (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
              ") fails its checksum", best, h[best].generation);
@@ -151,10 +142,10 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
 
   /* The map. */
   const uint8_t *p = body;
-  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++, p += 4) {
-    uint32_t ppn = get32le (p);
-    if (ppn != FTL_UNMAPPED && ppn >= phys) {
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages;
+       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
+    uint32_t ppn = ftl_ckpt_map_decode (p);
+    if (!ftl_ckpt_map_check (&h[best], ppn)) {
       snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
                 " to physical page %u, beyond the device", lpn, ppn);
       free (body);
@@ -165,13 +156,10 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   /* The block table. */
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb;
+    char why[128];
     ftl_ckpt_block_decode (p, &cb);
-    if (cb.state > FTL_BLK_RETIRED || cb.write_pointer > ftl->ppb ||
-        ((cb.state == FTL_BLK_FREE || cb.state == FTL_BLK_RETIRED) &&
-         cb.write_pointer != 0)) {
-      snprintf (errbuf, errlen, "checkpoint: erase block %u has an "
-                "impossible state (%u, %u pages written)", b, cb.state,
-                cb.write_pointer);
+    if (!ftl_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
+      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
       free (body);
       return -EINVAL;
     }
@@ -190,14 +178,6 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
     ftl->replay_seq = h[1 - best].seq;
   *hp = h[best];
   return 0;
-}
-
-static bool
-all_zero (const uint8_t *p, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (p[i]) return false;
-  return true;
 }
 
 /* Scan one block for log items written after the checkpoint. */

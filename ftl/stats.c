@@ -1,12 +1,17 @@
-/* nbdkit-ftl: statistics.
+/* nbdkit-ftl: statistics, and their one JSON renderer.
  *
  * Counters are relaxed atomics bumped on the data path; this module only
- * reads them.  The JSON file is written to a temporary file beside the
- * target and renamed over it, so a reader never sees half a file.
+ * reads them.  ftl_render_stats_json is the only code that writes the
+ * statistics as JSON: the plugin's file (ftl_write_stats_json) and
+ * ftlctl info --json both come from it, so a member that both show has
+ * one name and one value; the sections (ftl.h) add what only one of
+ * them has.  The file is written to a temporary file beside the target
+ * and renamed over it, so a reader never sees half a file.
  */
 
 #include <config.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +20,7 @@
 #include <unistd.h>
 
 #include "ftl-internal.h"
+#include "inspect.h"
 
 static uint64_t
 ctr (struct ftl *ftl, enum ftl_ckpt_counter c)
@@ -94,32 +100,308 @@ ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts, unsigned n,
   return used;
 }
 
-/* The histogram as a JSON object (no newline after it). */
+/* ---- the JSON renderer ----
+ *
+ * A small writer: members in the order of the calls, one a line,
+ * indented two spaces a level; a key is NULL for the top level and for
+ * elements of an array.
+ */
+
+#define JW_MAX_DEPTH 8
+
+struct jw {
+  FILE *fp;
+  unsigned depth;
+  bool first[JW_MAX_DEPTH];     /* no member yet at this level */
+};
+
 static void
-histogram_json (struct ftl *ftl, FILE *fp, const char *indent)
+jw_quoted (struct jw *w, const char *s)
 {
+  fputc ('"', w->fp);
+  for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf (w->fp, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf (w->fp, "\\u%04x", *p);
+    else
+      fputc (*p, w->fp);
+  }
+  fputc ('"', w->fp);
+}
+
+/* Start a member: the separator, the indentation and the key. */
+static void
+jw_member (struct jw *w, const char *key)
+{
+  if (w->depth > 0) {
+    fputs (w->first[w->depth] ? "\n" : ",\n", w->fp);
+    w->first[w->depth] = false;
+    fprintf (w->fp, "%*s", 2 * w->depth, "");
+  }
+  if (key) {
+    jw_quoted (w, key);
+    fputs (": ", w->fp);
+  }
+}
+
+static void
+jw_begin (struct jw *w, const char *key)
+{
+  jw_member (w, key);
+  fputc ('{', w->fp);
+  assert (w->depth + 1 < JW_MAX_DEPTH);
+  w->first[++w->depth] = true;
+}
+
+static void
+jw_end (struct jw *w)
+{
+  assert (w->depth > 0);
+  if (!w->first[w->depth--])
+    fprintf (w->fp, "\n%*s", 2 * w->depth, "");
+  fputc ('}', w->fp);
+}
+
+static void
+jw_uint (struct jw *w, const char *key, uint64_t v)
+{
+  jw_member (w, key);
+  fprintf (w->fp, "%" PRIu64, v);
+}
+
+/* Ratios and means: four decimals. */
+static void
+jw_fixed (struct jw *w, const char *key, double v)
+{
+  jw_member (w, key);
+  fprintf (w->fp, "%.4f", v);
+}
+
+static void
+jw_bool (struct jw *w, const char *key, bool v)
+{
+  jw_member (w, key);
+  fputs (v ? "true" : "false", w->fp);
+}
+
+static void
+jw_string (struct jw *w, const char *key, const char *v)
+{
+  jw_member (w, key);
+  jw_quoted (w, v);
+}
+
+/* An array of numbers, on one line. */
+static void
+jw_uint_array (struct jw *w, const char *key, const uint64_t *v, unsigned n)
+{
+  jw_member (w, key);
+  fputc ('[', w->fp);
+  for (unsigned i = 0; i < n; i++)
+    fprintf (w->fp, "%s%" PRIu64, i ? ", " : "", v[i]);
+  fputc (']', w->fp);
+}
+
+/* ---- the statistics: one renderer for every caller ---- */
+
+struct stats_view {
+  struct ftl *ftl;
+  unsigned sections;
+  struct ftl_stats st;
+  struct ftl_geometry g;
+  struct ftl_image_info ii;
+};
+
+static bool
+has (const struct stats_view *v, unsigned section)
+{
+  return (v->sections & section) != 0;
+}
+
+/* FTL_STATS_IMAGE: the file and what is recorded at its start. */
+static void
+render_image (struct jw *w, const struct stats_view *v)
+{
+  const struct ftl_image_info *ii = &v->ii;
+  uint64_t generation;
+  unsigned slot;
+
+  jw_string (w, "file", ii->path);
+  jw_string (w, "uuid", ii->uuid);
+  jw_uint (w, "created", ii->sb.created);
+  jw_begin (w, "superblock");
+  jw_string (w, "state", ii->sb.state == FTL_SB_CLEAN ? "clean" : "dirty");
+  jw_bool (w, "clean", ii->sb.state == FTL_SB_CLEAN);
+  jw_uint (w, "generation", ii->sb.generation);
+  jw_end (w);
+  ftl_inspect_checkpoint (v->ftl, &generation, &slot);
+  jw_begin (w, "checkpoint");
+  jw_uint (w, "generation", generation);
+  jw_uint (w, "slot", slot);
+  jw_end (w);
+}
+
+static void
+render_geometry (struct jw *w, const struct stats_view *v)
+{
+  jw_begin (w, "geometry");
+  jw_uint (w, "page_size", v->g.page_size);
+  jw_uint (w, "pages_per_block", v->g.pages_per_block);
+  jw_uint (w, "blocks", v->g.blocks);
+  jw_uint (w, "logical_bytes", v->g.logical_bytes);
+  jw_uint (w, "logical_pages", v->g.logical_pages);
+  jw_fixed (w, "op_percent", v->g.op_percent);
+  jw_uint (w, "physical_bytes", v->ii.physical_bytes);
+  jw_uint (w, "image_bytes", v->ii.image_bytes);
+  jw_uint (w, "meta_pages", v->ii.sb.meta_pages);
+  jw_uint (w, "data_offset", v->ii.sb.data_offset);
+  jw_end (w);
+  jw_begin (w, "capacity");
+  jw_uint (w, "mapped_pages", v->st.mapped_pages);
+  jw_uint (w, "logical_pages", v->g.logical_pages);
+  jw_end (w);
+}
+
+static void
+render_counters (struct jw *w, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+  bool server = has (v, FTL_STATS_SERVER);
+
+  jw_begin (w, "host");
+  jw_uint (w, "write_pages", st->host_write_pages);
+  jw_uint (w, "read_pages", st->host_read_pages);
+  jw_uint (w, "trim_pages", st->host_trim_pages);
+  jw_uint (w, "flushes", st->host_flushes);
+  jw_end (w);
+  jw_begin (w, "media");
+  jw_uint (w, "program_pages", st->media_program_pages);
+  jw_uint (w, "read_pages", st->media_read_pages);
+  jw_uint (w, "erases", st->media_erases);
+  jw_end (w);
+  jw_begin (w, "gc");
+  if (server) {
+    jw_string (w, "policy", ftl_gc_policy_name (st->gc_policy));
+    jw_string (w, "mode", ftl_gc_mode_name (st->gc_mode));
+  }
+  jw_uint (w, "copied_pages", st->gc_copied_pages);
+  jw_uint (w, "runs", st->gc_runs);
+  jw_uint (w, "background_runs", st->gc_background_runs);
+  if (server) {
+    jw_uint (w, "slices", st->gc_slices);
+    jw_uint (w, "yields", st->gc_yields);
+    jw_uint (w, "syncs", st->gc_barriers);
+    jw_uint (w, "erases_unsynced", st->gc_erases_unsynced);
+  }
+  jw_end (w);
+  jw_begin (w, "wl");
+  if (server)
+    jw_uint (w, "threshold", st->wl_threshold);
+  jw_uint (w, "moved_pages", st->wl_moved_pages);
+  jw_end (w);
+  jw_uint (w, "checkpoints", st->checkpoints);
+  jw_uint (w, "mapped_pages", st->mapped_pages);
+  jw_fixed (w, "waf", st->waf);
+}
+
+static void
+render_wear (struct jw *w, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+  const uint32_t *n = v->ii.blocks_in_state;
   uint64_t counts[FTL_HISTOGRAM_BUCKETS];
   uint32_t first, width;
-  unsigned used = ftl_get_erase_histogram (ftl, counts,
-                                           FTL_HISTOGRAM_BUCKETS,
-                                           &first, &width);
+  unsigned used;
 
-  fprintf (fp, "{\n%s  \"first\": %u,\n%s  \"width\": %u,\n"
-           "%s  \"counts\": [", indent, first, indent, width, indent);
-  for (unsigned i = 0; i < used; i++)
-    fprintf (fp, "%s%" PRIu64, i ? ", " : "", counts[i]);
-  fprintf (fp, "]\n%s}", indent);
+  used = ftl_get_erase_histogram (v->ftl, counts, FTL_HISTOGRAM_BUCKETS,
+                                  &first, &width);
+  jw_begin (w, "wear");
+  jw_uint (w, "erase_min", st->erase_min);
+  jw_uint (w, "erase_max", st->erase_max);
+  jw_fixed (w, "erase_mean", st->erase_mean);
+  if (has (v, FTL_STATS_SERVER))
+    jw_uint (w, "endurance", st->endurance);
+  jw_uint (w, "retired_blocks", st->retired_blocks);
+  jw_bool (w, "worn_out", v->ii.worn_out);
+  jw_begin (w, "histogram");
+  jw_uint (w, "first", first);
+  jw_uint (w, "width", width);
+  jw_uint_array (w, "counts", counts, used);
+  jw_end (w);
+  jw_end (w);
+  if (has (v, FTL_STATS_SERVER))
+    jw_bool (w, "readonly", st->read_only);
+  jw_begin (w, "blocks");
+  jw_uint (w, "free", n[FTL_BLK_FREE]);
+  jw_uint (w, "open", n[FTL_BLK_OPEN]);
+  jw_uint (w, "full", n[FTL_BLK_FULL]);
+  jw_uint (w, "retired", n[FTL_BLK_RETIRED]);
+  jw_uint (w, "total", st->blocks_total);
+  jw_end (w);
+}
+
+/* FTL_STATS_SERVER: request deadlines and latencies. */
+static void
+render_requests (struct jw *w, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+
+  jw_begin (w, "deadline");
+  jw_uint (w, "timeout_us", st->deadline.timeout_ns / 1000);
+  jw_uint (w, "retries", st->deadline.retries);
+  jw_uint (w, "requests", st->deadline.requests);
+  jw_uint (w, "expired", st->deadline.expired);
+  jw_uint (w, "handled", st->deadline.handled);
+  jw_uint (w, "reset", st->deadline.reset);
+  jw_uint (w, "aborted", st->deadline.aborted);
+  jw_uint (w, "abort_all", st->deadline.abort_all);
+  jw_uint (w, "rejected", st->deadline.rejected);
+  jw_bool (w, "stalled", st->deadline.stalled);
+  jw_end (w);
+  jw_begin (w, "latency_us");
+  for (unsigned op = 0; op < FTL_OP__MAX; op++) {
+    jw_begin (w, ftl_op_name (op));
+    jw_uint (w, "count", st->latency[op].count);
+    jw_uint (w, "p50", st->latency[op].p50);
+    jw_uint (w, "p99", st->latency[op].p99);
+    jw_uint (w, "p999", st->latency[op].p999);
+    jw_uint (w, "max", st->latency[op].max);
+    jw_end (w);
+  }
+  jw_end (w);
+}
+
+int
+ftl_render_stats_json (struct ftl *ftl, unsigned sections, FILE *fp)
+{
+  struct stats_view v = { .ftl = ftl, .sections = sections };
+  struct jw w = { .fp = fp };
+
+  ftl_get_stats (ftl, &v.st);
+  ftl_get_geometry (ftl, &v.g);
+  ftl_inspect_image (ftl, &v.ii);
+
+  jw_begin (&w, NULL);
+  if (has (&v, FTL_STATS_IMAGE))
+    render_image (&w, &v);
+  render_geometry (&w, &v);
+  render_counters (&w, &v);
+  render_wear (&w, &v);
+  if (has (&v, FTL_STATS_SERVER))
+    render_requests (&w, &v);
+  jw_end (&w);
+  fputc ('\n', fp);
+  return ferror (fp) ? -EIO : 0;
 }
 
 int
 ftl_write_stats_json (struct ftl *ftl, const char *path)
 {
-  struct ftl_stats st;
   char *tmp;
   FILE *fp;
   int fd, r = 0;
 
-  ftl_get_stats (ftl, &st);
   if (asprintf (&tmp, "%s.XXXXXX", path) == -1)
     return -ENOMEM;
   fd = mkstemp (tmp);
@@ -132,103 +414,7 @@ ftl_write_stats_json (struct ftl *ftl, const char *path)
     free (tmp);
     return r;
   }
-  fprintf (fp,
-           "{\n"
-           "  \"geometry\": {\n"
-           "    \"page_size\": %u,\n"
-           "    \"pages_per_block\": %u,\n"
-           "    \"blocks\": %u,\n"
-           "    \"logical_bytes\": %" PRIu64 ",\n"
-           "    \"logical_pages\": %" PRIu64 ",\n"
-           "    \"op_percent\": %.4f\n"
-           "  },\n"
-           "  \"host\": {\n"
-           "    \"write_pages\": %" PRIu64 ",\n"
-           "    \"read_pages\": %" PRIu64 ",\n"
-           "    \"trim_pages\": %" PRIu64 ",\n"
-           "    \"flushes\": %" PRIu64 "\n"
-           "  },\n"
-           "  \"media\": {\n"
-           "    \"program_pages\": %" PRIu64 ",\n"
-           "    \"read_pages\": %" PRIu64 ",\n"
-           "    \"erases\": %" PRIu64 "\n"
-           "  },\n"
-           "  \"gc\": {\n"
-           "    \"policy\": \"%s\",\n"
-           "    \"mode\": \"%s\",\n"
-           "    \"copied_pages\": %" PRIu64 ",\n"
-           "    \"runs\": %" PRIu64 ",\n"
-           "    \"background_runs\": %" PRIu64 ",\n"
-           "    \"slices\": %" PRIu64 ",\n"
-           "    \"yields\": %" PRIu64 ",\n"
-           "    \"syncs\": %" PRIu64 ",\n"
-           "    \"erases_unsynced\": %" PRIu64 "\n"
-           "  },\n"
-           "  \"wl\": {\n"
-           "    \"threshold\": %u,\n"
-           "    \"moved_pages\": %" PRIu64 "\n"
-           "  },\n"
-           "  \"checkpoints\": %" PRIu64 ",\n"
-           "  \"mapped_pages\": %" PRIu64 ",\n"
-           "  \"waf\": %.4f,\n"
-           "  \"wear\": {\n"
-           "    \"erase_min\": %u,\n"
-           "    \"erase_max\": %u,\n"
-           "    \"erase_mean\": %.4f,\n"
-           "    \"endurance\": %u,\n"
-           "    \"retired_blocks\": %u,\n"
-           "    \"histogram\": ",
-           ftl->page_size, ftl->ppb, ftl->blocks, ftl->logical_bytes,
-           ftl->logical_pages, ftl->sb.op_ppm / 10000.0,
-           st.host_write_pages, st.host_read_pages, st.host_trim_pages,
-           st.host_flushes,
-           st.media_program_pages, st.media_read_pages, st.media_erases,
-           ftl_gc_policy_name (st.gc_policy), ftl_gc_mode_name (st.gc_mode),
-           st.gc_copied_pages, st.gc_runs, st.gc_background_runs,
-           st.gc_slices, st.gc_yields, st.gc_barriers, st.gc_erases_unsynced,
-           st.wl_threshold, st.wl_moved_pages,
-           st.checkpoints, st.mapped_pages, st.waf,
-           st.erase_min, st.erase_max, st.erase_mean,
-           st.endurance, st.retired_blocks);
-  histogram_json (ftl, fp, "    ");
-  fprintf (fp,
-           "\n"
-           "  },\n"
-           "  \"readonly\": %s,\n"
-           "  \"blocks\": {\n"
-           "    \"free\": %u,\n"
-           "    \"total\": %u\n"
-           "  },\n",
-           st.read_only ? "true" : "false", st.blocks_free, st.blocks_total);
-  fprintf (fp,
-           "  \"deadline\": {\n"
-           "    \"timeout_us\": %" PRIu64 ",\n"
-           "    \"retries\": %u,\n"
-           "    \"requests\": %" PRIu64 ",\n"
-           "    \"expired\": %" PRIu64 ",\n"
-           "    \"handled\": %" PRIu64 ",\n"
-           "    \"reset\": %" PRIu64 ",\n"
-           "    \"aborted\": %" PRIu64 ",\n"
-           "    \"abort_all\": %" PRIu64 ",\n"
-           "    \"rejected\": %" PRIu64 ",\n"
-           "    \"stalled\": %s\n"
-           "  },\n"
-           "  \"latency_us\": {\n",
-           st.deadline.timeout_ns / 1000, st.deadline.retries,
-           st.deadline.requests, st.deadline.expired, st.deadline.handled,
-           st.deadline.reset, st.deadline.aborted, st.deadline.abort_all,
-           st.deadline.rejected, st.deadline.stalled ? "true" : "false");
-  for (unsigned op = 0; op < FTL_OP__MAX; op++)
-    fprintf (fp,
-             "    \"%s\": { \"count\": %" PRIu64 ", \"p50\": %" PRIu64
-             ", \"p99\": %" PRIu64 ", \"p999\": %" PRIu64 ", \"max\": %"
-             PRIu64 " }%s\n",
-             ftl_op_name (op), st.latency[op].count, st.latency[op].p50,
-             st.latency[op].p99, st.latency[op].p999, st.latency[op].max,
-             op + 1 < FTL_OP__MAX ? "," : "");
-  fprintf (fp, "  }\n}\n");
-  if (ferror (fp))
-    r = -EIO;
+  r = ftl_render_stats_json (ftl, FTL_STATS_SERVER, fp);
   if (fclose (fp) == EOF && r == 0)
     r = -errno;
   if (r == 0 && rename (tmp, path) == -1)

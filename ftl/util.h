@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
@@ -29,6 +30,61 @@
 #define ALWAYS(x) ((x) ? 1 : (assert (0), 0))
 #define NEVER(x) ((x) ? (assert (0), 1) : 0)
 #endif
+
+/* Little-endian integers in byte buffers, as every structure of the
+ * on-disk format (format.h) stores them, whatever the host's order.
+ */
+static inline void
+put16le (uint8_t *p, uint16_t v)
+{
+  p[0] = v;
+  p[1] = v >> 8;
+}
+
+static inline void
+put32le (uint8_t *p, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    p[i] = v >> (8 * i);
+}
+
+static inline void
+put64le (uint8_t *p, uint64_t v)
+{
+  for (int i = 0; i < 8; i++)
+    p[i] = v >> (8 * i);
+}
+
+static inline uint16_t
+get16le (const uint8_t *p)
+{
+  return p[0] | (uint16_t) p[1] << 8;
+}
+
+static inline uint32_t
+get32le (const uint8_t *p)
+{
+  return p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
+    | (uint32_t) p[3] << 24;
+}
+
+static inline uint64_t
+get64le (const uint8_t *p)
+{
+  return get32le (p) | (uint64_t) get32le (p + 4) << 32;
+}
+
+/* True if the n bytes at p are all zero (never written, or erased). */
+static inline bool
+all_zero (const void *p, size_t n)
+{
+  const uint8_t *b = p;
+
+  for (size_t i = 0; i < n; i++)
+    if (b[i])
+      return false;
+  return true;
+}
 
 static inline bool
 is_power_of_2 (uint64_t v)

@@ -70,10 +70,10 @@ decode (const uint8_t *buf, size_t len)
 static void
 reseal (uint8_t *buf, size_t len)
 {
-  uint64_t body = fuzz_get64 (buf + 40);
+  uint64_t body = get64le (buf + 40);
 
   if (body <= len - FTL_CKPT_HDR_BYTES)
-    fuzz_put64 (buf + 48, ftl_checksum (buf + FTL_CKPT_HDR_BYTES, body, 0));
+    put64le (buf + 48, ftl_checksum (buf + FTL_CKPT_HDR_BYTES, body, 0));
   fuzz_reseal_ckpt_header (buf);
 }
 

@@ -81,9 +81,9 @@ reseal_image (uint8_t *img, size_t n, unsigned flags)
       uint64_t body;
       if (sb.ckpt_offset[s] + sb.ckpt_bytes > n)
         continue;
-      body = fuzz_get64 (h + 40);
+      body = get64le (h + 40);
       if (body <= sb.ckpt_bytes - FTL_CKPT_HDR_BYTES)
-        fuzz_put64 (h + 48, ftl_checksum (h + FTL_CKPT_HDR_BYTES, body, 0));
+        put64le (h + 48, ftl_checksum (h + FTL_CKPT_HDR_BYTES, body, 0));
       fuzz_reseal_ckpt_header (h);
     }
 
@@ -96,18 +96,18 @@ reseal_image (uint8_t *img, size_t n, unsigned flags)
     uint8_t *meta = img + off;
     if (off + block_bytes > n)
       break;
-    if ((flags & RESEAL_META) && !fuzz_all_zero (meta, FTL_BLKHDR_BYTES))
+    if ((flags & RESEAL_META) && !all_zero (meta, FTL_BLKHDR_BYTES))
       fuzz_reseal_blkhdr (meta);
     for (uint32_t i = 0; i < sb.pages_per_block; i++) {
       uint8_t *e = meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES;
       uint8_t *page = meta + (size_t) (sb.meta_pages + i) * sb.page_size;
       uint32_t ppn = b * sb.pages_per_block + i;
-      if (fuzz_all_zero (e, FTL_OOB_BYTES))
+      if (all_zero (e, FTL_OOB_BYTES))
         continue;
       if (flags & RESEAL_DATA) {
         if (e[2] == FTL_OOB_TRIM)
           fuzz_reseal_trim_page (page, sb.page_size);
-        fuzz_put64 (e + 24, ftl_checksum (page, sb.page_size, ppn));
+        put64le (e + 24, ftl_checksum (page, sb.page_size, ppn));
       }
       if (flags & RESEAL_META)
         fuzz_reseal_oob (e);
@@ -129,7 +129,7 @@ check_page (struct ftl *ftl, const uint8_t *img, size_t n, uint64_t lpn,
   uint64_t meta, data;
 
   if (ppn == FTL_UNMAPPED) {
-    FUZZ_CHECK (fuzz_all_zero (buf, len));
+    FUZZ_CHECK (all_zero (buf, len));
     return;
   }
   FUZZ_CHECK (media_ppn_block (m, ppn) < ftl->blocks);
@@ -250,7 +250,7 @@ write_and_reopen (struct ftl *ftl, const struct ftl_options *opts)
     FUZZ_CHECK (memcmp (buf, pat, g.logical_bytes - last) == 0);
     if (g.logical_pages > 2) {
       FUZZ_CHECK (ftl_read (ftl, buf, g.page_size, g.page_size) == 0);
-      FUZZ_CHECK (fuzz_all_zero (buf, g.page_size));
+      FUZZ_CHECK (all_zero (buf, g.page_size));
     }
   }
   ftl_close (ftl);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "util.h"
 
 #define FUZZ_CHECK(cond)                                                \
   do {                                                                  \
@@ -34,39 +35,6 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
-static inline void
-fuzz_put32 (uint8_t *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++) p[i] = v >> (8 * i);
-}
-
-static inline void
-fuzz_put64 (uint8_t *p, uint64_t v)
-{
-  for (int i = 0; i < 8; i++) p[i] = v >> (8 * i);
-}
-
-static inline uint32_t
-fuzz_get32 (const uint8_t *p)
-{
-  return p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16
-    | (uint32_t) p[3] << 24;
-}
-
-static inline uint64_t
-fuzz_get64 (const uint8_t *p)
-{
-  return fuzz_get32 (p) | (uint64_t) fuzz_get32 (p + 4) << 32;
-}
-
-static inline bool
-fuzz_all_zero (const uint8_t *p, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    if (p[i]) return false;
-  return true;
-}
-
 /* Recompute the checksum of an encoded structure of len bytes whose
  * 64 bit checksum field is at csum_off (superblock, checkpoint header):
  * the checksum of the bytes with that field taken as zero.
@@ -74,8 +42,8 @@ fuzz_all_zero (const uint8_t *p, size_t n)
 static inline void
 fuzz_reseal_struct (uint8_t *buf, size_t len, size_t csum_off)
 {
-  fuzz_put64 (buf + csum_off, 0);
-  fuzz_put64 (buf + csum_off, ftl_checksum (buf, len, 0));
+  put64le (buf + csum_off, 0);
+  put64le (buf + csum_off, ftl_checksum (buf, len, 0));
 }
 
 static inline void
@@ -93,7 +61,7 @@ fuzz_reseal_ckpt_header (uint8_t *buf)
 static inline void
 fuzz_reseal_blkhdr (uint8_t *buf)
 {
-  fuzz_put64 (buf + 24, ftl_checksum (buf, 24, 0));
+  put64le (buf + 24, ftl_checksum (buf, 24, 0));
 }
 
 /* An OOB entry's checksum is 32 bits at offset 20, of the entry with
@@ -102,8 +70,8 @@ fuzz_reseal_blkhdr (uint8_t *buf)
 static inline void
 fuzz_reseal_oob (uint8_t *buf)
 {
-  fuzz_put32 (buf + 20, 0);
-  fuzz_put32 (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+  put32le (buf + 20, 0);
+  put32le (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
 }
 
 /* A trim page's checksum covers its entries (as many as its count says,
@@ -112,14 +80,14 @@ fuzz_reseal_oob (uint8_t *buf)
 static inline void
 fuzz_reseal_trim_page (uint8_t *page, uint32_t page_size)
 {
-  uint32_t count = fuzz_get32 (page);
+  uint32_t count = get32le (page);
   uint32_t cap = ftl_trim_page_capacity (page_size);
 
   if (count > cap)
     count = cap;
-  fuzz_put64 (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
+  put64le (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
                                       (size_t) count * FTL_TRIM_ENTRY_BYTES,
-                                      fuzz_get64 (page)));
+                                      get64le (page)));
 }
 
 /* The entry point of a target for one structure: inputs over max bytes

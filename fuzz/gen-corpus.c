@@ -179,23 +179,23 @@ seeds_of_image (const char *path, bool with_write)
     seed ("fuzz-superblock", NULL, 0, img + i * FTL_SB_SLOT, FTL_SB_BYTES);
   for (int s = 0; s < 2; s++) {
     const uint8_t *h = img + sb.ckpt_offset[s];
-    if (!fuzz_all_zero (h, FTL_CKPT_HDR_BYTES))
+    if (!all_zero (h, FTL_CKPT_HDR_BYTES))
       seed ("fuzz-ckpt", NULL, 0, h,
-            FTL_CKPT_HDR_BYTES + fuzz_get64 (h + 40));
+            FTL_CKPT_HDR_BYTES + get64le (h + 40));
   }
 
   block_bytes = (uint64_t) (sb.meta_pages + sb.pages_per_block)
     * sb.page_size;
   for (uint32_t b = 0; b < sb.blocks; b++) {
     const uint8_t *meta = img + sb.data_offset + b * block_bytes;
-    if (!fuzz_all_zero (meta, FTL_BLKHDR_BYTES) && hdr_seeds++ < 3)
+    if (!all_zero (meta, FTL_BLKHDR_BYTES) && hdr_seeds++ < 3)
       seed ("fuzz-blkhdr", NULL, 0, meta, FTL_BLKHDR_BYTES);
     for (uint32_t i = 0; i < sb.pages_per_block; i++) {
       const uint8_t *e = meta + FTL_BLKHDR_BYTES + i * FTL_OOB_BYTES;
       const uint8_t *page = meta + (size_t) (sb.meta_pages + i)
         * sb.page_size;
       uint8_t ps = 0;           /* 512 << 0 */
-      if (fuzz_all_zero (e, FTL_OOB_BYTES))
+      if (all_zero (e, FTL_OOB_BYTES))
         continue;
       if (e[2] == FTL_OOB_TRIM) {
         seed ("fuzz-oob", NULL, 0, e, FTL_OOB_BYTES);

@@ -465,9 +465,13 @@ ftl_plugin_cleanup (void)
   if (ftl == NULL)
     return;
 
-  stats_stop ();
+  /* The last statistics are written once the background threads have
+   * stopped, so that no GC follows them; ftl_close still writes the
+   * last checkpoint after them (its count is one more in the image).
+   */
   ftl_stop_watchdog (ftl);
   ftl_stop_background (ftl);
+  stats_stop ();
   r = ftl_close (ftl);
   ftl = NULL;
   if (r < 0)

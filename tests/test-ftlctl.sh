@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: ftlctl creates an image, describes it and checks it; a
 # corrupted data page is found and named by check, --repair unmaps it,
-# and the image is clean again with every other page intact.
+# and the image is clean again with every other page intact.  info
+# --json and the plugin's statistics file agree on every member that
+# both show.
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
@@ -64,7 +66,7 @@ jq -e '.geometry.page_size == 4096 and
        .capacity.logical_pages == 16384 and
        .superblock.clean and
        .blocks.total == .geometry.blocks and
-       (.wear.histogram | map(.blocks) | add) == .geometry.blocks' \
+       (.wear.histogram.counts | add) == .geometry.blocks' \
    "$tmp/info.json" > /dev/null ||
     { cat "$tmp/info.json"; fail "info --json"; }
 
@@ -137,7 +139,63 @@ jq -e '.wear.erase_max >= 3' "$tmp/info.json" > /dev/null ||
 expect_status 0 $FTLCTL check "$disk"
 grep -q 'clean, 16384/16384 logical pages mapped' "$tmp/out"
 
-# 10. Bad command lines: usage on stderr, status 2 (8 for check).
+# 10. info --json and the plugin's statistics file come from one
+# renderer: after a clean shutdown, every member that both show has the
+# same value, but for what closing the image changes after the file's
+# last write: one more checkpoint, and no erase block left open (each
+# is full, or free if nothing was written to it).  A member only one
+# of them shows is one of the image's (info) or of the server's (the
+# statistics file), as the man pages say.
+stats="$tmp/stats.json"
+start_server "$sock" "$pid" file="$disk" stats="$stats"
+timeout 300 nbdsh -u "$uri" -c '
+import random
+random.seed(11)
+for n in range(3000):
+    h.pwrite(bytes([n % 251 + 1]) * 4096, random.randrange(16384) * 4096)
+    if n % 100 == 0:
+        h.trim(8 * 4096, random.randrange(16376) * 4096)
+h.flush()
+'
+stop_server "$pid"
+$FTLCTL info --json "$disk" > "$tmp/info.json"
+jq -n --slurpfile info "$tmp/info.json" --slurpfile stats "$stats" '
+# Members (not objects), as paths; an array is one member.
+def members: [paths(type != "object") | select(all(.[]; type == "string"))];
+def name: join(".");
+def only(prefixes): [.[] | name | select(. as $n |
+    any(prefixes[]; . as $p | $n == $p or ($n | startswith($p + "."))))];
+$info[0] as $i | $stats[0] as $s | ($i | members) as $mi |
+($s | members) as $ms | [$mi[] | select(. as $m | any($ms[]; . == $m))] as $both |
+[ ($mi - $ms | map(name)) - ($mi - $ms | only(["file", "uuid", "created",
+      "superblock", "checkpoint"])),
+  ($ms - $mi | map(name)) - ($ms - $mi | only(["gc.policy", "gc.mode",
+      "gc.slices", "gc.yields", "gc.syncs", "gc.erases_unsynced",
+      "wl.threshold", "wear.endurance", "readonly", "deadline",
+      "latency_us"])) ] as [$stray_info, $stray_stats] |
+[ $both[] | . as $p | select(name | IN("checkpoints", "blocks.open",
+      "blocks.full", "blocks.free") | not) |
+  select(($i | getpath($p)) != ($s | getpath($p))) |
+  "\(name): info \($i | getpath($p)), stats \($s | getpath($p))" ] +
+[ if $i.checkpoints != $s.checkpoints + 1 then
+    "checkpoints: info \($i.checkpoints), stats \($s.checkpoints)"
+  else empty end,
+  if $i.blocks.open != 0 or
+     $i.blocks.full + $i.blocks.free !=
+       $s.blocks.full + $s.blocks.open + $s.blocks.free or
+     $i.blocks.full < $s.blocks.full or $i.blocks.free < $s.blocks.free
+  then "blocks: info \($i.blocks), stats \($s.blocks)" else empty end ] +
+[ $stray_info[] | "\(.): only in info" ] +
+[ $stray_stats[] | "\(.): only in the statistics file" ] +
+(if ($both | length) < 30 then ["only \($both | length) members in both"]
+ else [] end)
+' > "$tmp/differ.json"
+if [ "$(jq length "$tmp/differ.json")" != 0 ]; then
+    jq -r '.[]' "$tmp/differ.json"
+    fail "info --json and the statistics file disagree"
+fi
+
+# 11. Bad command lines: usage on stderr, status 2 (8 for check).
 expect_status 2 $FTLCTL no-such-subcommand "$disk"
 expect_status 2 $FTLCTL info --no-such-option "$disk"
 expect_status 2 $FTLCTL dump --block 0 --lpn 1 "$disk"

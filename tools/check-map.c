@@ -32,45 +32,49 @@
 
 #include "check.h"
 #include "ftlctl.h"
-#include "ftl-internal.h"
 
 /* Read at most this many bytes of data pages at once. */
 #define READ_BYTES (1024 * 1024)
 
+/* The image being checked. */
+struct image {
+  struct ftl *ftl;
+  struct ftl_geometry g;
+  struct ftl_image_info ii;
+  struct ftl_block_info *bi;    /* per erase block */
+};
+
 /* Where a mapped page is, for messages. */
 #define WHERE_FMT "logical page %" PRIu64 " (physical page %u: erase " \
   "block %u, page %u)"
-#define WHERE(lpn, m, ppn) (lpn), (ppn), media_ppn_block ((m), (ppn)), \
-    media_ppn_page ((m), (ppn))
+#define WHERE(im, lpn, ppn) (lpn), (ppn), (ppn) / (im)->g.pages_per_block, \
+    (ppn) % (im)->g.pages_per_block
 
 /* Erase block states and the counts kept for them. */
 static void
-check_block_states (struct checker *c, struct ftl *ftl)
+check_block_states (struct checker *c, const struct image *im)
 {
-  uint32_t n[FTL_BLK_RETIRED + 1] = { 0 }, known = 0;
+  const uint32_t *n = im->ii.blocks_in_state;
+  uint32_t known = 0;
 
-  for (uint32_t b = 0; b < ftl->blocks; b++) {
-    if (ftl->state[b] > FTL_BLK_RETIRED)
+  for (uint32_t b = 0; b < im->g.blocks; b++)
+    if (im->bi[b].state > FTL_BLK_RETIRED)
       check_error (c, "erase block %u has an unknown state %u", b,
-                   ftl->state[b]);
-    else {
-      n[ftl->state[b]]++;
-      known++;
-    }
-  }
-  if (ftl->nfree != n[FTL_BLK_FREE])
+                   im->bi[b].state);
+  for (unsigned s = 0; s <= FTL_BLK_RETIRED; s++)
+    known += n[s];
+  if (im->ii.free_pool != n[FTL_BLK_FREE])
     check_error (c, "the free pool counts %u erase blocks, but %u are free",
-                 ftl->nfree, n[FTL_BLK_FREE]);
-  if (ftl->wl.retired != n[FTL_BLK_RETIRED])
+                 im->ii.free_pool, n[FTL_BLK_FREE]);
+  if (im->ii.retired_count != n[FTL_BLK_RETIRED])
     check_error (c, "the image counts %u retired erase blocks, but %u are "
-                 "retired", ftl->wl.retired, n[FTL_BLK_RETIRED]);
-  if (n[FTL_BLK_FREE] + n[FTL_BLK_OPEN] + n[FTL_BLK_FULL]
-      + n[FTL_BLK_RETIRED] != ftl->blocks)
+                 "retired", im->ii.retired_count, n[FTL_BLK_RETIRED]);
+  if (known != im->g.blocks)
     check_error (c, "%u free, %u open, %u full and %u retired erase blocks "
                  "make %u, not %u", n[FTL_BLK_FREE], n[FTL_BLK_OPEN],
-                 n[FTL_BLK_FULL], n[FTL_BLK_RETIRED], known, ftl->blocks);
+                 n[FTL_BLK_FULL], n[FTL_BLK_RETIRED], known, im->g.blocks);
   c->free_blocks = n[FTL_BLK_FREE];
-  c->blocks = ftl->blocks;
+  c->blocks = im->g.blocks;
 }
 
 /* Walk the map: fill rev[ppn] (the logical page mapping to each
@@ -78,33 +82,35 @@ check_block_states (struct checker *c, struct ftl *ftl)
  * the number of mapped logical pages.
  */
 static uint64_t
-check_map (struct checker *c, struct ftl *ftl, uint32_t *rev,
+check_map (struct checker *c, const struct image *im, uint32_t *rev,
            uint32_t *count)
 {
-  struct media *m = &ftl->media;
-  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
+  uint32_t ppb = im->g.pages_per_block;
+  uint64_t phys = (uint64_t) im->g.blocks * ppb;
   uint64_t mapped = 0;
 
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
-    uint32_t ppn = ftl->l2p[lpn], b, page;
+  for (uint64_t lpn = 0; lpn < im->g.logical_pages; lpn++) {
+    const struct ftl_block_info *bi;
+    uint32_t ppn, b, page;
 
-    if (ppn == FTL_UNMAPPED)
+    if (ftl_inspect_lookup (im->ftl, lpn, &ppn) < 0 || ppn == FTL_UNMAPPED)
       continue;
     if (ppn >= phys) {
       check_error (c, "logical page %" PRIu64 " maps to physical page %u, "
                    "beyond the last (%" PRIu64 ")", lpn, ppn, phys - 1);
       continue;
     }
-    b = media_ppn_block (m, ppn);
-    page = media_ppn_page (m, ppn);
-    if (ftl->state[b] == FTL_BLK_FREE || ftl->state[b] == FTL_BLK_RETIRED) {
-      check_error (c, WHERE_FMT ": the erase block is %s", WHERE (lpn, m, ppn),
-                   block_state_name (ftl->state[b]));
+    b = ppn / ppb;
+    page = ppn % ppb;
+    bi = &im->bi[b];
+    if (bi->state == FTL_BLK_FREE || bi->state == FTL_BLK_RETIRED) {
+      check_error (c, WHERE_FMT ": the erase block is %s",
+                   WHERE (im, lpn, ppn), block_state_name (bi->state));
       continue;
     }
-    if (page >= m->wp[b]) {
+    if (page >= bi->write_pointer) {
       check_error (c, WHERE_FMT ": beyond the %u pages written in the "
-                   "erase block", WHERE (lpn, m, ppn), m->wp[b]);
+                   "erase block", WHERE (im, lpn, ppn), bi->write_pointer);
       continue;
     }
     if (rev[ppn] != FTL_UNMAPPED) {
@@ -117,13 +123,13 @@ check_map (struct checker *c, struct ftl *ftl, uint32_t *rev,
     mapped++;
   }
 
-  if (ftl->mapped != mapped)
+  if (im->ii.mapped_count != mapped)
     check_error (c, "the image counts %" PRIu64 " mapped logical pages, "
-                 "the map has %" PRIu64, ftl->mapped, mapped);
-  for (uint32_t b = 0; b < ftl->blocks; b++)
-    if (ftl->valid[b] != count[b])
+                 "the map has %" PRIu64, im->ii.mapped_count, mapped);
+  for (uint32_t b = 0; b < im->g.blocks; b++)
+    if (im->bi[b].valid != count[b])
       check_error (c, "erase block %u: its valid count is %u, but %u "
-                   "logical pages map to it", b, ftl->valid[b], count[b]);
+                   "logical pages map to it", b, im->bi[b].valid, count[b]);
   return mapped;
 }
 
@@ -134,17 +140,17 @@ check_map (struct checker *c, struct ftl *ftl, uint32_t *rev,
  * not an error.
  */
 static void
-check_header (struct checker *c, struct ftl *ftl, uint32_t b,
+check_header (struct checker *c, const struct image *im, uint32_t b,
               const uint8_t *meta)
 {
   const char *name[2] = { "first", "second" };
   enum ftl_fmt_status s[2];
-  uint32_t ec = media_erase_count (&ftl->media, b), best = 0;
+  uint32_t ec = im->bi[b].erase_count, best = 0;
   bool found = false;
 
   for (int i = 0; i < 2; i++) {
     struct ftl_block_header bh;
-    s[i] = ftl_blkhdr_decode (media_header_copy (&ftl->media, meta, i),
+    s[i] = ftl_blkhdr_decode (ftl_inspect_header_copy (im->ftl, meta, i),
                               FTL_BLKHDR_BYTES, &bh);
     if (s[i] == FTL_FMT_OK && (!found || bh.erase_count > best)) {
       best = bh.erase_count;
@@ -172,19 +178,20 @@ check_header (struct checker *c, struct ftl *ftl, uint32_t b,
 
 /* A free or retired erase block has nothing written. */
 static void
-check_unwritten (struct checker *c, struct ftl *ftl, uint32_t b,
+check_unwritten (struct checker *c, const struct image *im, uint32_t b,
                  const uint8_t *meta)
 {
-  const char *state = block_state_name (ftl->state[b]);
+  const struct ftl_block_info *bi = &im->bi[b];
+  const char *state = block_state_name (bi->state);
   uint32_t used = 0, first = 0;
 
-  if (ftl->media.wp[b] != 0)
+  if (bi->write_pointer != 0)
     check_error (c, "erase block %u is %s but has %u pages written", b,
-                 state, ftl->media.wp[b]);
-  for (uint32_t p = 0; p < ftl->ppb; p++) {
+                 state, bi->write_pointer);
+  for (uint32_t p = 0; p < im->g.pages_per_block; p++) {
     struct ftl_oob o;
-    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) p * FTL_OOB_BYTES,
-                        FTL_OOB_BYTES, &o) != FTL_FMT_EMPTY && used++ == 0)
+    if (ftl_oob_decode (ftl_inspect_oob_entry (meta, p), FTL_OOB_BYTES,
+                        &o) != FTL_FMT_EMPTY && used++ == 0)
       first = p;
   }
   if (used)
@@ -195,42 +202,41 @@ check_unwritten (struct checker *c, struct ftl *ftl, uint32_t b,
 
 /* One mapped page: its OOB entry and its data (NULL if unreadable). */
 static void
-check_page (struct checker *c, struct ftl *ftl, uint64_t lpn, uint32_t ppn,
-            const uint8_t *oob, const uint8_t *data)
+check_page (struct checker *c, const struct image *im, uint64_t lpn,
+            uint32_t ppn, const uint8_t *oob, const uint8_t *data)
 {
-  struct media *m = &ftl->media;
-  uint32_t ec = media_erase_count (m, media_ppn_block (m, ppn));
+  uint32_t ec = im->bi[ppn / im->g.pages_per_block].erase_count;
   enum ftl_fmt_status s;
   struct ftl_oob o;
 
   s = ftl_oob_decode (oob, FTL_OOB_BYTES, &o);
   if (s != FTL_FMT_OK) {
-    check_error (c, WHERE_FMT ": OOB entry: %s", WHERE (lpn, m, ppn),
+    check_error (c, WHERE_FMT ": OOB entry: %s", WHERE (im, lpn, ppn),
                  ftl_fmt_status_string (s));
     check_fix (c, lpn, FIX_UNMAP, "its OOB entry is damaged");
     return;
   }
   if (o.kind != FTL_OOB_DATA) {
     check_error (c, WHERE_FMT ": the page holds trim records, not data",
-                 WHERE (lpn, m, ppn));
+                 WHERE (im, lpn, ppn));
     check_fix (c, lpn, FIX_UNMAP, "the page holds trim records");
     return;
   }
   if (o.lpn != lpn) {
     check_error (c, WHERE_FMT ": the page holds logical page %u",
-                 WHERE (lpn, m, ppn), o.lpn);
+                 WHERE (im, lpn, ppn), o.lpn);
     check_fix (c, lpn, FIX_UNMAP, "the page holds another logical page");
     return;
   }
   if (o.erase_count != ec)
     check_error (c, WHERE_FMT ": its OOB entry gives erase count %u, the "
-                 "erase block's is %u", WHERE (lpn, m, ppn), o.erase_count,
+                 "erase block's is %u", WHERE (im, lpn, ppn), o.erase_count,
                  ec);
   if (data == NULL)
     return;                     /* reported with the read error */
-  if (ftl_checksum (data, ftl->page_size, ppn) != o.data_checksum) {
+  if (ftl_checksum (data, im->g.page_size, ppn) != o.data_checksum) {
     check_error (c, WHERE_FMT ": data checksum mismatch",
-                 WHERE (lpn, m, ppn));
+                 WHERE (im, lpn, ppn));
     check_fix (c, lpn, FIX_UNMAP, "data checksum mismatch");
   }
   else if (o.erase_count != ec)
@@ -239,32 +245,32 @@ check_page (struct checker *c, struct ftl *ftl, uint64_t lpn, uint32_t ppn,
 
 /* The mapped pages of a full (or open) erase block, read in runs. */
 static void
-check_pages (struct checker *c, struct ftl *ftl, uint32_t b,
+check_pages (struct checker *c, const struct image *im, uint32_t b,
              const uint8_t *meta, const uint32_t *rev, uint8_t *buf,
              uint32_t run_pages)
 {
-  struct media *m = &ftl->media;
-  uint32_t wp = m->wp[b];
+  uint32_t ppb = im->g.pages_per_block;
+  uint32_t wp = MIN (im->bi[b].write_pointer, ppb);
+  uint32_t first = b * ppb;
 
   for (uint32_t p0 = 0; p0 < wp; p0 += run_pages) {
     uint32_t n = MIN (run_pages, wp - p0), any = 0;
     int r;
 
     for (uint32_t p = p0; p < p0 + n; p++)
-      any += rev[media_ppn (m, b, p)] != FTL_UNMAPPED;
+      any += rev[first + p] != FTL_UNMAPPED;
     if (any == 0)
       continue;
-    r = media_read (m, media_ppn (m, b, p0), n, buf);
+    r = ftl_inspect_read_pages (im->ftl, first + p0, n, buf);
     if (r < 0)
       check_error (c, "erase block %u: reading pages %u to %u: %s", b, p0,
                    p0 + n - 1, g_strerror (-r));
     for (uint32_t p = p0; p < p0 + n; p++) {
-      uint32_t ppn = media_ppn (m, b, p);
+      uint32_t ppn = first + p;
       if (rev[ppn] == FTL_UNMAPPED)
         continue;
-      check_page (c, ftl, rev[ppn], ppn,
-                  meta + FTL_BLKHDR_BYTES + (size_t) p * FTL_OOB_BYTES,
-                  r < 0 ? NULL : buf + ((size_t) (p - p0) << ftl->page_shift));
+      check_page (c, im, rev[ppn], ppn, ftl_inspect_oob_entry (meta, p),
+                  r < 0 ? NULL : buf + (size_t) (p - p0) * im->g.page_size);
     }
     progress_add (&c->progress, any);
   }
@@ -273,37 +279,46 @@ check_pages (struct checker *c, struct ftl *ftl, uint32_t b,
 void
 check_image (struct checker *c, struct ftl *ftl)
 {
-  struct media *m = &ftl->media;
-  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
-  uint32_t run_pages = MAX (1, MIN (ftl->ppb, READ_BYTES / ftl->page_size));
+  struct image im = { .ftl = ftl };
+  uint64_t phys;
+  uint32_t run_pages;
   uint32_t *rev, *count;
   uint8_t *meta, *buf;
   uint64_t mapped;
 
+  ftl_get_geometry (ftl, &im.g);
+  ftl_inspect_image (ftl, &im.ii);
+  im.bi = g_new (struct ftl_block_info, im.g.blocks);
+  for (uint32_t b = 0; b < im.g.blocks; b++)
+    ftl_inspect_block (ftl, b, &im.bi[b]);
+  phys = (uint64_t) im.g.blocks * im.g.pages_per_block;
+  run_pages = MAX (1, MIN (im.g.pages_per_block,
+                           READ_BYTES / im.g.page_size));
   rev = g_new (uint32_t, phys);
   for (uint64_t i = 0; i < phys; i++)
     rev[i] = FTL_UNMAPPED;
-  count = g_new0 (uint32_t, ftl->blocks);
-  meta = g_malloc ((size_t) m->meta_pages << ftl->page_shift);
-  buf = g_malloc ((size_t) run_pages << ftl->page_shift);
+  count = g_new0 (uint32_t, im.g.blocks);
+  meta = g_malloc (ftl_inspect_meta_bytes (ftl));
+  buf = g_malloc ((size_t) run_pages * im.g.page_size);
 
-  check_block_states (c, ftl);
-  mapped = check_map (c, ftl, rev, count);
+  check_block_states (c, &im);
+  mapped = check_map (c, &im, rev, count);
   c->mapped_pages = mapped;
-  c->logical_pages = ftl->logical_pages;
+  c->logical_pages = im.g.logical_pages;
 
-  progress_start (&c->progress, "checking", mapped + ftl->blocks);
-  for (uint32_t b = 0; b < ftl->blocks; b++) {
-    int r = media_read_meta (m, b, meta);
+  progress_start (&c->progress, "checking", mapped + im.g.blocks);
+  for (uint32_t b = 0; b < im.g.blocks; b++) {
+    uint32_t state = im.bi[b].state;
+    int r = ftl_inspect_read_meta (ftl, b, meta);
     if (r < 0)
       check_error (c, "erase block %u: reading its metadata: %s", b,
                    g_strerror (-r));
     else {
-      check_header (c, ftl, b, meta);
-      if (ftl->state[b] == FTL_BLK_FREE || ftl->state[b] == FTL_BLK_RETIRED)
-        check_unwritten (c, ftl, b, meta);
-      else if (ftl->state[b] <= FTL_BLK_RETIRED)
-        check_pages (c, ftl, b, meta, rev, buf, run_pages);
+      check_header (c, &im, b, meta);
+      if (state == FTL_BLK_FREE || state == FTL_BLK_RETIRED)
+        check_unwritten (c, &im, b, meta);
+      else if (state <= FTL_BLK_RETIRED)
+        check_pages (c, &im, b, meta, rev, buf, run_pages);
     }
     progress_add (&c->progress, 1);
   }
@@ -313,4 +328,5 @@ check_image (struct checker *c, struct ftl *ftl)
   g_free (meta);
   g_free (count);
   g_free (rev);
+  g_free (im.bi);
 }

@@ -9,13 +9,13 @@
  *                everything but their generation, state and checkpoint
  *                (which change at each write), and never share a
  *                generation with different contents.
- *   checkpoint   each slot is never written, or its header decodes, is
- *                for the superblock's geometry, and its body matches its
- *                checksum; then the snapshot is self-consistent: every
+ *   checkpoint   each slot is never written, or passes the checkpoint
+ *                validity rule that recovery applies (format.h: header,
+ *                geometry, checksum, every entry possible); then, beyond
+ *                that rule, the snapshot is self-consistent: every
  *                mapped logical page lies in the written part of an erase
- *                block that is neither free nor retired, no two map to
- *                one physical page, and every block's state and program
- *                pointer are possible.
+ *                block that is neither free nor retired, and no two map
+ *                to one physical page.
  */
 
 #include <config.h>
@@ -31,18 +31,8 @@
 
 #include "check.h"
 #include "ftlctl.h"
-#include "ftl-internal.h"
 
 static const char copy_name[2] = { 'A', 'B' };
-
-/* Read exactly len bytes at off: 0, or a negative errno (-EIO when the
- * file ends first).
- */
-static int
-read_at (int fd, void *buf, size_t len, uint64_t off)
-{
-  return ftl_default_io.pread (NULL, fd, buf, len, off);
-}
 
 /* Compare the fields of two valid superblock copies that must never
  * change; report each that differs.
@@ -88,12 +78,11 @@ check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
 {
   struct ftl_superblock sb[2];
   enum ftl_fmt_status st[2];
-  uint8_t buf[FTL_SB_SLOT];
   char why[128];
   int r, newest = -1;
 
   for (int i = 0; i < 2; i++) {
-    r = read_at (fd, buf, sizeof buf, (uint64_t) i * FTL_SB_SLOT);
+    r = ftl_inspect_read_sb (fd, i, &sb[i], &st[i], why, sizeof why);
     if (r < 0) {
       check_error (c, "superblock copy %c: cannot be read: %s",
                    copy_name[i], r == -EIO ? "the file is too short"
@@ -101,7 +90,6 @@ check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
       st[i] = FTL_FMT_BAD_LENGTH;
       continue;
     }
-    st[i] = ftl_sb_decode (buf, sizeof buf, &sb[i], why, sizeof why);
     if (st[i] != FTL_FMT_OK) {
       check_error (c, "superblock copy %c: %s%s%s", copy_name[i],
                    ftl_fmt_status_string (st[i]), why[0] ? ": " : "", why);
@@ -129,32 +117,22 @@ check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
 
 /* The snapshot in a checkpoint body is self-consistent. */
 static void
-check_ckpt_body (struct checker *c, int slot, const struct ftl_superblock *sb,
+check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
                  const uint8_t *body)
 {
-  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
-  uint32_t ppb = sb->pages_per_block;
-  uint64_t phys = (uint64_t) sb->blocks * ppb;
-  const uint8_t *table = body + 4 * lpages;
+  uint64_t lpages = h->logical_pages;
+  uint32_t ppb = h->pages_per_block;
+  uint64_t phys = (uint64_t) h->blocks * ppb;
   struct ftl_ckpt_block *blk;
   uint32_t *owner;
+  char why[128];
 
-  blk = g_new (struct ftl_ckpt_block, sb->blocks);
-  for (uint32_t b = 0; b < sb->blocks; b++) {
-    ftl_ckpt_block_decode (table + (size_t) b * FTL_CKPT_BLOCK_BYTES,
+  blk = g_new (struct ftl_ckpt_block, h->blocks);
+  for (uint32_t b = 0; b < h->blocks; b++) {
+    ftl_ckpt_block_decode (body + ftl_ckpt_block_offset (lpages, b),
                            &blk[b]);
-    if (blk[b].state > FTL_BLK_RETIRED)
-      check_error (c, "checkpoint slot %d: erase block %u has an unknown "
-                   "state %u", slot, b, blk[b].state);
-    else if (blk[b].write_pointer > ppb)
-      check_error (c, "checkpoint slot %d: erase block %u has %u pages "
-                   "written, more than its %u", slot, b,
-                   blk[b].write_pointer, ppb);
-    else if ((blk[b].state == FTL_BLK_FREE ||
-              blk[b].state == FTL_BLK_RETIRED) && blk[b].write_pointer != 0)
-      check_error (c, "checkpoint slot %d: erase block %u is %s but has %u "
-                   "pages written", slot, b, block_state_name (blk[b].state),
-                   blk[b].write_pointer);
+    if (!ftl_ckpt_block_check (&blk[b], ppb, why, sizeof why))
+      check_error (c, "checkpoint slot %d: erase block %u %s", slot, b, why);
   }
 
   /* owner[ppn]: the logical page seen mapping to it. */
@@ -164,11 +142,10 @@ check_ckpt_body (struct checker *c, int slot, const struct ftl_superblock *sb,
   for (uint64_t lpn = 0; lpn < lpages; lpn++) {
     uint32_t ppn, b, page;
 
-    memcpy (&ppn, body + 4 * lpn, 4);
-    ppn = le32toh (ppn);
+    ppn = ftl_ckpt_map_decode (body + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
     if (ppn == FTL_UNMAPPED)
       continue;
-    if (ppn >= phys) {
+    if (!ftl_ckpt_map_check (h, ppn)) {
       check_error (c, "checkpoint slot %d: logical page %" PRIu64 " maps "
                    "to physical page %u, beyond the last (%" PRIu64 ")",
                    slot, lpn, ppn, phys - 1);
@@ -203,19 +180,17 @@ static uint8_t *
 check_ckpt_slot (struct checker *c, int fd, int slot,
                  const struct ftl_superblock *sb, struct ftl_ckpt_header *h)
 {
-  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
-  uint8_t hdr[FTL_CKPT_HDR_BYTES];
   enum ftl_fmt_status st;
+  char why[128];
   uint8_t *body;
   int r;
 
-  r = read_at (fd, hdr, sizeof hdr, sb->ckpt_offset[slot]);
+  r = ftl_inspect_read_ckpt_header (fd, sb, slot, h, &st);
   if (r < 0) {
     check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
                  r == -EIO ? "the file is too short" : strerror (-r));
     return NULL;
   }
-  st = ftl_ckpt_header_decode (hdr, sizeof hdr, h);
   if (st == FTL_FMT_EMPTY) {
     check_note (c, "checkpoint slot %d: never written", slot);
     return NULL;
@@ -225,13 +200,9 @@ check_ckpt_slot (struct checker *c, int fd, int slot,
                  ftl_fmt_status_string (st));
     return NULL;
   }
-  if (h->logical_pages != lpages || h->blocks != sb->blocks ||
-      h->pages_per_block != sb->pages_per_block ||
-      FTL_CKPT_HDR_BYTES + h->body_bytes > sb->ckpt_bytes) {
-    check_error (c, "checkpoint slot %d (generation %" PRIu64 "): written "
-                 "for another geometry (%" PRIu64 " logical pages, %u erase "
-                 "blocks of %u pages)", slot, h->generation,
-                 h->logical_pages, h->blocks, h->pages_per_block);
+  if (!ftl_ckpt_header_check (h, sb, why, sizeof why)) {
+    check_error (c, "checkpoint slot %d (generation %" PRIu64 "): %s",
+                 slot, h->generation, why);
     return NULL;
   }
 
@@ -241,12 +212,11 @@ check_ckpt_slot (struct checker *c, int fd, int slot,
                  PRIu64 " bytes", slot, h->body_bytes);
     return NULL;
   }
-  r = read_at (fd, body, h->body_bytes,
-               sb->ckpt_offset[slot] + FTL_CKPT_HDR_BYTES);
+  r = ftl_inspect_read_ckpt_body (fd, sb, slot, h, body);
   if (r < 0)
     check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
                  r == -EIO ? "the file is too short" : strerror (-r));
-  else if (ftl_checksum (body, h->body_bytes, 0) != h->body_checksum)
+  else if (!ftl_ckpt_body_check (h, body))
     check_error (c, "checkpoint slot %d (generation %" PRIu64 "): its "
                  "body fails its checksum", slot, h->generation);
   else
@@ -288,7 +258,7 @@ check_metadata (struct checker *c, int fd)
                 !body[1 - s] || h[s].generation > h[1 - s].generation
                 ? "newest" : "older", h[s].seq,
                 h[s].clean ? ", written at a clean shutdown" : "");
-    check_ckpt_body (c, s, &sb, body[s]);
+    check_ckpt_body (c, s, &h[s], body[s]);
   }
   if (!body[0] && !body[1])
     check_error (c, "no valid checkpoint: the image cannot be opened");

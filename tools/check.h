@@ -20,7 +20,8 @@
 
 #include <glib.h>
 
-#include "ftl.h"
+#include "ftl/ftl.h"
+#include "ftl/inspect.h"
 #include "progress.h"
 
 /* Exit status, as fsck's: the sum (bitwise or) of these. */

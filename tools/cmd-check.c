@@ -34,7 +34,6 @@
 
 #include "check.h"
 #include "ftlctl.h"
-#include "ftl-internal.h"
 
 void
 checker_init (struct checker *c, const char *file)
@@ -101,6 +100,9 @@ check_fix (struct checker *c, uint64_t lpn, enum page_fix how,
 static bool
 run_check (struct checker *c)
 {
+  struct ftl_image_info ii;
+  uint64_t ckpt_gen;
+  unsigned ckpt_slot;
   struct ftl *ftl;
   struct stat st;
   bool ok = false;
@@ -137,10 +139,12 @@ run_check (struct checker *c)
   ftl = image_open (c->file, true, true);
   if (ftl == NULL)
     goto out;
-  if (ftl->sb.state != FTL_SB_CLEAN)
+  ftl_inspect_image (ftl, &ii);
+  ftl_inspect_checkpoint (ftl, &ckpt_gen, &ckpt_slot);
+  if (ii.sb.state != FTL_SB_CLEAN)
     check_note (c, "not shut down cleanly: the log written after "
                 "checkpoint %" PRIu64 " was rolled forward (in memory)",
-                ftl->ckpt_gen);
+                ckpt_gen);
   check_image (c, ftl);
   ftl_close (ftl);              /* read-only: writes nothing */
   ok = true;

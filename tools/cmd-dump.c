@@ -20,7 +20,6 @@
 #include <glib.h>
 
 #include "ftlctl.h"
-#include "ftl-internal.h"
 
 /* Read at most this many bytes of data pages at once. */
 #define READ_BYTES (1024 * 1024)
@@ -60,22 +59,32 @@ hex_dump (const uint8_t *data, size_t len)
   printf ("%08zx\n", len);
 }
 
+/* The image being dumped. */
+struct image {
+  struct ftl *ftl;
+  const char *file;
+  struct ftl_geometry g;
+};
+
 /* Whether the data at ppn is the current version of its logical page. */
 static const char *
-map_status (struct ftl *ftl, const struct ftl_oob *o, uint32_t ppn)
+map_status (const struct image *im, const struct ftl_oob *o, uint32_t ppn)
 {
-  if (o->lpn >= ftl->logical_pages)
+  uint32_t cur;
+
+  if (ftl_inspect_lookup (im->ftl, o->lpn, &cur) < 0)
     return "beyond the disk";
-  return ftl->l2p[o->lpn] == ppn ? "valid" : "stale";
+  return cur == ppn ? "valid" : "stale";
 }
 
 /* The trim records of a trim page whose data is intact. */
 static void
-print_trim_records (struct ftl *ftl, const uint8_t *data)
+print_trim_records (const struct image *im, const uint8_t *data)
 {
-  uint32_t cap = ftl_trim_page_capacity (ftl->page_size), n;
+  uint32_t cap = ftl_trim_page_capacity (im->g.page_size), n;
   struct ftl_trim_entry *e = g_new (struct ftl_trim_entry, cap);
-  enum ftl_fmt_status s = ftl_trim_page_decode (data, ftl->page_size, e, &n);
+  enum ftl_fmt_status s = ftl_trim_page_decode (data, im->g.page_size, e,
+                                                &n);
 
   if (s != FTL_FMT_OK)
     printf ("  trim records:     %s\n", ftl_fmt_status_string (s));
@@ -89,61 +98,67 @@ print_trim_records (struct ftl *ftl, const uint8_t *data)
 
 /* --page: physical page ppn64. */
 static int
-dump_page (struct ftl *ftl, uint64_t ppn64, bool hex)
+dump_page (const struct image *im, uint64_t ppn64, bool hex)
 {
-  struct media *m = &ftl->media;
-  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
-  uint32_t ppn, b, p, ec;
-  uint8_t oob[FTL_OOB_BYTES], *data;
+  uint32_t ppb = im->g.pages_per_block;
+  uint64_t phys = (uint64_t) im->g.blocks * ppb;
+  struct ftl_block_info bi;
+  uint32_t ppn, b, p;
+  uint8_t *meta, *data;
+  const uint8_t *oob;
   enum ftl_fmt_status s;
   struct ftl_oob o;
   int r;
 
   if (ppn64 >= phys) {
     ftlctl_error ("%s: physical page %" PRIu64 " is beyond the last (%"
-                  PRIu64 ")", ftl->path, ppn64, phys - 1);
+                  PRIu64 ")", im->file, ppn64, phys - 1);
     return FTLCTL_EXIT_ERROR;
   }
   ppn = ppn64;
-  b = media_ppn_block (m, ppn);
-  p = media_ppn_page (m, ppn);
-  ec = media_erase_count (m, b);
-  data = g_malloc (ftl->page_size);
-  r = media_read_oob (m, b, p, 1, oob);
+  b = ppn / ppb;
+  p = ppn % ppb;
+  ftl_inspect_block (im->ftl, b, &bi);
+  meta = g_malloc (ftl_inspect_meta_bytes (im->ftl));
+  data = g_malloc (im->g.page_size);
+  r = ftl_inspect_read_meta (im->ftl, b, meta);
   if (r == 0)
-    r = media_read (m, ppn, 1, data);
+    r = ftl_inspect_read_pages (im->ftl, ppn, 1, data);
   if (r < 0) {
-    ftlctl_error ("%s: reading physical page %u: %s", ftl->path, ppn,
+    ftlctl_error ("%s: reading physical page %u: %s", im->file, ppn,
                   g_strerror (-r));
     g_free (data);
+    g_free (meta);
     return FTLCTL_EXIT_ERROR;
   }
+  oob = ftl_inspect_oob_entry (meta, p);
 
   printf ("physical page %u: erase block %u, page %u\n", ppn, b, p);
-  printf ("  data offset:      %" PRIu64 "\n", media_page_offset (m, ppn));
-  printf ("  OOB offset:       %" PRIu64 "\n", media_meta_offset (m, b)
-          + FTL_BLKHDR_BYTES + (uint64_t) p * FTL_OOB_BYTES);
+  printf ("  data offset:      %" PRIu64 "\n",
+          bi.data_offset + (uint64_t) p * im->g.page_size);
+  printf ("  OOB offset:       %" PRIu64 "\n", bi.meta_offset
+          + (uint64_t) (oob - meta));
   printf ("  erase block:      %s, erase count %u, %u of %u pages "
-          "written\n", block_state_name (ftl->state[b]), ec, m->wp[b],
-          ftl->ppb);
-  if (p >= m->wp[b])
+          "written\n", block_state_name (bi.state), bi.erase_count,
+          bi.write_pointer, ppb);
+  if (p >= bi.write_pointer)
     printf ("  written:          no (beyond the program pointer)\n");
 
-  s = ftl_oob_decode (oob, sizeof oob, &o);
+  s = ftl_oob_decode (oob, FTL_OOB_BYTES, &o);
   printf ("  OOB entry:        %s\n", ftl_fmt_status_string (s));
   if (s == FTL_FMT_OK) {
-    uint64_t sum = ftl_checksum (data, ftl->page_size, ppn);
+    uint64_t sum = ftl_checksum (data, im->g.page_size, ppn);
 
     if (o.kind == FTL_OOB_DATA)
       printf ("  kind:             data\n"
               "  logical page:     %u (%s)\n", o.lpn,
-              map_status (ftl, &o, ppn));
+              map_status (im, &o, ppn));
     else
       printf ("  kind:             trim records (%u)\n", o.trim_entries);
     printf ("  sequence:         %" PRIu64 "\n", o.seq);
     printf ("  erase count:      %u", o.erase_count);
-    if (o.erase_count != ec)
-      printf (" (wrong: the erase block's is %u)", ec);
+    if (o.erase_count != bi.erase_count)
+      printf (" (wrong: the erase block's is %u)", bi.erase_count);
     printf ("\n");
     if (sum == o.data_checksum)
       printf ("  data checksum:    %016" PRIx64 " (matches)\n", sum);
@@ -151,128 +166,132 @@ dump_page (struct ftl *ftl, uint64_t ppn64, bool hex)
       printf ("  data checksum:    %016" PRIx64 " (MISMATCH: the data's is "
               "%016" PRIx64 ")\n", o.data_checksum, sum);
     if (o.kind == FTL_OOB_TRIM && sum == o.data_checksum)
-      print_trim_records (ftl, data);
+      print_trim_records (im, data);
   }
   if (hex)
-    hex_dump (data, ftl->page_size);
+    hex_dump (data, im->g.page_size);
   g_free (data);
+  g_free (meta);
   return FTLCTL_EXIT_OK;
 }
 
 /* --lpn: the physical page that logical page lpn maps to. */
 static int
-dump_lpn (struct ftl *ftl, uint64_t lpn, bool hex)
+dump_lpn (const struct image *im, uint64_t lpn, bool hex)
 {
   uint32_t ppn;
 
-  if (lpn >= ftl->logical_pages) {
+  if (ftl_inspect_lookup (im->ftl, lpn, &ppn) < 0) {
     ftlctl_error ("%s: logical page %" PRIu64 " is beyond the last (%"
-                  PRIu64 ")", ftl->path, lpn, ftl->logical_pages - 1);
+                  PRIu64 ")", im->file, lpn, im->g.logical_pages - 1);
     return FTLCTL_EXIT_ERROR;
   }
-  ppn = ftl->l2p[lpn];
   if (ppn == FTL_UNMAPPED) {
     printf ("logical page %" PRIu64 ": not mapped (reads as zeros)\n", lpn);
     return FTLCTL_EXIT_OK;
   }
   printf ("logical page %" PRIu64 ": physical page %u\n", lpn, ppn);
-  return dump_page (ftl, ppn, hex);
+  return dump_page (im, ppn, hex);
 }
 
 /* One line for page p of erase block b, given its OOB entry; data is
  * the page (NULL if it could not be read).
  */
 static void
-print_block_page (struct ftl *ftl, uint32_t b, uint32_t p,
-                  const struct ftl_oob *o, const uint8_t *data)
+print_block_page (const struct image *im, const struct ftl_block_info *bi,
+                  uint32_t b, uint32_t p, const struct ftl_oob *o,
+                  const uint8_t *data)
 {
-  struct media *m = &ftl->media;
-  uint32_t ppn = media_ppn (m, b, p);
+  uint32_t ppn = b * im->g.pages_per_block + p;
 
   if (o->kind == FTL_OOB_DATA)
     printf ("  page %5u  data  lpn %-10u seq %-12" PRIu64 " %s", p, o->lpn,
-            o->seq, map_status (ftl, o, ppn));
+            o->seq, map_status (im, o, ppn));
   else
     printf ("  page %5u  trim  %-3u records     seq %-12" PRIu64, p, o->lpn,
             o->seq);
   if (data == NULL)
     printf (", unreadable");
-  else if (ftl_checksum (data, ftl->page_size, ppn) != o->data_checksum)
+  else if (ftl_checksum (data, im->g.page_size, ppn) != o->data_checksum)
     printf (", DATA CHECKSUM MISMATCH");
-  if (o->erase_count != media_erase_count (m, b))
+  if (o->erase_count != bi->erase_count)
     printf (", erase count %u (WRONG)", o->erase_count);
-  if (p >= m->wp[b])
+  if (p >= bi->write_pointer)
     printf (", beyond the program pointer");
   printf ("\n");
+}
+
+/* The two copies of the block header (format.h): odd erase counts in
+ * the first, even ones in the second; the higher valid one counts.
+ */
+static void
+print_headers (const struct image *im, const uint8_t *meta)
+{
+  struct ftl_block_header h[2];
+  enum ftl_fmt_status hs[2];
+  int newer = -1;
+
+  for (int i = 0; i < 2; i++) {
+    hs[i] = ftl_blkhdr_decode (ftl_inspect_header_copy (im->ftl, meta, i),
+                               FTL_BLKHDR_BYTES, &h[i]);
+    if (hs[i] == FTL_FMT_OK &&
+        (newer < 0 || h[i].erase_count > h[newer].erase_count))
+      newer = i;
+  }
+  for (int i = 0; i < 2; i++) {
+    printf ("  block header %d:   ", i + 1);
+    if (hs[i] == FTL_FMT_OK)
+      printf ("erase count %u, erased at sequence %" PRIu64 "%s\n",
+              h[i].erase_count, h[i].erase_seq,
+              i == newer ? " (current)" : "");
+    else if (hs[i] == FTL_FMT_EMPTY)
+      printf ("none (all zeros)\n");
+    else
+      printf ("%s\n", ftl_fmt_status_string (hs[i]));
+  }
 }
 
 /* --block: erase block b, a line per page (runs of empty pages make
  * one line).
  */
 static int
-dump_block (struct ftl *ftl, uint64_t b)
+dump_block (const struct image *im, uint64_t b)
 {
-  struct media *m = &ftl->media;
-  uint32_t run_pages = MAX (1, MIN (ftl->ppb, READ_BYTES / ftl->page_size));
+  uint32_t ppb = im->g.pages_per_block;
+  uint32_t run_pages = MAX (1, MIN (ppb, READ_BYTES / im->g.page_size));
   uint32_t run_start = UINT32_MAX, empty_from = UINT32_MAX;
+  struct ftl_block_info bi;
   enum ftl_fmt_status s;
   uint8_t *meta, *buf;
   int r, run_r = 0;
 
-  if (b >= ftl->blocks) {
+  if (b >= im->g.blocks) {
     ftlctl_error ("%s: erase block %" PRIu64 " is beyond the last (%u)",
-                  ftl->path, b, ftl->blocks - 1);
+                  im->file, b, im->g.blocks - 1);
     return FTLCTL_EXIT_ERROR;
   }
-  meta = g_malloc ((size_t) m->meta_pages << ftl->page_shift);
-  buf = g_malloc ((size_t) run_pages << ftl->page_shift);
-  r = media_read_meta (m, b, meta);
+  ftl_inspect_block (im->ftl, b, &bi);
+  meta = g_malloc (ftl_inspect_meta_bytes (im->ftl));
+  buf = g_malloc ((size_t) run_pages * im->g.page_size);
+  r = ftl_inspect_read_meta (im->ftl, b, meta);
   if (r < 0) {
-    ftlctl_error ("%s: reading erase block %" PRIu64 ": %s", ftl->path, b,
+    ftlctl_error ("%s: reading erase block %" PRIu64 ": %s", im->file, b,
                   g_strerror (-r));
     goto out;
   }
 
   printf ("erase block %" PRIu64 ": %s, erase count %u, %u of %u pages "
-          "written, %u valid\n", b, block_state_name (ftl->state[b]),
-          media_erase_count (m, b), m->wp[b], ftl->ppb, ftl->valid[b]);
-  printf ("  metadata offset:  %" PRIu64 "\n", media_meta_offset (m, b));
-  printf ("  data offset:      %" PRIu64 "\n",
-          media_page_offset (m, media_ppn (m, b, 0)));
-  /* Two copies of the block header (format.h): odd erase counts in
-   * the first, even ones in the second; the higher valid one counts.
-   */
-  {
-    struct ftl_block_header h[2];
-    enum ftl_fmt_status hs[2];
-    int newer = -1;
+          "written, %u valid\n", b, block_state_name (bi.state),
+          bi.erase_count, bi.write_pointer, ppb, bi.valid);
+  printf ("  metadata offset:  %" PRIu64 "\n", bi.meta_offset);
+  printf ("  data offset:      %" PRIu64 "\n", bi.data_offset);
+  print_headers (im, meta);
 
-    for (int i = 0; i < 2; i++) {
-      hs[i] = ftl_blkhdr_decode (media_header_copy (m, meta, i),
-                                 FTL_BLKHDR_BYTES, &h[i]);
-      if (hs[i] == FTL_FMT_OK &&
-          (newer < 0 || h[i].erase_count > h[newer].erase_count))
-        newer = i;
-    }
-    for (int i = 0; i < 2; i++) {
-      printf ("  block header %d:   ", i + 1);
-      if (hs[i] == FTL_FMT_OK)
-        printf ("erase count %u, erased at sequence %" PRIu64 "%s\n",
-                h[i].erase_count, h[i].erase_seq,
-                i == newer ? " (current)" : "");
-      else if (hs[i] == FTL_FMT_EMPTY)
-        printf ("none (all zeros)\n");
-      else
-        printf ("%s\n", ftl_fmt_status_string (hs[i]));
-    }
-  }
-
-  for (uint32_t p = 0; p <= ftl->ppb; p++) {
+  for (uint32_t p = 0; p <= ppb; p++) {
     struct ftl_oob o;
 
-    s = p < ftl->ppb
-      ? ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) p * FTL_OOB_BYTES,
-                        FTL_OOB_BYTES, &o)
+    s = p < ppb
+      ? ftl_oob_decode (ftl_inspect_oob_entry (meta, p), FTL_OOB_BYTES, &o)
       : FTL_FMT_OK;
     /* Runs of empty pages make one line. */
     if (s == FTL_FMT_EMPTY) {
@@ -287,7 +306,7 @@ dump_block (struct ftl *ftl, uint64_t b)
         printf ("  pages %u-%u  empty\n", empty_from, p - 1);
       empty_from = UINT32_MAX;
     }
-    if (p == ftl->ppb)
+    if (p == ppb)
       break;
     if (s != FTL_FMT_OK) {
       printf ("  page %5u  damaged OOB entry (%s)\n", p,
@@ -296,11 +315,11 @@ dump_block (struct ftl *ftl, uint64_t b)
     }
     if (run_start == UINT32_MAX || p >= run_start + run_pages) {
       run_start = p;
-      run_r = media_read (m, media_ppn (m, b, p),
-                          MIN (run_pages, ftl->ppb - p), buf);
+      run_r = ftl_inspect_read_pages (im->ftl, b * ppb + p,
+                                      MIN (run_pages, ppb - p), buf);
     }
-    print_block_page (ftl, b, p, &o, run_r < 0 ? NULL :
-                      buf + ((size_t) (p - run_start) << ftl->page_shift));
+    print_block_page (im, &bi, b, p, &o, run_r < 0 ? NULL :
+                      buf + (size_t) (p - run_start) * im->g.page_size);
   }
 
  out:
@@ -326,7 +345,7 @@ cmd_dump (int argc, char **argv)
     { NULL }
   };
   GOptionContext *ctx;
-  struct ftl *ftl;
+  struct image im;
   uint64_t v;
   int status = FTLCTL_EXIT_USAGE;
 
@@ -354,16 +373,18 @@ cmd_dump (int argc, char **argv)
     goto out;
 
   status = FTLCTL_EXIT_ERROR;
-  ftl = image_open (argv[1], true, false);
-  if (ftl == NULL)
+  im.file = argv[1];
+  im.ftl = image_open (im.file, true, false);
+  if (im.ftl == NULL)
     goto out;
+  ftl_get_geometry (im.ftl, &im.g);
   if (page_s)
-    status = dump_page (ftl, v, hex);
+    status = dump_page (&im, v, hex);
   else if (lpn_s)
-    status = dump_lpn (ftl, v, hex);
+    status = dump_lpn (&im, v, hex);
   else
-    status = dump_block (ftl, v);
-  ftl_close (ftl);
+    status = dump_block (&im, v);
+  ftl_close (im.ftl);
 
  out:
   g_option_context_free (ctx);

@@ -1,13 +1,15 @@
 /* ftlctl info: describe an image.
  *
  * Opens the image read-only (recovery runs in memory and nothing is
- * written), gathers what there is to say into struct info, and prints
- * it as text or as one JSON object whose members are nested as in the
- * plugin's statistics file.
+ * written) and prints it as text, gathered into struct info, or as one
+ * JSON object: the library's statistics renderer, the plugin's, with
+ * the image's section (ftl.h: FTL_STATS_IMAGE), so that a member that
+ * both show has the same name and the same value.
  */
 
 #include <config.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,8 +19,6 @@
 #include <glib.h>
 
 #include "ftlctl.h"
-#include "ftl-internal.h"
-#include "json.h"
 
 /* Erase count histogram: at most this many buckets of equal width. */
 #define HIST_BUCKETS 10
@@ -36,74 +36,53 @@ struct info {
   const char *file;
   struct ftl_geometry g;
   struct ftl_stats st;
-  struct ftl_superblock sb;
+  struct ftl_image_info ii;
   uint64_t ckpt_gen;
   unsigned ckpt_slot;
-  uint64_t physical_bytes;      /* data pages only */
-  uint64_t image_bytes;         /* the whole file */
-  uint32_t nstate[FTL_BLK_RETIRED + 1];
-  bool worn_out;
   struct bucket hist[HIST_BUCKETS];
   unsigned nbuckets;
-  char uuid[40];
   char created[64];
 };
 
-/* Fill in everything info shows from the open image. */
+/* Fill in everything the text shows from the open image. */
 static void
 gather (struct ftl *ftl, const char *file, struct info *in)
 {
-  uint32_t span, width;
+  uint64_t counts[HIST_BUCKETS];
+  uint32_t first, width;
 
   memset (in, 0, sizeof *in);
   in->file = file;
   ftl_get_geometry (ftl, &in->g);
   ftl_get_stats (ftl, &in->st);
-  in->sb = ftl->sb;
-  in->ckpt_gen = ftl->ckpt_gen;
-  in->ckpt_slot = ftl->ckpt_slot;
-  in->physical_bytes = (uint64_t) in->g.blocks * in->g.pages_per_block
-    * in->g.page_size;
-  in->image_bytes = in->sb.data_offset + in->g.blocks
-    * ftl->media.block_bytes;
-  in->worn_out = __atomic_load_n (&ftl->wl.worn_out, __ATOMIC_RELAXED);
-  for (uint32_t b = 0; b < ftl->blocks; b++)
-    if (ALWAYS (ftl->state[b] <= FTL_BLK_RETIRED))
-      in->nstate[ftl->state[b]]++;
+  ftl_inspect_image (ftl, &in->ii);
+  ftl_inspect_checkpoint (ftl, &in->ckpt_gen, &in->ckpt_slot);
 
   /* One bucket per erase count when they are few, else HIST_BUCKETS
    * buckets of equal width from the lowest to the highest.
    */
-  span = in->st.erase_max - in->st.erase_min + 1;
-  width = DIV_ROUND_UP (span, MIN (span, HIST_BUCKETS));
-  in->nbuckets = DIV_ROUND_UP (span, width);
+  in->nbuckets = ftl_get_erase_histogram (ftl, counts, HIST_BUCKETS,
+                                          &first, &width);
   for (unsigned i = 0; i < in->nbuckets; i++) {
-    in->hist[i].from = in->st.erase_min + i * width;
+    in->hist[i].from = first + i * width;
     in->hist[i].to = MIN (in->hist[i].from + width - 1, in->st.erase_max);
-  }
-  for (uint32_t b = 0; b < ftl->blocks; b++) {
-    uint32_t ec = media_erase_count (&ftl->media, b);
-    in->hist[(ec - in->st.erase_min) / width].blocks++;
+    in->hist[i].blocks = counts[i];
   }
 
-  snprintf (in->uuid, sizeof in->uuid, "%08" PRIx64 "-%04" PRIx64 "-%04"
-            PRIx64 "-%04" PRIx64 "-%012" PRIx64,
-            in->sb.uuid[0] >> 32, (in->sb.uuid[0] >> 16) & 0xffff,
-            in->sb.uuid[0] & 0xffff, in->sb.uuid[1] >> 48,
-            in->sb.uuid[1] & UINT64_C (0xffffffffffff));
-  time_t t = in->sb.created;
+  time_t t = in->ii.sb.created;
   struct tm tm;
   if (gmtime_r (&t, &tm) == NULL ||
       strftime (in->created, sizeof in->created, "%Y-%m-%d %H:%M:%S UTC",
                 &tm) == 0)
-    snprintf (in->created, sizeof in->created, "%" PRIu64, in->sb.created);
+    snprintf (in->created, sizeof in->created, "%" PRIu64,
+              in->ii.sb.created);
 }
 
 /* The superblock's state as a word. */
 static const char *
 sb_state (const struct info *in)
 {
-  return in->sb.state == FTL_SB_CLEAN ? "clean" : "dirty";
+  return in->ii.sb.state == FTL_SB_CLEAN ? "clean" : "dirty";
 }
 
 /* One "label:  value" line of the text output, values aligned. */
@@ -130,11 +109,11 @@ print_text (const struct info *in)
   uint32_t most = 1;
 
   field ("image", "%s\n", in->file);
-  field ("uuid", "%s\n", in->uuid);
+  field ("uuid", "%s\n", in->ii.uuid);
   field ("created", "%s\n", in->created);
   field ("state", "%s (superblock generation %" PRIu64 ")%s\n",
-         sb_state (in), in->sb.generation,
-         in->sb.state == FTL_SB_CLEAN ? "" :
+         sb_state (in), in->ii.sb.generation,
+         in->ii.sb.state == FTL_SB_CLEAN ? "" :
          ": in use, or not shut down cleanly");
   field ("checkpoint", "generation %" PRIu64 " (slot %u)\n",
          in->ckpt_gen, in->ckpt_slot);
@@ -147,23 +126,23 @@ print_text (const struct info *in)
          in->g.logical_bytes, in->g.logical_pages);
   field ("  over-provisioning", "%g%%\n", in->g.op_percent);
   field ("  physical size", "%" PRIu64 " bytes (%" PRIu64 " pages)\n",
-         in->physical_bytes, (uint64_t) in->g.blocks * in->g.pages_per_block);
+         in->ii.physical_bytes, (uint64_t) in->g.blocks * in->g.pages_per_block);
   field ("  image file size", "%" PRIu64 " bytes (with metadata)\n",
-         in->image_bytes);
+         in->ii.image_bytes);
 
   printf ("\ncapacity:\n");
   field ("  mapped pages", "%" PRIu64 " / %" PRIu64 " (%.1f%%)\n",
          st->mapped_pages, in->g.logical_pages,
          100.0 * st->mapped_pages / in->g.logical_pages);
   field ("  erase blocks", "%u free, %u open, %u full, %u retired\n",
-         in->nstate[FTL_BLK_FREE], in->nstate[FTL_BLK_OPEN],
-         in->nstate[FTL_BLK_FULL], in->nstate[FTL_BLK_RETIRED]);
+         in->ii.blocks_in_state[FTL_BLK_FREE], in->ii.blocks_in_state[FTL_BLK_OPEN],
+         in->ii.blocks_in_state[FTL_BLK_FULL], in->ii.blocks_in_state[FTL_BLK_RETIRED]);
 
   printf ("\nwear:\n");
   field ("  erase count", "min %u, mean %.2f, max %u\n",
          st->erase_min, st->erase_mean, st->erase_max);
   field ("  retired blocks", "%u%s\n", st->retired_blocks,
-         in->worn_out ? " (worn out: the disk is read-only)" : "");
+         in->ii.worn_out ? " (worn out: the disk is read-only)" : "");
   field ("  endurance", "%u erases (default; see the plugin's "
          "endurance=)\n", st->endurance);
 
@@ -201,108 +180,6 @@ print_text (const struct info *in)
   field ("  waf", "%.4f\n", st->waf);
 }
 
-/* The JSON output: one object, nested as the statistics file. */
-static void
-print_json (const struct info *in)
-{
-  const struct ftl_stats *st = &in->st;
-  struct json j;
-  char *text;
-
-  json_init (&j);
-  json_begin_object (&j, NULL);
-  json_string (&j, "file", in->file);
-  json_string (&j, "uuid", in->uuid);
-  json_uint (&j, "created", in->sb.created);
-
-  json_begin_object (&j, "superblock");
-  json_string (&j, "state", sb_state (in));
-  json_bool (&j, "clean", in->sb.state == FTL_SB_CLEAN);
-  json_uint (&j, "generation", in->sb.generation);
-  json_end_object (&j);
-
-  json_begin_object (&j, "checkpoint");
-  json_uint (&j, "generation", in->ckpt_gen);
-  json_uint (&j, "slot", in->ckpt_slot);
-  json_end_object (&j);
-
-  json_begin_object (&j, "geometry");
-  json_uint (&j, "page_size", in->g.page_size);
-  json_uint (&j, "pages_per_block", in->g.pages_per_block);
-  json_uint (&j, "blocks", in->g.blocks);
-  json_uint (&j, "logical_bytes", in->g.logical_bytes);
-  json_uint (&j, "logical_pages", in->g.logical_pages);
-  json_double (&j, "op_percent", in->g.op_percent);
-  json_uint (&j, "physical_bytes", in->physical_bytes);
-  json_uint (&j, "image_bytes", in->image_bytes);
-  json_uint (&j, "meta_pages", in->sb.meta_pages);
-  json_uint (&j, "data_offset", in->sb.data_offset);
-  json_end_object (&j);
-
-  json_begin_object (&j, "capacity");
-  json_uint (&j, "mapped_pages", st->mapped_pages);
-  json_uint (&j, "logical_pages", in->g.logical_pages);
-  json_end_object (&j);
-
-  json_begin_object (&j, "blocks");
-  json_uint (&j, "free", in->nstate[FTL_BLK_FREE]);
-  json_uint (&j, "open", in->nstate[FTL_BLK_OPEN]);
-  json_uint (&j, "full", in->nstate[FTL_BLK_FULL]);
-  json_uint (&j, "retired", in->nstate[FTL_BLK_RETIRED]);
-  json_uint (&j, "total", in->g.blocks);
-  json_end_object (&j);
-
-  json_begin_object (&j, "wear");
-  json_uint (&j, "erase_min", st->erase_min);
-  json_uint (&j, "erase_max", st->erase_max);
-  json_double (&j, "erase_mean", st->erase_mean);
-  json_uint (&j, "endurance", st->endurance);
-  json_uint (&j, "retired_blocks", st->retired_blocks);
-  json_bool (&j, "worn_out", in->worn_out);
-  json_begin_array (&j, "histogram");
-  for (unsigned i = 0; i < in->nbuckets; i++) {
-    json_begin_object (&j, NULL);
-    json_uint (&j, "erase_from", in->hist[i].from);
-    json_uint (&j, "erase_to", in->hist[i].to);
-    json_uint (&j, "blocks", in->hist[i].blocks);
-    json_end_object (&j);
-  }
-  json_end_array (&j);
-  json_end_object (&j);
-
-  json_begin_object (&j, "host");
-  json_uint (&j, "write_pages", st->host_write_pages);
-  json_uint (&j, "read_pages", st->host_read_pages);
-  json_uint (&j, "trim_pages", st->host_trim_pages);
-  json_uint (&j, "flushes", st->host_flushes);
-  json_end_object (&j);
-
-  json_begin_object (&j, "media");
-  json_uint (&j, "program_pages", st->media_program_pages);
-  json_uint (&j, "read_pages", st->media_read_pages);
-  json_uint (&j, "erases", st->media_erases);
-  json_end_object (&j);
-
-  json_begin_object (&j, "gc");
-  json_uint (&j, "copied_pages", st->gc_copied_pages);
-  json_uint (&j, "runs", st->gc_runs);
-  json_uint (&j, "background_runs", st->gc_background_runs);
-  json_end_object (&j);
-
-  json_begin_object (&j, "wl");
-  json_uint (&j, "moved_pages", st->wl_moved_pages);
-  json_end_object (&j);
-
-  json_uint (&j, "checkpoints", st->checkpoints);
-  json_uint (&j, "mapped_pages", st->mapped_pages);
-  json_double (&j, "waf", st->waf);
-  json_end_object (&j);
-
-  text = json_finish (&j);
-  fputs (text, stdout);
-  g_free (text);
-}
-
 int
 cmd_info (int argc, char **argv)
 {
@@ -333,13 +210,21 @@ cmd_info (int argc, char **argv)
   ftl = image_open (argv[1], true, false);
   if (ftl == NULL)
     goto out;
-  gather (ftl, argv[1], &in);
-  ftl_close (ftl);
-  if (json)
-    print_json (&in);
-  else
+  if (json) {
+    /* The library's renderer, as for the plugin's statistics file. */
+    fflush (stdout);
+    if (ftl_render_stats_json (ftl, FTL_STATS_IMAGE, stdout) == 0 &&
+        fflush (stdout) == 0)
+      status = FTLCTL_EXIT_OK;
+    else
+      ftlctl_error ("writing to standard output: %s", strerror (errno));
+  }
+  else {
+    gather (ftl, argv[1], &in);
     print_text (&in);
-  status = FTLCTL_EXIT_OK;
+    status = FTLCTL_EXIT_OK;
+  }
+  ftl_close (ftl);                /* read-only: writes nothing */
 
  out:
   g_option_context_free (ctx);

@@ -15,7 +15,6 @@
 #include <glib.h>
 
 #include "ftlctl.h"
-#include "ftl-internal.h"
 
 void
 ftlctl_error (const char *fs, ...)

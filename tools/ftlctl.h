@@ -5,10 +5,11 @@
  * values, and opening an image with the library.
  *
  * The subcommands that inspect an image open it read-only, which
- * recovers it in memory without writing anything, and then read the
- * FTL handle's internals (ftl-internal.h): the map, the state of each
- * erase block, erase counts.  No other thread uses the handle, so they
- * read it without taking its locks.
+ * recovers it in memory without writing anything, and then read it
+ * through the library's inspection API (ftl/inspect.h): the map, the
+ * state of each erase block, erase counts, the pages on the media.
+ * They never see the handle's internals (ftl-internal.h), which the
+ * build keeps out of reach of tools/.
  */
 
 #ifndef FTLCTL_H
@@ -19,7 +20,8 @@
 
 #include <glib.h>
 
-#include "ftl.h"
+#include "ftl/ftl.h"
+#include "ftl/inspect.h"
 
 /* Exit status of every subcommand but check (see check.h). */
 #define FTLCTL_EXIT_OK     0

@@ -22,39 +22,6 @@
 static const uint8_t masks[] = { 0x01, 0x10, 0x80, 0xff };
 #define NMASKS (sizeof masks / sizeof masks[0])
 
-static void
-put16 (uint8_t *p, uint16_t v)
-{
-  p[0] = v; p[1] = v >> 8;
-}
-
-static void
-put32 (uint8_t *p, uint32_t v)
-{
-  for (int i = 0; i < 4; i++) p[i] = v >> (8 * i);
-}
-
-static void
-put64 (uint8_t *p, uint64_t v)
-{
-  for (int i = 0; i < 8; i++) p[i] = v >> (8 * i);
-}
-
-static uint64_t
-get64 (const uint8_t *p)
-{
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = (v << 8) | p[i];
-  return v;
-}
-
-static uint32_t
-get32 (const uint8_t *p)
-{
-  return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t) p[3] << 24;
-}
-
 /* ---- superblock ---- */
 
 /* A self-consistent superblock: 4 KiB pages, 256 pages per block,
@@ -237,7 +204,7 @@ START_TEST (test_sb_magic_version_length)
     if (len == FTL_SB_BYTES)
       continue;
     ftl_sb_encode (&sb, buf);
-    put32 (buf + 12, len);
+    put32le (buf + 12, len);
     ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
                       FTL_FMT_BAD_LENGTH);
   }
@@ -470,7 +437,7 @@ START_TEST (test_ckpt_header_rejects)
   ck_assert_int_eq (ckpt_decode_checked (good, sizeof good - 1, NULL),
                     FTL_FMT_BAD_LENGTH);
   memcpy (buf, good, sizeof buf);
-  put32 (buf + 12, FTL_CKPT_HDR_BYTES + 8);
+  put32le (buf + 12, FTL_CKPT_HDR_BYTES + 8);
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_BAD_LENGTH);
 
@@ -522,13 +489,106 @@ START_TEST (test_ckpt_block_round_trip)
     ftl_ckpt_block_encode (&cases[i], buf);
     for (size_t k = FTL_CKPT_BLOCK_BYTES; k < sizeof buf; k++)
       ck_assert_uint_eq (buf[k], 0xa5);
-    ck_assert_uint_eq (get32 (buf), cases[i].erase_count);
-    ck_assert_uint_eq (get32 (buf + 4), cases[i].write_pointer);
-    ck_assert_uint_eq (get32 (buf + 8), cases[i].state);
+    ck_assert_uint_eq (get32le (buf), cases[i].erase_count);
+    ck_assert_uint_eq (get32le (buf + 4), cases[i].write_pointer);
+    ck_assert_uint_eq (get32le (buf + 8), cases[i].state);
     ftl_ckpt_block_decode (buf, &out);
     ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
     ck_assert_uint_eq (out.write_pointer, cases[i].write_pointer);
     ck_assert_uint_eq (out.state, cases[i].state);
+  }
+}
+END_TEST
+
+/* The body's layout: the map (4 little-endian bytes per logical page),
+ * then the block table (12 bytes per erase block).
+ */
+START_TEST (test_ckpt_body_layout)
+{
+  uint8_t buf[FTL_CKPT_MAP_ENTRY_BYTES + 4];
+
+  ck_assert_uint_eq (ftl_ckpt_body_bytes (16384, 82), 4 * 16384 + 12 * 82);
+  ck_assert_uint_eq (ftl_ckpt_body_bytes (0, 0), 0);
+  ck_assert_uint_eq (ftl_ckpt_block_offset (16384, 0), 4 * 16384);
+  ck_assert_uint_eq (ftl_ckpt_block_offset (16384, 81),
+                     4 * 16384 + 12 * 81);
+  ck_assert_uint_eq (ftl_ckpt_body_bytes (UINT32_MAX - 2, UINT32_MAX),
+                     4 * (uint64_t) (UINT32_MAX - 2)
+                     + 12 * (uint64_t) UINT32_MAX);
+
+  memset (buf, 0xa5, sizeof buf);
+  ftl_ckpt_map_encode (0x01020304, buf);
+  ck_assert_uint_eq (buf[0], 0x04);
+  ck_assert_uint_eq (buf[3], 0x01);
+  ck_assert_uint_eq (buf[FTL_CKPT_MAP_ENTRY_BYTES], 0xa5);
+  ck_assert_uint_eq (ftl_ckpt_map_decode (buf), 0x01020304);
+  ftl_ckpt_map_encode (FTL_UNMAPPED, buf);
+  ck_assert_uint_eq (ftl_ckpt_map_decode (buf), FTL_UNMAPPED);
+}
+END_TEST
+
+/* The validity rule (format.h): a header for the superblock's
+ * geometry, a body that matches its checksum, possible entries.
+ */
+START_TEST (test_ckpt_validity_rule)
+{
+  struct ftl_superblock sb = good_sb ();
+  struct ftl_ckpt_header h = {
+    .version = FTL_FORMAT_VERSION,
+    .logical_pages = sb.logical_bytes / sb.page_size,
+    .blocks = sb.blocks,
+    .pages_per_block = sb.pages_per_block,
+  };
+  uint64_t phys = (uint64_t) sb.blocks * sb.pages_per_block;
+  static const struct {
+    struct ftl_ckpt_block b;
+    const char *why;            /* NULL: possible */
+  } blocks[] = {
+    { { 0, 0, FTL_BLK_FREE }, NULL },
+    { { 3, 0, FTL_BLK_OPEN }, NULL },
+    { { 3, 256, FTL_BLK_OPEN }, NULL },
+    { { 9, 256, FTL_BLK_FULL }, NULL },
+    { { 9, 0, FTL_BLK_RETIRED }, NULL },
+    { { 9, 257, FTL_BLK_FULL }, "has 257 pages written, more than its 256" },
+    { { 0, 1, FTL_BLK_FREE }, "is free but has 1 pages written" },
+    { { 9, 5, FTL_BLK_RETIRED }, "is retired but has 5 pages written" },
+    { { 0, 0, 4 }, "has an unknown state 4" },
+  };
+  uint8_t body[64];
+  char why[128];
+
+  h.body_bytes = ftl_ckpt_body_bytes (h.logical_pages, h.blocks);
+  ck_assert (ftl_ckpt_header_check (&h, &sb, why, sizeof why));
+  h.logical_pages++;
+  ck_assert (!ftl_ckpt_header_check (&h, &sb, why, sizeof why));
+  ck_assert_msg (strstr (why, "another geometry") != NULL, "%s", why);
+  h.logical_pages--;
+  h.blocks--;
+  ck_assert (!ftl_ckpt_header_check (&h, &sb, NULL, 0));
+  h.blocks++;
+  h.pages_per_block *= 2;
+  ck_assert (!ftl_ckpt_header_check (&h, &sb, NULL, 0));
+  h.pages_per_block /= 2;
+
+  for (size_t i = 0; i < sizeof body; i++)
+    body[i] = i * 7;
+  h.body_bytes = sizeof body;
+  h.body_checksum = ftl_checksum (body, sizeof body, 0);
+  ck_assert (ftl_ckpt_body_check (&h, body));
+  body[17] ^= 1;
+  ck_assert (!ftl_ckpt_body_check (&h, body));
+
+  ck_assert (ftl_ckpt_map_check (&h, FTL_UNMAPPED));
+  ck_assert (ftl_ckpt_map_check (&h, 0));
+  ck_assert (ftl_ckpt_map_check (&h, phys - 1));
+  ck_assert (!ftl_ckpt_map_check (&h, phys));
+  ck_assert (!ftl_ckpt_map_check (&h, FTL_PAGES_LIMIT));
+
+  for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
+    bool ok = ftl_ckpt_block_check (&blocks[i].b, 256, why, sizeof why);
+    ck_assert_msg (ok == (blocks[i].why == NULL), "case %zu", i);
+    if (!ok)
+      ck_assert_str_eq (why, blocks[i].why);
   }
 }
 END_TEST
@@ -569,7 +629,7 @@ START_TEST (test_blkhdr)
                     FTL_FMT_OK);
   ck_assert_uint_eq (out.erase_count, h.erase_count);
   ck_assert_uint_eq (out.erase_seq, h.erase_seq);
-  ck_assert_uint_eq (get32 (good), FTL_BLKHDR_MAGIC);
+  ck_assert_uint_eq (get32le (good), FTL_BLKHDR_MAGIC);
 
   memset (buf, 0, sizeof buf);
   ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
@@ -596,8 +656,8 @@ START_TEST (test_blkhdr)
   uint16_t versions[] = { FTL_FORMAT_VERSION + 1, 0, 0xffff };
   for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
     memcpy (buf, good, sizeof buf);
-    put16 (buf + 4, versions[i]);
-    put64 (buf + 24, ftl_checksum (buf, 24, 0));
+    put16le (buf + 4, versions[i]);
+    put64le (buf + 24, ftl_checksum (buf, 24, 0));
     ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
                       FTL_FMT_BAD_VERSION);
   }
@@ -627,8 +687,8 @@ oob_decode_checked (const uint8_t *buf, size_t len, struct ftl_oob *out)
 static void
 oob_fix_checksum (uint8_t *buf)
 {
-  put32 (buf + 20, 0);
-  put32 (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+  put32le (buf + 20, 0);
+  put32le (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
 }
 
 /* Both kinds round-trip; the encoder writes exactly 32 bytes. */
@@ -794,14 +854,14 @@ START_TEST (test_trim_rejects)
    * compute for that count.
    */
   memcpy (buf, good, sizeof buf);
-  put32 (buf, 0);
-  put64 (buf + 8, ftl_checksum (buf + FTL_TRIM_HDR_BYTES, 0, get64 (buf)));
+  put32le (buf, 0);
+  put64le (buf + 8, ftl_checksum (buf + FTL_TRIM_HDR_BYTES, 0, get64le (buf)));
   ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
                     FTL_FMT_BAD_LENGTH);
   uint32_t big[] = { ftl_trim_page_capacity (ps) + 1, UINT32_MAX };
   for (size_t i = 0; i < 2; i++) {
     memcpy (buf, good, sizeof buf);
-    put32 (buf, big[i]);
+    put32le (buf, big[i]);
     ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
                       FTL_FMT_BAD_LENGTH);
   }
@@ -969,6 +1029,8 @@ format_suite (void)
   tcase_add_test (tc, test_ckpt_header_round_trip);
   tcase_add_test (tc, test_ckpt_header_rejects);
   tcase_add_test (tc, test_ckpt_block_round_trip);
+  tcase_add_test (tc, test_ckpt_body_layout);
+  tcase_add_test (tc, test_ckpt_validity_rule);
   suite_add_tcase (s, tc);
 
   tc = tcase_create ("block");

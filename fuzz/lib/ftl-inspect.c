@@ -1,0 +1,2 @@
+/* The FTL library module inspect.c, built with libFuzzer instrumentation. */
+#include "inspect.c"
