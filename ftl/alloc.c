@@ -212,7 +212,7 @@ alloc_frontier_open (struct ftl *ftl, struct frontier *f, uint32_t keep)
   pthread_mutex_unlock (&ftl->alloc_lock);
   if (b == FTL_NO_BLOCK)
     return -ENOSPC;
-  ftl_debug (ftl, FTL_DEBUG_ALLOC, "%s frontier opens block %u "
+  log_debug (ftl, FTL_DEBUG_ALLOC, "%s frontier opens block %u "
              "(erase count %u)", frontier_name (f), b,
              media_erase_count (&ftl->media, b));
   f->block = b;
@@ -262,7 +262,7 @@ alloc_program (struct ftl *ftl, struct frontier *f,
       .kind = lp->kind,
       .seq = lp->seq,
       .erase_count = ec,
-      .data_checksum = ftl_checksum (data + ((size_t) i << ftl->page_shift),
+      .data_checksum = fmt_checksum (data + ((size_t) i << ftl->page_shift),
                                      ftl->page_size, ppn),
     };
     if (lp->kind == FTL_OOB_TRIM) {
@@ -278,7 +278,7 @@ alloc_program (struct ftl *ftl, struct frontier *f,
       seq_sum += lp->seq;
       nseq++;
     }
-    ftl_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
+    fmt_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
   }
   __atomic_fetch_add (&ftl->seq_sum[blk], seq_sum, __ATOMIC_RELAXED);
   __atomic_fetch_add (&ftl->seq_cnt[blk], nseq, __ATOMIC_RELAXED);
@@ -290,7 +290,7 @@ alloc_program (struct ftl *ftl, struct frontier *f,
      */
     frontier_advance (ftl, f, n);
     if (r != -ETIMEDOUT)
-      ftl_log (ftl, FTL_LOG_ERROR, "programming %s pages in erase block "
+      log_msg (ftl, FTL_LOG_ERROR, "programming %s pages in erase block "
                "%u: %s", frontier_name (f), blk, strerror (-r));
     return r;
   }

@@ -64,13 +64,13 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   sb.state = state;
   sb.clean_ckpt_gen = clean_ckpt_gen;
   memset (buf, 0, sizeof buf);
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   r = media_pwrite_raw (&ftl->media, buf, sizeof buf,
                         (sb.generation & 1) * FTL_SB_SLOT);
   if (r == 0)
     r = media_sync (&ftl->media);
   if (r < 0) {
-    ftl_log (ftl, FTL_LOG_ERROR, "writing the superblock: %s", strerror (-r));
+    log_msg (ftl, FTL_LOG_ERROR, "writing the superblock: %s", strerror (-r));
     return r;
   }
   ftl->sb = sb;
@@ -102,7 +102,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   p = body;
   for (uint64_t lpn = 0; lpn < ftl->logical_pages;
        lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES)
-    ftl_ckpt_map_encode (l2p_load (ftl, lpn), p);
+    fmt_ckpt_map_encode (l2p_load (ftl, lpn), p);
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb = {
@@ -110,7 +110,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
       .write_pointer = ftl->media.wp[b],
       .state = ftl->state[b],
     };
-    ftl_ckpt_block_encode (&cb, p);
+    fmt_ckpt_block_encode (&cb, p);
   }
   pthread_mutex_unlock (&ftl->alloc_lock);
   h.seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
@@ -135,13 +135,13 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   /* 3. Write the older slot. */
   slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
   h.generation = ftl->ckpt_gen + 1;
-  h.body_bytes = ftl_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
-  h.body_checksum = ftl_checksum (body, h.body_bytes, 0);
+  h.body_bytes = fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
+  h.body_checksum = fmt_checksum (body, h.body_bytes, 0);
   h.logical_pages = ftl->logical_pages;
   h.blocks = ftl->blocks;
   h.pages_per_block = ftl->ppb;
   h.clean = clean;
-  ftl_ckpt_header_encode (&h, buf);
+  fmt_ckpt_header_encode (&h, buf);
   r = media_pwrite_raw (&ftl->media, buf, bytes, ftl->sb.ckpt_offset[slot]);
   if (r == 0)
     r = media_sync (&ftl->media);
@@ -163,13 +163,13 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
    */
   for (uint32_t b = 0; b < ftl->blocks; b++)
     __atomic_store_n (&ftl->trim_pages[b], 0, __ATOMIC_RELAXED);
-  ftl_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "
+  log_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "
              "sequence %" PRIu64 "%s", h.generation, slot, h.seq,
              clean ? " (clean)" : "");
 
  out:
   if (r < 0)
-    ftl_log (ftl, FTL_LOG_ERROR, "writing a checkpoint: %s", strerror (-r));
+    log_msg (ftl, FTL_LOG_ERROR, "writing a checkpoint: %s", strerror (-r));
   munmap (buf, bytes);
   return r;
 }

@@ -27,7 +27,7 @@ extern XXH64_hash_t XXH3_64bits_withSeed_dispatch (const void *input,
  * the inlined code, which is quicker for them.  Both compute XXH3.
  */
 uint64_t
-ftl_checksum (const void *data, size_t len, uint64_t seed)
+fmt_checksum (const void *data, size_t len, uint64_t seed)
 {
 #ifdef HAVE_XXH3_DISPATCH
   if (len >= 1024)
@@ -37,7 +37,7 @@ ftl_checksum (const void *data, size_t len, uint64_t seed)
 }
 
 const char *
-ftl_fmt_status_string (enum ftl_fmt_status s)
+fmt_status_string (enum ftl_fmt_status s)
 {
   switch (s) {
   case FTL_FMT_OK: return "valid";
@@ -62,27 +62,27 @@ struct_checksum (const uint8_t *buf, size_t len, size_t csum_off,
   assert (len <= sizeof tmp);
   memcpy (tmp, buf, len);
   memset (tmp + csum_off, 0, csum_len);
-  return ftl_checksum (tmp, len, 0);
+  return fmt_checksum (tmp, len, 0);
 }
 
 uint32_t
-ftl_meta_pages (uint32_t page_size, uint32_t pages_per_block)
+fmt_meta_pages (uint32_t page_size, uint32_t pages_per_block)
 {
   uint64_t bytes = FTL_BLKHDR_BYTES + (uint64_t) pages_per_block * FTL_OOB_BYTES;
   return DIV_ROUND_UP (bytes, page_size);
 }
 
 uint64_t
-ftl_ckpt_bytes (uint32_t page_size, uint64_t logical_pages, uint32_t blocks)
+fmt_ckpt_bytes (uint32_t page_size, uint64_t logical_pages, uint32_t blocks)
 {
   return ROUND_UP (FTL_CKPT_HDR_BYTES
-                   + ftl_ckpt_body_bytes (logical_pages, blocks), page_size);
+                   + fmt_ckpt_body_bytes (logical_pages, blocks), page_size);
 }
 
 /* ---- superblock ---- */
 
 void
-ftl_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
+fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
 {
   memset (buf, 0, FTL_SB_BYTES);
   memcpy (buf, FTL_SB_MAGIC, 8);
@@ -108,7 +108,7 @@ ftl_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
 }
 
 enum ftl_fmt_status
-ftl_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
+fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
                char *why, size_t whylen)
 {
   struct ftl_superblock sb;
@@ -163,7 +163,7 @@ ftl_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   if (!is_power_of_2 (sb.pages_per_block) || sb.pages_per_block < 8 ||
       sb.pages_per_block > 65536)
     BAD ("pages per block %u", sb.pages_per_block);
-  if (sb.meta_pages != ftl_meta_pages (sb.page_size, sb.pages_per_block))
+  if (sb.meta_pages != fmt_meta_pages (sb.page_size, sb.pages_per_block))
     BAD ("metadata pages %u", sb.meta_pages);
   if (sb.logical_bytes == 0 || sb.logical_bytes % 512 != 0)
     BAD ("logical size %" PRIu64, sb.logical_bytes);
@@ -176,7 +176,7 @@ ftl_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   if ((uint64_t) sb.blocks * sb.pages_per_block <= lpages)
     BAD ("no spare capacity (%u blocks for %" PRIu64 " logical pages)",
          sb.blocks, lpages);
-  if (sb.ckpt_bytes != ftl_ckpt_bytes (sb.page_size, lpages, sb.blocks))
+  if (sb.ckpt_bytes != fmt_ckpt_bytes (sb.page_size, lpages, sb.blocks))
     BAD ("checkpoint size %" PRIu64, sb.ckpt_bytes);
   /* Offsets: in order, without wrapping around, and the whole image
    * addressable with a 63 bit file offset.
@@ -201,7 +201,7 @@ ftl_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
 /* ---- checkpoint header and body entries ---- */
 
 void
-ftl_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
+fmt_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
 {
   memset (buf, 0, FTL_CKPT_HDR_BYTES);
   memcpy (buf, FTL_CKPT_MAGIC, 8);
@@ -221,7 +221,7 @@ ftl_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
 }
 
 enum ftl_fmt_status
-ftl_ckpt_header_decode (const uint8_t *buf, size_t len,
+fmt_ckpt_header_decode (const uint8_t *buf, size_t len,
                         struct ftl_ckpt_header *out)
 {
   struct ftl_ckpt_header h;
@@ -253,39 +253,39 @@ ftl_ckpt_header_decode (const uint8_t *buf, size_t len,
    * to a body length that only looks right.
    */
   if (h.clean > 1 || h.logical_pages >= FTL_PAGES_LIMIT ||
-      h.body_bytes != ftl_ckpt_body_bytes (h.logical_pages, h.blocks))
+      h.body_bytes != fmt_ckpt_body_bytes (h.logical_pages, h.blocks))
     return FTL_FMT_BAD_FIELD;
   *out = h;
   return FTL_FMT_OK;
 }
 
 uint64_t
-ftl_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks)
+fmt_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks)
 {
-  return ftl_ckpt_block_offset (logical_pages, blocks);
+  return fmt_ckpt_block_offset (logical_pages, blocks);
 }
 
 uint64_t
-ftl_ckpt_block_offset (uint64_t logical_pages, uint32_t b)
+fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b)
 {
   return FTL_CKPT_MAP_ENTRY_BYTES * logical_pages
     + (uint64_t) FTL_CKPT_BLOCK_BYTES * b;
 }
 
 void
-ftl_ckpt_map_encode (uint32_t ppn, uint8_t *buf)
+fmt_ckpt_map_encode (uint32_t ppn, uint8_t *buf)
 {
   put32le (buf, ppn);
 }
 
 uint32_t
-ftl_ckpt_map_decode (const uint8_t *buf)
+fmt_ckpt_map_decode (const uint8_t *buf)
 {
   return get32le (buf);
 }
 
 void
-ftl_ckpt_block_encode (const struct ftl_ckpt_block *b, uint8_t *buf)
+fmt_ckpt_block_encode (const struct ftl_ckpt_block *b, uint8_t *buf)
 {
   put32le (buf, b->erase_count);
   put32le (buf + 4, b->write_pointer);
@@ -293,7 +293,7 @@ ftl_ckpt_block_encode (const struct ftl_ckpt_block *b, uint8_t *buf)
 }
 
 void
-ftl_ckpt_block_decode (const uint8_t *buf, struct ftl_ckpt_block *out)
+fmt_ckpt_block_decode (const uint8_t *buf, struct ftl_ckpt_block *out)
 {
   out->erase_count = get32le (buf);
   out->write_pointer = get32le (buf + 4);
@@ -303,7 +303,7 @@ ftl_ckpt_block_decode (const uint8_t *buf, struct ftl_ckpt_block *out)
 /* ---- the checkpoint validity rule (format.h) ---- */
 
 bool
-ftl_ckpt_header_check (const struct ftl_ckpt_header *h,
+fmt_ckpt_header_check (const struct ftl_ckpt_header *h,
                        const struct ftl_superblock *sb, char *why,
                        size_t whylen)
 {
@@ -321,20 +321,20 @@ ftl_ckpt_header_check (const struct ftl_ckpt_header *h,
 }
 
 bool
-ftl_ckpt_body_check (const struct ftl_ckpt_header *h, const uint8_t *body)
+fmt_ckpt_body_check (const struct ftl_ckpt_header *h, const uint8_t *body)
 {
-  return ftl_checksum (body, h->body_bytes, 0) == h->body_checksum;
+  return fmt_checksum (body, h->body_bytes, 0) == h->body_checksum;
 }
 
 bool
-ftl_ckpt_map_check (const struct ftl_ckpt_header *h, uint32_t ppn)
+fmt_ckpt_map_check (const struct ftl_ckpt_header *h, uint32_t ppn)
 {
   return ppn == FTL_UNMAPPED
     || ppn < (uint64_t) h->blocks * h->pages_per_block;
 }
 
 bool
-ftl_ckpt_block_check (const struct ftl_ckpt_block *b,
+fmt_ckpt_block_check (const struct ftl_ckpt_block *b,
                       uint32_t pages_per_block, char *why, size_t whylen)
 {
   if (b->state > FTL_BLK_RETIRED) {
@@ -362,18 +362,18 @@ ftl_ckpt_block_check (const struct ftl_ckpt_block *b,
 /* ---- block header ---- */
 
 void
-ftl_blkhdr_encode (const struct ftl_block_header *h, uint8_t *buf)
+fmt_blkhdr_encode (const struct ftl_block_header *h, uint8_t *buf)
 {
   memset (buf, 0, FTL_BLKHDR_BYTES);
   put32le (buf, FTL_BLKHDR_MAGIC);
   put16le (buf + 4, FTL_FORMAT_VERSION);
   put32le (buf + 8, h->erase_count);
   put64le (buf + 16, h->erase_seq);
-  put64le (buf + 24, ftl_checksum (buf, 24, 0));
+  put64le (buf + 24, fmt_checksum (buf, 24, 0));
 }
 
 enum ftl_fmt_status
-ftl_blkhdr_decode (const uint8_t *buf, size_t len,
+fmt_blkhdr_decode (const uint8_t *buf, size_t len,
                    struct ftl_block_header *out)
 {
   uint16_t version;
@@ -387,7 +387,7 @@ ftl_blkhdr_decode (const uint8_t *buf, size_t len,
   version = get16le (buf + 4);
   if (version == 0 || version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
-  if (get64le (buf + 24) != ftl_checksum (buf, 24, 0))
+  if (get64le (buf + 24) != fmt_checksum (buf, 24, 0))
     return FTL_FMT_BAD_CHECKSUM;
   out->erase_count = get32le (buf + 8);
   out->erase_seq = get64le (buf + 16);
@@ -397,7 +397,7 @@ ftl_blkhdr_decode (const uint8_t *buf, size_t len,
 /* ---- OOB entries ---- */
 
 void
-ftl_oob_encode (const struct ftl_oob *o, uint8_t *buf)
+fmt_oob_encode (const struct ftl_oob *o, uint8_t *buf)
 {
   put16le (buf, FTL_OOB_MAGIC);
   buf[2] = o->kind;
@@ -408,11 +408,11 @@ ftl_oob_encode (const struct ftl_oob *o, uint8_t *buf)
   put32le (buf + 16, o->erase_count);
   put32le (buf + 20, 0);
   put64le (buf + 24, o->data_checksum);
-  put32le (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+  put32le (buf + 20, (uint32_t) fmt_checksum (buf, FTL_OOB_BYTES, 0));
 }
 
 enum ftl_fmt_status
-ftl_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
+fmt_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
 {
   uint8_t tmp[FTL_OOB_BYTES];
 
@@ -426,7 +426,7 @@ ftl_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
     return FTL_FMT_BAD_VERSION;
   memcpy (tmp, buf, FTL_OOB_BYTES);
   put32le (tmp + 20, 0);
-  if (get32le (buf + 20) != (uint32_t) ftl_checksum (tmp, FTL_OOB_BYTES, 0))
+  if (get32le (buf + 20) != (uint32_t) fmt_checksum (tmp, FTL_OOB_BYTES, 0))
     return FTL_FMT_BAD_CHECKSUM;
   if (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM)
     return FTL_FMT_BAD_FIELD;
@@ -445,16 +445,16 @@ ftl_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
 /* ---- trim record pages ---- */
 
 uint32_t
-ftl_trim_page_capacity (uint32_t page_size)
+fmt_trim_page_capacity (uint32_t page_size)
 {
   return (page_size - FTL_TRIM_HDR_BYTES) / FTL_TRIM_ENTRY_BYTES;
 }
 
 void
-ftl_trim_page_encode (const struct ftl_trim_entry *e, uint32_t count,
+fmt_trim_page_encode (const struct ftl_trim_entry *e, uint32_t count,
                       uint8_t *page, uint32_t page_size)
 {
-  assert (count <= ftl_trim_page_capacity (page_size));
+  assert (count <= fmt_trim_page_capacity (page_size));
   memset (page, 0, page_size);
   put32le (page, count);
   put16le (page + 4, FTL_TRIM_MAGIC);
@@ -465,13 +465,13 @@ ftl_trim_page_encode (const struct ftl_trim_entry *e, uint32_t count,
     put32le (p + 4, e[i].count);
     put64le (p + 8, e[i].seq);
   }
-  put64le (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
+  put64le (page + 8, fmt_checksum (page + FTL_TRIM_HDR_BYTES,
                                  (size_t) count * FTL_TRIM_ENTRY_BYTES,
                                  get64le (page)));
 }
 
 enum ftl_fmt_status
-ftl_trim_page_decode (const uint8_t *page, uint32_t page_size,
+fmt_trim_page_decode (const uint8_t *page, uint32_t page_size,
                       struct ftl_trim_entry *out, uint32_t *countp)
 {
   uint32_t count = get32le (page);
@@ -483,10 +483,10 @@ ftl_trim_page_decode (const uint8_t *page, uint32_t page_size,
     return FTL_FMT_BAD_MAGIC;
   if (version == 0 || version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
-  if (count == 0 || count > ftl_trim_page_capacity (page_size))
+  if (count == 0 || count > fmt_trim_page_capacity (page_size))
     return FTL_FMT_BAD_LENGTH;
   if (get64le (page + 8) !=
-      ftl_checksum (page + FTL_TRIM_HDR_BYTES,
+      fmt_checksum (page + FTL_TRIM_HDR_BYTES,
                     (size_t) count * FTL_TRIM_ENTRY_BYTES, get64le (page)))
     return FTL_FMT_BAD_CHECKSUM;
   /* Validate every entry before writing any to out. */

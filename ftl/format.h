@@ -167,24 +167,24 @@ enum ftl_fmt_status {
   FTL_FMT_BAD_CHECKSUM,
   FTL_FMT_BAD_FIELD,            /* a field out of range */
 };
-extern const char *ftl_fmt_status_string (enum ftl_fmt_status s);
+extern const char *fmt_status_string (enum ftl_fmt_status s);
 
 /* Checksums (XXH3, from libxxhash). */
-extern uint64_t ftl_checksum (const void *data, size_t len, uint64_t seed);
+extern uint64_t fmt_checksum (const void *data, size_t len, uint64_t seed);
 
 /* Encoders write exactly the encoded length; decoders read from a buffer
  * of len bytes and fill *out only when they return FTL_FMT_OK.  The
  * superblock decoder checks that the geometry is self-consistent; why a
  * field is bad is written into why (may be NULL).
  */
-extern void ftl_sb_encode (const struct ftl_superblock *sb, uint8_t *buf);
-extern enum ftl_fmt_status ftl_sb_decode (const uint8_t *buf, size_t len,
+extern void fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf);
+extern enum ftl_fmt_status fmt_sb_decode (const uint8_t *buf, size_t len,
                                           struct ftl_superblock *out,
                                           char *why, size_t whylen);
 
-extern void ftl_ckpt_header_encode (const struct ftl_ckpt_header *h,
+extern void fmt_ckpt_header_encode (const struct ftl_ckpt_header *h,
                                     uint8_t *buf);
-extern enum ftl_fmt_status ftl_ckpt_header_decode (const uint8_t *buf,
+extern enum ftl_fmt_status fmt_ckpt_header_decode (const uint8_t *buf,
                                                    size_t len,
                                                    struct ftl_ckpt_header *out);
 
@@ -195,73 +195,73 @@ extern enum ftl_fmt_status ftl_ckpt_header_decode (const uint8_t *buf,
  *   block table  blocks entries of FTL_CKPT_BLOCK_BYTES, one per erase
  *                block (struct ftl_ckpt_block)
  *
- * ftl_ckpt_body_bytes is its length (the header's body_bytes), and
- * ftl_ckpt_block_offset where erase block b's entry starts in it.
+ * fmt_ckpt_body_bytes is its length (the header's body_bytes), and
+ * fmt_ckpt_block_offset where erase block b's entry starts in it.
  */
-extern uint64_t ftl_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks);
-extern uint64_t ftl_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
+extern uint64_t fmt_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks);
+extern uint64_t fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
 
-extern void ftl_ckpt_map_encode (uint32_t ppn, uint8_t *buf);
-extern uint32_t ftl_ckpt_map_decode (const uint8_t *buf);
-extern void ftl_ckpt_block_encode (const struct ftl_ckpt_block *b,
+extern void fmt_ckpt_map_encode (uint32_t ppn, uint8_t *buf);
+extern uint32_t fmt_ckpt_map_decode (const uint8_t *buf);
+extern void fmt_ckpt_block_encode (const struct ftl_ckpt_block *b,
                                    uint8_t *buf);
-extern void ftl_ckpt_block_decode (const uint8_t *buf,
+extern void fmt_ckpt_block_decode (const uint8_t *buf,
                                    struct ftl_ckpt_block *out);
 
 /* The checkpoint validity rule, which recovery and ftlctl check apply
  * alike.  A checkpoint slot holds a usable checkpoint when
- *   1. its header decodes (ftl_ckpt_header_decode);
+ *   1. its header decodes (fmt_ckpt_header_decode);
  *   2. the header was written for the superblock's geometry
- *      (ftl_ckpt_header_check);
- *   3. its body matches the header's checksum (ftl_ckpt_body_check);
+ *      (fmt_ckpt_header_check);
+ *   3. its body matches the header's checksum (fmt_ckpt_body_check);
  *   4. every entry of the body is possible: a map entry is FTL_UNMAPPED
- *      or a physical page of the image (ftl_ckpt_map_check); an erase
+ *      or a physical page of the image (fmt_ckpt_map_check); an erase
  *      block's state is known, its program pointer is within the block,
  *      and a free or retired block has nothing written
- *      (ftl_ckpt_block_check).
+ *      (fmt_ckpt_block_check).
  * Recovery loads the newest slot that passes 1 to 3 and falls back to
  * the other when 3 fails (a torn checkpoint write); a body that fails
  * 4 behind a good checksum was written so, and the image is refused.
  * The checks that write why (may be NULL) say what is wrong, without
  * the slot or the erase block, which the caller names.
  */
-extern bool ftl_ckpt_header_check (const struct ftl_ckpt_header *h,
+extern bool fmt_ckpt_header_check (const struct ftl_ckpt_header *h,
                                    const struct ftl_superblock *sb,
                                    char *why, size_t whylen);
-extern bool ftl_ckpt_body_check (const struct ftl_ckpt_header *h,
+extern bool fmt_ckpt_body_check (const struct ftl_ckpt_header *h,
                                  const uint8_t *body);
-extern bool ftl_ckpt_map_check (const struct ftl_ckpt_header *h,
+extern bool fmt_ckpt_map_check (const struct ftl_ckpt_header *h,
                                 uint32_t ppn);
-extern bool ftl_ckpt_block_check (const struct ftl_ckpt_block *b,
+extern bool fmt_ckpt_block_check (const struct ftl_ckpt_block *b,
                                   uint32_t pages_per_block,
                                   char *why, size_t whylen);
 
-extern void ftl_blkhdr_encode (const struct ftl_block_header *h,
+extern void fmt_blkhdr_encode (const struct ftl_block_header *h,
                                uint8_t *buf);
-extern enum ftl_fmt_status ftl_blkhdr_decode (const uint8_t *buf, size_t len,
+extern enum ftl_fmt_status fmt_blkhdr_decode (const uint8_t *buf, size_t len,
                                               struct ftl_block_header *out);
 
-extern void ftl_oob_encode (const struct ftl_oob *o, uint8_t *buf);
-extern enum ftl_fmt_status ftl_oob_decode (const uint8_t *buf, size_t len,
+extern void fmt_oob_encode (const struct ftl_oob *o, uint8_t *buf);
+extern enum ftl_fmt_status fmt_oob_decode (const uint8_t *buf, size_t len,
                                            struct ftl_oob *out);
 
 /* Trim record pages: a 16 byte header (entry count u32, magic u16,
  * version u16, checksum u64 of the entries seeded with the first 8
  * header bytes, so it covers them too) then count entries of 16 bytes.
- * ftl_trim_page_capacity gives how many fit.
+ * fmt_trim_page_capacity gives how many fit.
  */
-extern uint32_t ftl_trim_page_capacity (uint32_t page_size);
-extern void ftl_trim_page_encode (const struct ftl_trim_entry *e,
+extern uint32_t fmt_trim_page_capacity (uint32_t page_size);
+extern void fmt_trim_page_encode (const struct ftl_trim_entry *e,
                                   uint32_t count, uint8_t *page,
                                   uint32_t page_size);
-extern enum ftl_fmt_status ftl_trim_page_decode (const uint8_t *page,
+extern enum ftl_fmt_status fmt_trim_page_decode (const uint8_t *page,
                                                  uint32_t page_size,
                                                  struct ftl_trim_entry *out,
                                                  uint32_t *countp);
 
 /* Derived geometry. */
-extern uint32_t ftl_meta_pages (uint32_t page_size, uint32_t pages_per_block);
-extern uint64_t ftl_ckpt_bytes (uint32_t page_size, uint64_t logical_pages,
+extern uint32_t fmt_meta_pages (uint32_t page_size, uint32_t pages_per_block);
+extern uint64_t fmt_ckpt_bytes (uint32_t page_size, uint64_t logical_pages,
                                 uint32_t blocks);
 
 #endif /* FTL_FORMAT_H */

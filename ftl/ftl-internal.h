@@ -315,10 +315,10 @@ struct ftl {
 };
 
 /* Logging (open.c). */
-extern void ftl_log (struct ftl *ftl, enum ftl_log_level level,
+extern void log_msg (struct ftl *ftl, enum ftl_log_level level,
                      const char *fs, ...)
   __attribute__ ((format (printf, 3, 4)));
-extern void ftl_debug (struct ftl *ftl, unsigned category,
+extern void log_debug (struct ftl *ftl, unsigned category,
                        const char *fs, ...)
   __attribute__ ((format (printf, 3, 4)));
 
@@ -546,6 +546,6 @@ extern void selfcheck_assert (struct ftl *ftl, const char *when);
 /* For tests: free the handle without writing anything, as if the
  * process had been killed (open.c).
  */
-extern void ftl_abandon (struct ftl *ftl);
+extern void open_abandon (struct ftl *ftl);
 
 #endif /* FTL_INTERNAL_H */

@@ -276,7 +276,7 @@ erase_block (struct ftl *ftl, uint32_t victim)
   r = media_erase (&ftl->media, victim,
                    __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED));
   if (r < 0) {
-    ftl_log (ftl, FTL_LOG_ERROR, "gc: erasing block %u: %s", victim,
+    log_msg (ftl, FTL_LOG_ERROR, "gc: erasing block %u: %s", victim,
              strerror (-r));
     return r;
   }
@@ -380,7 +380,7 @@ program_batch (struct ftl *ftl, struct frontier *f,
       continue;
     }
     if (r < 0) {
-      ftl_log (ftl, FTL_LOG_ERROR, "no free erase block for relocated data "
+      log_msg (ftl, FTL_LOG_ERROR, "no free erase block for relocated data "
                "(free pool exhausted)");
       return r;
     }
@@ -447,10 +447,10 @@ read_batch (struct ftl *ftl, const struct gc_victim *v,
     for (uint32_t j = 0; j < run; j++) {
       ob = v->oob
         + (size_t) media_ppn_page (&ftl->media, mv[i + j].from) * FTL_OOB_BYTES;
-      if (ftl_oob_decode (ob, FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
-          o.data_checksum != ftl_checksum (p + ((size_t) j << ftl->page_shift),
+      if (fmt_oob_decode (ob, FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
+          o.data_checksum != fmt_checksum (p + ((size_t) j << ftl->page_shift),
                                            ftl->page_size, mv[i + j].from)) {
-        ftl_log (ftl, FTL_LOG_ERROR, "gc: page %u of block %u fails its "
+        log_msg (ftl, FTL_LOG_ERROR, "gc: page %u of block %u fails its "
                  "checksum", media_ppn_page (&ftl->media, mv[i + j].from),
                  v->block);
         return -EIO;
@@ -501,7 +501,7 @@ choose_moves (struct ftl *ftl, struct gc_victim *v, struct log_page *mv,
      * the victim's valid count would not reach zero in victim_finish,
      * and GC would fail with an error.)
      */
-    if (ftl_oob_decode (v->oob + (size_t) page * FTL_OOB_BYTES,
+    if (fmt_oob_decode (v->oob + (size_t) page * FTL_OOB_BYTES,
                         FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
         o.erase_count != ec)
       continue;
@@ -516,7 +516,7 @@ choose_moves (struct ftl *ftl, struct gc_victim *v, struct log_page *mv,
       int r = media_read (&ftl->media, ppn, 1, p);
       if (r < 0)
         return r;
-      if (ftl_checksum (p, ftl->page_size, ppn) == o.data_checksum)
+      if (fmt_checksum (p, ftl->page_size, ppn) == o.data_checksum)
         mv[n++] = (struct log_page) {
           .kind = FTL_OOB_TRIM, .trim_entries = o.trim_entries,
           .seq = o.seq, .from = ppn };
@@ -578,7 +578,7 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
       nanosleep (&ts, NULL);
     }
     if (spins > 3000) {
-      ftl_log (ftl, FTL_LOG_ERROR, "gc: erase block %u still has %u valid "
+      log_msg (ftl, FTL_LOG_ERROR, "gc: erase block %u still has %u valid "
                "pages after relocation: their OOB entries are damaged",
                victim,
                __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED));
@@ -697,7 +697,7 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
     return r < 0 ? r : 0;
   }
   *cheap = __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED) == 0;
-  ftl_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
+  log_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
              "%u free blocks%s", victim,
              __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
              alloc_nfree (ftl),
@@ -766,7 +766,7 @@ gc_make_room (struct ftl *ftl, bool urgent)
   if (r < 0 && wl_worn_out (ftl))
     return -EROFS;              /* GC retired the last blocks it could */
   if (r == -ENOSPC)
-    ftl_log (ftl, FTL_LOG_ERROR, "device full: garbage collection found "
+    log_msg (ftl, FTL_LOG_ERROR, "device full: garbage collection found "
              "no erase block to reclaim");
   return r;
 }
@@ -817,7 +817,7 @@ gc_slice (struct ftl *ftl)
       r = -ENOSPC;
       goto out;
     }
-    ftl_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
+    log_debug (ftl, FTL_DEBUG_GC, "gc: victim block %u, %u valid pages, "
                "%u free blocks (in slices)", victim,
                __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
                alloc_nfree (ftl));

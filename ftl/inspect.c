@@ -88,7 +88,7 @@ handle_map (struct ftl *ftl, uint64_t lpn)
 static int
 read_at (int fd, void *buf, size_t len, uint64_t off)
 {
-  return ftl_default_io.pread (NULL, fd, buf, len, off);
+  return media_default_io.pread (NULL, fd, buf, len, off);
 }
 
 int
@@ -105,7 +105,7 @@ ftl_inspect_read_sb (int fd, int copy, struct ftl_superblock *sb,
   r = read_at (fd, buf, sizeof buf, (uint64_t) copy * FTL_SB_SLOT);
   if (r < 0)
     return r;
-  *status = ftl_sb_decode (buf, sizeof buf, sb, why, whylen);
+  *status = fmt_sb_decode (buf, sizeof buf, sb, why, whylen);
   return 0;
 }
 
@@ -122,7 +122,7 @@ ftl_inspect_read_ckpt_header (int fd, const struct ftl_superblock *sb,
   r = read_at (fd, buf, sizeof buf, sb->ckpt_offset[slot]);
   if (r < 0)
     return r;
-  *status = ftl_ckpt_header_decode (buf, sizeof buf, h);
+  *status = fmt_ckpt_header_decode (buf, sizeof buf, h);
   return 0;
 }
 

@@ -56,7 +56,7 @@ default_sync (void *opaque, int fd)
   return 0;
 }
 
-const struct ftl_io ftl_default_io = {
+const struct ftl_io media_default_io = {
   .pwrite = default_pwrite,
   .pread  = default_pread,
   .sync   = default_sync,
@@ -72,7 +72,7 @@ media_init (struct media *m, int fd, const struct ftl_io *io,
   assert (is_power_of_2 (pages_per_block));
   memset (m, 0, sizeof *m);
   m->fd = fd;
-  m->io = io ? io : &ftl_default_io;
+  m->io = io ? io : &media_default_io;
   m->page_size = page_size;
   m->pages_per_block = pages_per_block;
   m->blocks = blocks;
@@ -333,7 +333,7 @@ media_header_ec (const struct media *m, const uint8_t *meta, uint32_t *ec)
   int found = 0;
 
   for (int i = 0; i < 2; i++)
-    if (ftl_blkhdr_decode (media_header_copy (m, meta, i), FTL_BLKHDR_BYTES,
+    if (fmt_blkhdr_decode (media_header_copy (m, meta, i), FTL_BLKHDR_BYTES,
                            &h) == FTL_FMT_OK &&
         (!found || h.erase_count > *ec)) {
       *ec = h.erase_count;
@@ -376,7 +376,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   h.erase_seq = seq;
   __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELEASE);
   __atomic_fetch_add (&m->erases, 1, __ATOMIC_RELAXED);
-  ftl_blkhdr_encode (&h, buf);
+  fmt_blkhdr_encode (&h, buf);
   r = m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,
                      media_header_offset (m, blk, h.erase_count));
   return op_end (m, 0, r);

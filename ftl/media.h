@@ -68,7 +68,7 @@ struct ftl_io {
   int (*sync) (void *opaque, int fd);
   void *opaque;
 };
-extern const struct ftl_io ftl_default_io;
+extern const struct ftl_io media_default_io;
 
 struct timing;
 struct deadline;

@@ -2,7 +2,7 @@
  *
  * ftl_open is a sequence of steps (open_steps below); each sets up one
  * part of the handle and has an undo that releases it.  When a step
- * fails, the steps done so far are undone in reverse order; ftl_free
+ * fails, the steps done so far are undone in reverse order; free_handle
  * undoes them all.  In order:
  *
  *   file          open (or create and format) the backing file, lock it,
@@ -43,7 +43,7 @@
 #include "ftl-internal.h"
 
 void
-ftl_log (struct ftl *ftl, enum ftl_log_level level, const char *fs, ...)
+log_msg (struct ftl *ftl, enum ftl_log_level level, const char *fs, ...)
 {
   char msg[512];
   va_list ap;
@@ -57,7 +57,7 @@ ftl_log (struct ftl *ftl, enum ftl_log_level level, const char *fs, ...)
 }
 
 void
-ftl_debug (struct ftl *ftl, unsigned category, const char *fs, ...)
+log_debug (struct ftl *ftl, unsigned category, const char *fs, ...)
 {
   char msg[512];
   va_list ap;
@@ -112,9 +112,9 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   sb->page_size = ps;
   sb->pages_per_block = ppb;
   sb->blocks = blocks;
-  sb->meta_pages = ftl_meta_pages (ps, ppb);
+  sb->meta_pages = fmt_meta_pages (ps, ppb);
   sb->logical_bytes = o->logical_bytes;
-  sb->ckpt_bytes = ftl_ckpt_bytes (ps, lpages, blocks);
+  sb->ckpt_bytes = fmt_ckpt_bytes (ps, lpages, blocks);
   sb->ckpt_offset[0] = ROUND_UP (2 * FTL_SB_SLOT, ps);
   sb->ckpt_offset[1] = sb->ckpt_offset[0] + sb->ckpt_bytes;
   sb->data_offset = sb->ckpt_offset[1] + sb->ckpt_bytes;
@@ -144,7 +144,7 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
     .version = FTL_FORMAT_VERSION,
     .generation = 1,
     .seq = 1,
-    .body_bytes = ftl_ckpt_body_bytes (lpages, sb->blocks),
+    .body_bytes = fmt_ckpt_body_bytes (lpages, sb->blocks),
     .logical_pages = lpages,
     .blocks = sb->blocks,
     .pages_per_block = sb->pages_per_block,
@@ -164,17 +164,17 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
     return -ENOMEM;
   /* All logical pages unmapped; all blocks free with erase count 0. */
   for (uint64_t lpn = 0; lpn < lpages; lpn++)
-    ftl_ckpt_map_encode (FTL_UNMAPPED, ck + FTL_CKPT_HDR_BYTES
+    fmt_ckpt_map_encode (FTL_UNMAPPED, ck + FTL_CKPT_HDR_BYTES
                          + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
-  h.body_checksum = ftl_checksum (ck + FTL_CKPT_HDR_BYTES, h.body_bytes, 0);
-  ftl_ckpt_header_encode (&h, ck);
+  h.body_checksum = fmt_checksum (ck + FTL_CKPT_HDR_BYTES, h.body_bytes, 0);
+  fmt_ckpt_header_encode (&h, ck);
   r = io->pwrite (io->opaque, fd, ck, sb->ckpt_bytes, sb->ckpt_offset[0]);
   free (ck);
   if (r == 0)
     r = io->sync (io->opaque, fd);
   if (r == 0) {
     memset (sbbuf, 0, sizeof sbbuf);
-    ftl_sb_encode (sb, sbbuf);
+    fmt_sb_encode (sb, sbbuf);
     r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, 0);
     if (r == 0)
       r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, FTL_SB_SLOT);
@@ -209,7 +209,7 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
     }
     if (i == 0)
       magic = n >= 8 && memcmp (buf, FTL_SB_MAGIC, 8) == 0;
-    st[i] = ftl_sb_decode (buf, n, &s[i], why[i], sizeof why[i]);
+    st[i] = fmt_sb_decode (buf, n, &s[i], why[i], sizeof why[i]);
     if (st[i] == FTL_FMT_OK && (best == -1 ||
                                 s[i].generation > s[best].generation))
       best = i;
@@ -230,8 +230,8 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
     else
       snprintf (errbuf, errlen, "both superblock copies are damaged "
                 "(copy A: %s%s%s; copy B: %s%s%s)",
-                ftl_fmt_status_string (st[0]), why[0][0] ? ", " : "", why[0],
-                ftl_fmt_status_string (st[1]), why[1][0] ? ", " : "", why[1]);
+                fmt_status_string (st[0]), why[0][0] ? ", " : "", why[0],
+                fmt_status_string (st[1]), why[1][0] ? ", " : "", why[1]);
     return -EINVAL;
   }
   *sb = s[best];
@@ -403,7 +403,7 @@ create_image (struct ftl *ftl, struct open_ctx *c)
   }
   r = new_geometry (o, &sb, c->err, c->errlen);
   if (r == 0)
-    r = format_image (ftl->fd, o->io ? o->io : &ftl_default_io, &sb,
+    r = format_image (ftl->fd, o->io ? o->io : &media_default_io, &sb,
                       c->err, c->errlen);
   if (r < 0 && ftruncate (ftl->fd, 0) == -1) {
     /* leave it empty as it was, if we can */
@@ -670,7 +670,7 @@ undo_steps (struct ftl *ftl, size_t n)
 }
 
 static void
-ftl_free (struct ftl *ftl)
+free_handle (struct ftl *ftl)
 {
   if (ftl)
     undo_steps (ftl, N_OPEN_STEPS);
@@ -711,7 +711,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
       /* The step that failed undoes itself too: its undo frees what
        * it allocated, whatever it got to.
        */
-      ftl_debug (ftl, FTL_DEBUG_RECOVERY, "opening %s failed at step "
+      log_debug (ftl, FTL_DEBUG_RECOVERY, "opening %s failed at step "
                  "\"%s\": %s", o->path, s->name, strerror (-r));
       if (c.created)
         unlink (o->path);
@@ -722,7 +722,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
     }
   }
 
-  ftl_debug (ftl, FTL_DEBUG_RECOVERY, "opened %s: %" PRIu64 " bytes, %u "
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "opened %s: %" PRIu64 " bytes, %u "
              "erase blocks of %u pages of %u bytes, %u free, %u streams",
              ftl->path, ftl->logical_bytes, ftl->blocks, ftl->ppb,
              ftl->page_size, ftl->nfree, ftl->nstreams);
@@ -754,15 +754,15 @@ ftl_close (struct ftl *ftl)
     if (r == 0)
       r = ckpt_write_superblock (ftl, FTL_SB_CLEAN, ftl->ckpt_gen);
   }
-  ftl_free (ftl);
+  free_handle (ftl);
   return r;
 }
 
 void
-ftl_abandon (struct ftl *ftl)
+open_abandon (struct ftl *ftl)
 {
   ftl_stop_watchdog (ftl);
-  ftl_free (ftl);
+  free_handle (ftl);
 }
 
 static int

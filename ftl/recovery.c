@@ -91,9 +91,9 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
                 strerror (-r));
       return r;
     }
-    st[s] = ftl_ckpt_header_decode (hb, sizeof hb, &h[s]);
+    st[s] = fmt_ckpt_header_decode (hb, sizeof hb, &h[s]);
     if (st[s] == FTL_FMT_OK &&
-        !ftl_ckpt_header_check (&h[s], &ftl->sb, NULL, 0))
+        !fmt_ckpt_header_check (&h[s], &ftl->sb, NULL, 0))
       st[s] = FTL_FMT_BAD_FIELD;
   }
 
@@ -117,9 +117,9 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
                 strerror (-r));
       return r;
     }
-    if (ftl_ckpt_body_check (&h[best], body))
+    if (fmt_ckpt_body_check (&h[best], body))
       break;
-    ftl_log (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
+    log_msg (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
              ") fails its checksum", best, h[best].generation);
     st[best] = FTL_FMT_BAD_CHECKSUM;
     free (body);
@@ -127,7 +127,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   }
   if (!body) {
     snprintf (errbuf, errlen, "no valid checkpoint (slot 0: %s; slot 1: %s)",
-              ftl_fmt_status_string (st[0]), ftl_fmt_status_string (st[1]));
+              fmt_status_string (st[0]), fmt_status_string (st[1]));
     return -EINVAL;
   }
   if (st[1 - best] == FTL_FMT_OK &&
@@ -136,16 +136,16 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   }
   if (best >= 0 && st[1 - best] != FTL_FMT_OK && ftl->ckpt_gen == 0 &&
       h[best].generation > 1 && st[1 - best] != FTL_FMT_EMPTY)
-    ftl_log (ftl, FTL_LOG_WARN, "checkpoint slot %d is damaged (%s); "
-             "using slot %d", 1 - best, ftl_fmt_status_string (st[1 - best]),
+    log_msg (ftl, FTL_LOG_WARN, "checkpoint slot %d is damaged (%s); "
+             "using slot %d", 1 - best, fmt_status_string (st[1 - best]),
              best);
 
   /* The map. */
   const uint8_t *p = body;
   for (uint64_t lpn = 0; lpn < ftl->logical_pages;
        lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
-    uint32_t ppn = ftl_ckpt_map_decode (p);
-    if (!ftl_ckpt_map_check (&h[best], ppn)) {
+    uint32_t ppn = fmt_ckpt_map_decode (p);
+    if (!fmt_ckpt_map_check (&h[best], ppn)) {
       snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
                 " to physical page %u, beyond the device", lpn, ppn);
       free (body);
@@ -157,8 +157,8 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb;
     char why[128];
-    ftl_ckpt_block_decode (p, &cb);
-    if (!ftl_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
+    fmt_ckpt_block_decode (p, &cb);
+    if (!fmt_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
       snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
       free (body);
       return -EINVAL;
@@ -204,7 +204,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
   hok = media_header_ec (m, meta, &hec);
   if (state == FTL_BLK_FULL) {
     /* The common case: unchanged since the checkpoint. */
-    bool first_ok = ftl_oob_decode (meta + FTL_BLKHDR_BYTES, FTL_OOB_BYTES,
+    bool first_ok = fmt_oob_decode (meta + FTL_BLKHDR_BYTES, FTL_OOB_BYTES,
                                     &o) == FTL_FMT_OK;
     if ((!hok || hec <= cec) && first_ok && o.erase_count <= cec)
       return 0;
@@ -225,7 +225,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
   if (hok)
     ec = MAX (ec, hec);
   for (uint32_t i = 0; i < ftl->ppb; i++)
-    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
+    if (fmt_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
                         FTL_OOB_BYTES, &o) == FTL_FMT_OK)
       ec = MAX (ec, o.erase_count);
   start = (ec == cec && state == FTL_BLK_OPEN) ? cwp : 0;
@@ -239,14 +239,14 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
    */
   uint32_t last = start, win = 0, win_n = 0;
   for (uint32_t i = start; i < ftl->ppb; i++)
-    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
+    if (fmt_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
                         FTL_OOB_BYTES, &o) == FTL_FMT_OK &&
         o.erase_count == ec)
       last = i;
 
   for (uint32_t i = start; i < ftl->ppb; i++) {
     uint32_t ppn = media_ppn (m, b, i);
-    if (ftl_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
+    if (fmt_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
                         FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
         o.erase_count != ec)
       continue;
@@ -259,15 +259,15 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
         return r;
     }
     const uint8_t *page = data + ((size_t) (i - win) << ftl->page_shift);
-    if (ftl_checksum (page, ftl->page_size, ppn) != o.data_checksum) {
-      ftl_debug (ftl, FTL_DEBUG_RECOVERY, "block %u page %u: torn, dropped",
+    if (fmt_checksum (page, ftl->page_size, ppn) != o.data_checksum) {
+      log_debug (ftl, FTL_DEBUG_RECOVERY, "block %u page %u: torn, dropped",
                  b, i);
       continue;
     }
     *maxseq = MAX (*maxseq, o.seq);
     if (o.kind == FTL_OOB_DATA) {
       if (o.lpn >= ftl->logical_pages) {
-        ftl_log (ftl, FTL_LOG_WARN, "block %u page %u: logical page %u is "
+        log_msg (ftl, FTL_LOG_WARN, "block %u page %u: logical page %u is "
                  "beyond the disk; ignored", b, i, o.lpn);
         continue;
       }
@@ -278,9 +278,9 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
     }
     else {
       uint32_t n;
-      if (ftl_trim_page_decode (page, ftl->page_size, trims, &n)
+      if (fmt_trim_page_decode (page, ftl->page_size, trims, &n)
           != FTL_FMT_OK) {
-        ftl_log (ftl, FTL_LOG_WARN, "block %u page %u: damaged trim "
+        log_msg (ftl, FTL_LOG_WARN, "block %u page %u: damaged trim "
                  "records; ignored", b, i);
         continue;
       }
@@ -297,7 +297,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
     }
   }
 
-  ftl_debug (ftl, FTL_DEBUG_RECOVERY, "block %u: rolled forward pages "
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "block %u: rolled forward pages "
              "%u..%u (erase count %u)", b, start, wp, ec);
   media_set_block (m, b, ec, wp);
   ftl->state[b] = wp == 0 ? FTL_BLK_FREE : FTL_BLK_FULL;
@@ -316,7 +316,7 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
 
   meta = malloc ((size_t) ftl->media.meta_pages * ftl->page_size);
   data = malloc ((size_t) MIN (ftl->ppb, SCAN_RUN) * ftl->page_size);
-  trims = malloc (ftl_trim_page_capacity (ftl->page_size) * sizeof *trims);
+  trims = malloc (fmt_trim_page_capacity (ftl->page_size) * sizeof *trims);
   if (!meta || !data || !trims) {
     r = -ENOMEM;
     goto out;
@@ -341,7 +341,7 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
       for (uint64_t l = it->lpn; l < (uint64_t) it->lpn + it->count; l++)
         ftl->l2p[l] = FTL_UNMAPPED;
   }
-  ftl_debug (ftl, FTL_DEBUG_RECOVERY, "rolled forward %zu log items",
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "rolled forward %zu log items",
              items.n);
   ftl->next_seq = maxseq + 1;
 
@@ -444,7 +444,7 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
 
   clean = ftl->sb.state == FTL_SB_CLEAN && h.clean &&
     ftl->sb.clean_ckpt_gen == h.generation;
-  ftl_debug (ftl, FTL_DEBUG_RECOVERY, "checkpoint %" PRIu64 " at sequence %"
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "checkpoint %" PRIu64 " at sequence %"
              PRIu64 "; image %s", h.generation, h.seq,
              clean ? "shut down cleanly" : "not shut down cleanly: "
              "rolling the log forward");

@@ -55,7 +55,7 @@ static int
 check_range (struct ftl *ftl, uint64_t count, uint64_t offset)
 {
   if (offset > ftl->logical_bytes || count > ftl->logical_bytes - offset) {
-    ftl_log (ftl, FTL_LOG_ERROR, "request beyond the end of the disk "
+    log_msg (ftl, FTL_LOG_ERROR, "request beyond the end of the disk "
              "(offset %" PRIu64 ", count %" PRIu64 ")", offset, count);
     return -EINVAL;
   }
@@ -91,22 +91,22 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
     return -EAGAIN;
   if (r < 0) {
     if (r != -ETIMEDOUT)
-      ftl_log (ftl, FTL_LOG_ERROR, "reading erase block %u: %s", blk,
+      log_msg (ftl, FTL_LOG_ERROR, "reading erase block %u: %s", blk,
                strerror (-r));
     return r;
   }
   for (uint32_t i = 0; i < n; i++) {
     struct ftl_oob o;
     const uint8_t *p = buf + ((size_t) i << ftl->page_shift);
-    enum ftl_fmt_status s = ftl_oob_decode (oob + i * FTL_OOB_BYTES,
+    enum ftl_fmt_status s = fmt_oob_decode (oob + i * FTL_OOB_BYTES,
                                             FTL_OOB_BYTES, &o);
     if (s != FTL_FMT_OK || o.kind != FTL_OOB_DATA || o.lpn != lpn + i ||
         o.erase_count != ec ||
-        o.data_checksum != ftl_checksum (p, ftl->page_size, ppn + i)) {
-      ftl_log (ftl, FTL_LOG_ERROR, "logical page %" PRIu64 ": page %u of "
+        o.data_checksum != fmt_checksum (p, ftl->page_size, ppn + i)) {
+      log_msg (ftl, FTL_LOG_ERROR, "logical page %" PRIu64 ": page %u of "
                "erase block %u is damaged (%s)", lpn + i,
                media_ppn_page (m, ppn + i), blk,
-               s != FTL_FMT_OK ? ftl_fmt_status_string (s) :
+               s != FTL_FMT_OK ? fmt_status_string (s) :
                o.kind != FTL_OOB_DATA ? "it holds trim records" :
                o.lpn != lpn + i ? "it belongs to another logical page" :
                o.erase_count != ec ?

@@ -54,7 +54,7 @@ report (struct report *rp, const char *fs, ...)
   va_start (ap, fs);
   vsnprintf (msg, sizeof msg, fs, ap);
   va_end (ap);
-  ftl_log (rp->ftl, FTL_LOG_ERROR, "self-check (%s): %s", rp->when, msg);
+  log_msg (rp->ftl, FTL_LOG_ERROR, "self-check (%s): %s", rp->when, msg);
 }
 
 /* The map against the valid counts and the block states. */
@@ -187,7 +187,7 @@ selfcheck_run (struct ftl *ftl, const char *when)
   if (r < 0)
     return r;
   if (rp.n > MAX_REPORTS)
-    ftl_log (ftl, FTL_LOG_ERROR, "self-check (%s): %u more inconsistencies",
+    log_msg (ftl, FTL_LOG_ERROR, "self-check (%s): %u more inconsistencies",
              when, rp.n - MAX_REPORTS);
   return rp.n ? -EIO : 0;
 }

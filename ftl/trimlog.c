@@ -40,7 +40,7 @@ int
 trimlog_init (struct ftl *ftl)
 {
   pthread_mutex_init (&ftl->trim_lock, NULL);
-  ftl->trim_cap = ftl_trim_page_capacity (ftl->page_size);
+  ftl->trim_cap = fmt_trim_page_capacity (ftl->page_size);
   ftl->trim_buf = malloc (ftl->trim_cap * sizeof *ftl->trim_buf);
   ftl->trim_page = malloc (ftl->page_size);
   if (!ftl->trim_buf || !ftl->trim_page)
@@ -69,14 +69,14 @@ write_trim_page (struct ftl *ftl, uint32_t keep)
   assert (ftl->trim_count > 0 && ftl->trim_count <= ftl->trim_cap);
   r = alloc_frontier_open (ftl, f, keep);
   if (r < 0) {
-    ftl_log (ftl, FTL_LOG_ERROR, "no free erase block for trim records "
+    log_msg (ftl, FTL_LOG_ERROR, "no free erase block for trim records "
              "(free pool exhausted)");
     return r;
   }
   for (uint32_t i = 0; i < ftl->trim_count; i++)
     lp.seq = MAX (lp.seq, ftl->trim_buf[i].seq);
   lp.trim_entries = ftl->trim_count;
-  ftl_trim_page_encode (ftl->trim_buf, ftl->trim_count, ftl->trim_page,
+  fmt_trim_page_encode (ftl->trim_buf, ftl->trim_count, ftl->trim_page,
                         ftl->page_size);
   r = alloc_program (ftl, f, &lp, 1, ftl->trim_page, NULL);
   if (r < 0)

@@ -59,7 +59,7 @@ wl_pick (struct ftl *ftl, bool (*skip) (struct ftl *, uint32_t))
   pthread_mutex_unlock (&ftl->alloc_lock);
   if (coldest == FTL_NO_BLOCK || max_ec - min_ec < ftl->wl.threshold)
     return FTL_NO_BLOCK;
-  ftl_debug (ftl, FTL_DEBUG_GC, "wear leveling: block %u (erase count %u, "
+  log_debug (ftl, FTL_DEBUG_GC, "wear leveling: block %u (erase count %u, "
              "%u valid pages); most erased: %u", coldest, min_ec,
              __atomic_load_n (&ftl->valid[coldest], __ATOMIC_RELAXED), max_ec);
   return coldest;
@@ -73,7 +73,7 @@ wl_erased (struct ftl *ftl, uint32_t b)
     /* Worn out: retired for good. */
     ftl->state[b] = FTL_BLK_RETIRED;
     ftl->wl.retired++;
-    ftl_debug (ftl, FTL_DEBUG_GC, "block %u retired after %u erases",
+    log_debug (ftl, FTL_DEBUG_GC, "block %u retired after %u erases",
                b, media_erase_count (&ftl->media, b));
     wl_check_end_of_life (ftl);
   }
@@ -97,13 +97,13 @@ wl_check_end_of_life (struct ftl *ftl)
      * hot frontiers fill up and are not replaced.
      */
     __atomic_store_n (&ftl->one_log, true, __ATOMIC_RELAXED);
-    ftl_log (ftl, FTL_LOG_WARN, "%u of %u erase blocks are retired: hot "
+    log_msg (ftl, FTL_LOG_WARN, "%u of %u erase blocks are retired: hot "
              "and cold data are no longer kept apart", ftl->wl.retired,
              ftl->blocks);
   }
   if (usable < data_blocks + FTL_MIN_SPARE_BLOCKS (ftl->nstreams)) {
     __atomic_store_n (&ftl->wl.worn_out, true, __ATOMIC_RELEASE);
-    ftl_log (ftl, FTL_LOG_ERROR, "the disk is worn out: %u of %u erase "
+    log_msg (ftl, FTL_LOG_ERROR, "the disk is worn out: %u of %u erase "
              "blocks are retired (endurance %u erases), too few remain to "
              "sustain writes; it is read-only from now on", ftl->wl.retired,
              ftl->blocks, ftl->wl.endurance);

@@ -1,5 +1,5 @@
 /* nbdkit-ftl fuzz target: the erase block header decoder
- * (ftl_blkhdr_decode).
+ * (fmt_blkhdr_decode).
  *
  * Input: the bytes of a block header.  Decoded as they are and,
  * resealed, once more; a decoded header must survive a round trip.
@@ -17,11 +17,11 @@ decode (const uint8_t *buf, size_t len)
   struct ftl_block_header h, h2;
   uint8_t again[FTL_BLKHDR_BYTES];
 
-  if (ftl_blkhdr_decode (buf, len, &h) != FTL_FMT_OK)
+  if (fmt_blkhdr_decode (buf, len, &h) != FTL_FMT_OK)
     return;
   FUZZ_CHECK (len >= FTL_BLKHDR_BYTES);
-  ftl_blkhdr_encode (&h, again);
-  FUZZ_CHECK (ftl_blkhdr_decode (again, sizeof again, &h2) == FTL_FMT_OK);
+  fmt_blkhdr_encode (&h, again);
+  FUZZ_CHECK (fmt_blkhdr_decode (again, sizeof again, &h2) == FTL_FMT_OK);
   FUZZ_CHECK (h.erase_count == h2.erase_count &&
               h.erase_seq == h2.erase_seq);
 }

@@ -1,5 +1,5 @@
 /* nbdkit-ftl fuzz target: a checkpoint slot, header and body
- * (ftl_ckpt_header_decode, ftl_ckpt_block_decode).
+ * (fmt_ckpt_header_decode, fmt_ckpt_block_decode).
  *
  * Input: the bytes of a slot, header first.  The header is decoded as
  * it is and, resealed (its body checksum too, over as much body as the
@@ -23,7 +23,7 @@ decode (const uint8_t *buf, size_t len)
   uint8_t again[FTL_CKPT_HDR_BYTES];
   enum ftl_fmt_status st;
 
-  st = ftl_ckpt_header_decode (buf, len, &h);
+  st = fmt_ckpt_header_decode (buf, len, &h);
   if (st != FTL_FMT_OK)
     return;
   FUZZ_CHECK (len >= FTL_CKPT_HDR_BYTES);
@@ -36,8 +36,8 @@ decode (const uint8_t *buf, size_t len)
   FUZZ_CHECK (h.body_bytes == 4 * h.logical_pages
               + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks);
 
-  ftl_ckpt_header_encode (&h, again);
-  FUZZ_CHECK (ftl_ckpt_header_decode (again, sizeof again, &h2)
+  fmt_ckpt_header_encode (&h, again);
+  FUZZ_CHECK (fmt_ckpt_header_decode (again, sizeof again, &h2)
               == FTL_FMT_OK);
   FUZZ_CHECK (h.version == h2.version && h.generation == h2.generation &&
               h.seq == h2.seq && h.body_bytes == h2.body_bytes &&
@@ -50,14 +50,14 @@ decode (const uint8_t *buf, size_t len)
     FUZZ_CHECK (h.counters[i] == h2.counters[i]);
 
   if (len - FTL_CKPT_HDR_BYTES >= h.body_bytes &&
-      ftl_checksum (buf + FTL_CKPT_HDR_BYTES, h.body_bytes, 0)
+      fmt_checksum (buf + FTL_CKPT_HDR_BYTES, h.body_bytes, 0)
       == h.body_checksum) {
     const uint8_t *table = buf + FTL_CKPT_HDR_BYTES + 4 * h.logical_pages;
     for (uint32_t b = 0; b < h.blocks; b++) {
       struct ftl_ckpt_block cb;
       uint8_t enc[FTL_CKPT_BLOCK_BYTES];
-      ftl_ckpt_block_decode (table + (size_t) b * FTL_CKPT_BLOCK_BYTES, &cb);
-      ftl_ckpt_block_encode (&cb, enc);
+      fmt_ckpt_block_decode (table + (size_t) b * FTL_CKPT_BLOCK_BYTES, &cb);
+      fmt_ckpt_block_encode (&cb, enc);
       FUZZ_CHECK (memcmp (enc, table + (size_t) b * FTL_CKPT_BLOCK_BYTES,
                           FTL_CKPT_BLOCK_BYTES) == 0);
     }
@@ -73,7 +73,7 @@ reseal (uint8_t *buf, size_t len)
   uint64_t body = get64le (buf + 40);
 
   if (body <= len - FTL_CKPT_HDR_BYTES)
-    put64le (buf + 48, ftl_checksum (buf + FTL_CKPT_HDR_BYTES, body, 0));
+    put64le (buf + 48, fmt_checksum (buf + FTL_CKPT_HDR_BYTES, body, 0));
   fuzz_reseal_ckpt_header (buf);
 }
 

@@ -1,4 +1,4 @@
-/* nbdkit-ftl fuzz target: the OOB entry decoder (ftl_oob_decode).
+/* nbdkit-ftl fuzz target: the OOB entry decoder (fmt_oob_decode).
  *
  * Input: the bytes of an OOB entry.  Decoded as they are and, resealed,
  * once more; a decoded entry has a known kind and survives a round
@@ -17,12 +17,12 @@ decode (const uint8_t *buf, size_t len)
   struct ftl_oob o, o2;
   uint8_t again[FTL_OOB_BYTES];
 
-  if (ftl_oob_decode (buf, len, &o) != FTL_FMT_OK)
+  if (fmt_oob_decode (buf, len, &o) != FTL_FMT_OK)
     return;
   FUZZ_CHECK (len >= FTL_OOB_BYTES);
   FUZZ_CHECK (o.kind == FTL_OOB_DATA || o.kind == FTL_OOB_TRIM);
-  ftl_oob_encode (&o, again);
-  FUZZ_CHECK (ftl_oob_decode (again, sizeof again, &o2) == FTL_FMT_OK);
+  fmt_oob_encode (&o, again);
+  FUZZ_CHECK (fmt_oob_decode (again, sizeof again, &o2) == FTL_FMT_OK);
   FUZZ_CHECK (o.kind == o2.kind && o.lpn == o2.lpn &&
               o.trim_entries == o2.trim_entries && o.seq == o2.seq &&
               o.erase_count == o2.erase_count &&

@@ -53,7 +53,7 @@ image_superblock (const uint8_t *img, size_t n, struct ftl_superblock *sb)
 
   for (int i = 0; i < 2; i++)
     if (n >= (size_t) i * FTL_SB_SLOT + FTL_SB_BYTES &&
-        ftl_sb_decode (img + i * FTL_SB_SLOT, FTL_SB_BYTES, &s, NULL, 0)
+        fmt_sb_decode (img + i * FTL_SB_SLOT, FTL_SB_BYTES, &s, NULL, 0)
         == FTL_FMT_OK &&
         (!found || s.generation > sb->generation)) {
       *sb = s;
@@ -83,7 +83,7 @@ reseal_image (uint8_t *img, size_t n, unsigned flags)
         continue;
       body = get64le (h + 40);
       if (body <= sb.ckpt_bytes - FTL_CKPT_HDR_BYTES)
-        put64le (h + 48, ftl_checksum (h + FTL_CKPT_HDR_BYTES, body, 0));
+        put64le (h + 48, fmt_checksum (h + FTL_CKPT_HDR_BYTES, body, 0));
       fuzz_reseal_ckpt_header (h);
     }
 
@@ -107,7 +107,7 @@ reseal_image (uint8_t *img, size_t n, unsigned flags)
       if (flags & RESEAL_DATA) {
         if (e[2] == FTL_OOB_TRIM)
           fuzz_reseal_trim_page (page, sb.page_size);
-        put64le (e + 24, ftl_checksum (page, sb.page_size, ppn));
+        put64le (e + 24, fmt_checksum (page, sb.page_size, ppn));
       }
       if (flags & RESEAL_META)
         fuzz_reseal_oob (e);
@@ -137,10 +137,10 @@ check_page (struct ftl *ftl, const uint8_t *img, size_t n, uint64_t lpn,
     + (uint64_t) media_ppn_page (m, ppn) * FTL_OOB_BYTES;
   data = media_page_offset (m, ppn);
   FUZZ_CHECK (meta + FTL_OOB_BYTES <= n && data + ftl->page_size <= n);
-  FUZZ_CHECK (ftl_oob_decode (img + meta, FTL_OOB_BYTES, &o) == FTL_FMT_OK);
+  FUZZ_CHECK (fmt_oob_decode (img + meta, FTL_OOB_BYTES, &o) == FTL_FMT_OK);
   FUZZ_CHECK (o.kind == FTL_OOB_DATA);
   FUZZ_CHECK (o.lpn == lpn);
-  FUZZ_CHECK (ftl_checksum (img + data, ftl->page_size, ppn)
+  FUZZ_CHECK (fmt_checksum (img + data, ftl->page_size, ppn)
               == o.data_checksum);
   FUZZ_CHECK (memcmp (buf, img + data, len) == 0);
 }

@@ -1,4 +1,4 @@
-/* nbdkit-ftl fuzz target: the superblock decoder (ftl_sb_decode).
+/* nbdkit-ftl fuzz target: the superblock decoder (fmt_sb_decode).
  *
  * Input: the bytes of a superblock slot.  They are decoded as they are
  * and, resealed, once more.  A decoded superblock must describe a
@@ -23,13 +23,13 @@ check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)
               (sb->page_size & (sb->page_size - 1)) == 0);
   FUZZ_CHECK (sb->pages_per_block >= 8 && sb->pages_per_block <= 65536 &&
               (sb->pages_per_block & (sb->pages_per_block - 1)) == 0);
-  FUZZ_CHECK (sb->meta_pages == ftl_meta_pages (sb->page_size,
+  FUZZ_CHECK (sb->meta_pages == fmt_meta_pages (sb->page_size,
                                                 sb->pages_per_block));
   lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
   FUZZ_CHECK (lpages > 0 && lpages < FTL_PAGES_LIMIT);
   FUZZ_CHECK ((uint64_t) sb->blocks * sb->pages_per_block < FTL_PAGES_LIMIT);
   FUZZ_CHECK ((uint64_t) sb->blocks * sb->pages_per_block > lpages);
-  FUZZ_CHECK (sb->ckpt_bytes == ftl_ckpt_bytes (sb->page_size, lpages,
+  FUZZ_CHECK (sb->ckpt_bytes == fmt_ckpt_bytes (sb->page_size, lpages,
                                                 sb->blocks));
   FUZZ_CHECK (sb->ckpt_bytes >= FTL_CKPT_HDR_BYTES + 4 * lpages
               + (uint64_t) FTL_CKPT_BLOCK_BYTES * sb->blocks);
@@ -47,7 +47,7 @@ check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)
   FUZZ_CHECK (end <= INT64_MAX);
   FUZZ_CHECK (sb->state == FTL_SB_CLEAN || sb->state == FTL_SB_DIRTY);
 
-  ftl_sb_encode (sb, again);
+  fmt_sb_encode (sb, again);
   FUZZ_CHECK (memcmp (again, buf, FTL_SB_BYTES) == 0);
 }
 
@@ -58,14 +58,14 @@ decode (const uint8_t *buf, size_t len)
   char why[128];
   enum ftl_fmt_status st;
 
-  st = ftl_sb_decode (buf, len, &sb, why, sizeof why);
+  st = fmt_sb_decode (buf, len, &sb, why, sizeof why);
   FUZZ_CHECK (strlen (why) < sizeof why);
   if (st == FTL_FMT_OK)
     check_decoded (buf, &sb);
   else
-    FUZZ_CHECK (ftl_fmt_status_string (st)[0] != '\0');
+    FUZZ_CHECK (fmt_status_string (st)[0] != '\0');
   /* Without room for the reason. */
-  ftl_sb_decode (buf, len, &sb, NULL, 0);
+  fmt_sb_decode (buf, len, &sb, NULL, 0);
 }
 
 static void

@@ -1,5 +1,5 @@
 /* nbdkit-ftl fuzz target: the trim record page decoder
- * (ftl_trim_page_decode).
+ * (fmt_trim_page_decode).
  *
  * Input: one byte choosing the page size (512 << (byte % 8)), then the
  * page (cut or padded with zeros to the page size).  Decoded as it is
@@ -20,13 +20,13 @@ decode (const uint8_t *page, uint32_t page_size,
 {
   uint32_t count, count2;
 
-  if (ftl_trim_page_decode (page, page_size, e, &count) != FTL_FMT_OK)
+  if (fmt_trim_page_decode (page, page_size, e, &count) != FTL_FMT_OK)
     return;
-  FUZZ_CHECK (count >= 1 && count <= ftl_trim_page_capacity (page_size));
+  FUZZ_CHECK (count >= 1 && count <= fmt_trim_page_capacity (page_size));
   for (uint32_t i = 0; i < count; i++)
     FUZZ_CHECK (e[i].count > 0);
-  ftl_trim_page_encode (e, count, again, page_size);
-  FUZZ_CHECK (ftl_trim_page_decode (again, page_size, e2, &count2)
+  fmt_trim_page_encode (e, count, again, page_size);
+  FUZZ_CHECK (fmt_trim_page_decode (again, page_size, e2, &count2)
               == FTL_FMT_OK);
   FUZZ_CHECK (count2 == count);
   FUZZ_CHECK (memcmp (e, e2, count * sizeof *e) == 0);
@@ -42,7 +42,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   if (size < 1 || size > 1 + 65536)
     return -1;
   page_size = 512u << (data[0] % 8);
-  cap = ftl_trim_page_capacity (page_size);
+  cap = fmt_trim_page_capacity (page_size);
   page = calloc (1, page_size);
   again = malloc (page_size);
   e = malloc (cap * sizeof *e);

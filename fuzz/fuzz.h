@@ -43,7 +43,7 @@ static inline void
 fuzz_reseal_struct (uint8_t *buf, size_t len, size_t csum_off)
 {
   put64le (buf + csum_off, 0);
-  put64le (buf + csum_off, ftl_checksum (buf, len, 0));
+  put64le (buf + csum_off, fmt_checksum (buf, len, 0));
 }
 
 static inline void
@@ -61,7 +61,7 @@ fuzz_reseal_ckpt_header (uint8_t *buf)
 static inline void
 fuzz_reseal_blkhdr (uint8_t *buf)
 {
-  put64le (buf + 24, ftl_checksum (buf, 24, 0));
+  put64le (buf + 24, fmt_checksum (buf, 24, 0));
 }
 
 /* An OOB entry's checksum is 32 bits at offset 20, of the entry with
@@ -71,7 +71,7 @@ static inline void
 fuzz_reseal_oob (uint8_t *buf)
 {
   put32le (buf + 20, 0);
-  put32le (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+  put32le (buf + 20, (uint32_t) fmt_checksum (buf, FTL_OOB_BYTES, 0));
 }
 
 /* A trim page's checksum covers its entries (as many as its count says,
@@ -81,11 +81,11 @@ static inline void
 fuzz_reseal_trim_page (uint8_t *page, uint32_t page_size)
 {
   uint32_t count = get32le (page);
-  uint32_t cap = ftl_trim_page_capacity (page_size);
+  uint32_t cap = fmt_trim_page_capacity (page_size);
 
   if (count > cap)
     count = cap;
-  put64le (page + 8, ftl_checksum (page + FTL_TRIM_HDR_BYTES,
+  put64le (page + 8, fmt_checksum (page + FTL_TRIM_HDR_BYTES,
                                       (size_t) count * FTL_TRIM_ENTRY_BYTES,
                                       get64le (page)));
 }

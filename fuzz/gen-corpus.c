@@ -70,7 +70,7 @@ seed (const char *target, const uint8_t *prefix, size_t plen,
   if (mkdir (dir, 0755) == -1 && errno != EEXIST)
     die (dir);
   snprintf (file, sizeof file, "%s/%016llx", dir,
-            (unsigned long long) ftl_checksum (buf, plen + len, 0));
+            (unsigned long long) fmt_checksum (buf, plen + len, 0));
   fp = fopen (file, "w");
   if (!fp || fwrite (buf, 1, plen + len, fp) != plen + len ||
       fclose (fp) != 0)
@@ -160,7 +160,7 @@ seeds_of_image (const char *path, bool with_write)
   unsigned oob_seeds = 0, hdr_seeds = 0;
 
   img = slurp (path, &n);
-  if (ftl_sb_decode (img, n, &sb, NULL, 0) != FTL_FMT_OK) {
+  if (fmt_sb_decode (img, n, &sb, NULL, 0) != FTL_FMT_OK) {
     fprintf (stderr, "gen-corpus: %s: no valid superblock\n", path);
     exit (EXIT_FAILURE);
   }
@@ -239,7 +239,7 @@ main (int argc, char **argv)
   ftl = open_image (path[2]);
   workload (ftl, 9);
   check (ftl_flush (ftl), "flush");
-  ftl_abandon (ftl);
+  open_abandon (ftl);
 
   seeds_of_image (path[0], false);
   seeds_of_image (path[1], true);

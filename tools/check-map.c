@@ -150,7 +150,7 @@ check_header (struct checker *c, const struct image *im, uint32_t b,
 
   for (int i = 0; i < 2; i++) {
     struct ftl_block_header bh;
-    s[i] = ftl_blkhdr_decode (ftl_inspect_header_copy (im->ftl, meta, i),
+    s[i] = fmt_blkhdr_decode (ftl_inspect_header_copy (im->ftl, meta, i),
                               FTL_BLKHDR_BYTES, &bh);
     if (s[i] == FTL_FMT_OK && (!found || bh.erase_count > best)) {
       best = bh.erase_count;
@@ -163,10 +163,10 @@ check_header (struct checker *c, const struct image *im, uint32_t b,
     if (found)
       check_note (c, "erase block %u: the %s block header copy is damaged "
                   "(%s); the other gives erase count %u", b, name[i],
-                  ftl_fmt_status_string (s[i]), best);
+                  fmt_status_string (s[i]), best);
     else
       check_error (c, "erase block %u: block header (%s copy): %s", b,
-                   name[i], ftl_fmt_status_string (s[i]));
+                   name[i], fmt_status_string (s[i]));
   }
   /* No valid copy and none damaged: never erased, or its header lost
    * in a crash.
@@ -190,7 +190,7 @@ check_unwritten (struct checker *c, const struct image *im, uint32_t b,
                  state, bi->write_pointer);
   for (uint32_t p = 0; p < im->g.pages_per_block; p++) {
     struct ftl_oob o;
-    if (ftl_oob_decode (ftl_inspect_oob_entry (meta, p), FTL_OOB_BYTES,
+    if (fmt_oob_decode (ftl_inspect_oob_entry (meta, p), FTL_OOB_BYTES,
                         &o) != FTL_FMT_EMPTY && used++ == 0)
       first = p;
   }
@@ -209,10 +209,10 @@ check_page (struct checker *c, const struct image *im, uint64_t lpn,
   enum ftl_fmt_status s;
   struct ftl_oob o;
 
-  s = ftl_oob_decode (oob, FTL_OOB_BYTES, &o);
+  s = fmt_oob_decode (oob, FTL_OOB_BYTES, &o);
   if (s != FTL_FMT_OK) {
     check_error (c, WHERE_FMT ": OOB entry: %s", WHERE (im, lpn, ppn),
-                 ftl_fmt_status_string (s));
+                 fmt_status_string (s));
     check_fix (c, lpn, FIX_UNMAP, "its OOB entry is damaged");
     return;
   }
@@ -234,7 +234,7 @@ check_page (struct checker *c, const struct image *im, uint64_t lpn,
                  ec);
   if (data == NULL)
     return;                     /* reported with the read error */
-  if (ftl_checksum (data, im->g.page_size, ppn) != o.data_checksum) {
+  if (fmt_checksum (data, im->g.page_size, ppn) != o.data_checksum) {
     check_error (c, WHERE_FMT ": data checksum mismatch",
                  WHERE (im, lpn, ppn));
     check_fix (c, lpn, FIX_UNMAP, "data checksum mismatch");

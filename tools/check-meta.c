@@ -92,7 +92,7 @@ check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
     }
     if (st[i] != FTL_FMT_OK) {
       check_error (c, "superblock copy %c: %s%s%s", copy_name[i],
-                   ftl_fmt_status_string (st[i]), why[0] ? ": " : "", why);
+                   fmt_status_string (st[i]), why[0] ? ": " : "", why);
       continue;
     }
     if (newest == -1 || sb[i].generation > sb[newest].generation)
@@ -129,9 +129,9 @@ check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
 
   blk = g_new (struct ftl_ckpt_block, h->blocks);
   for (uint32_t b = 0; b < h->blocks; b++) {
-    ftl_ckpt_block_decode (body + ftl_ckpt_block_offset (lpages, b),
+    fmt_ckpt_block_decode (body + fmt_ckpt_block_offset (lpages, b),
                            &blk[b]);
-    if (!ftl_ckpt_block_check (&blk[b], ppb, why, sizeof why))
+    if (!fmt_ckpt_block_check (&blk[b], ppb, why, sizeof why))
       check_error (c, "checkpoint slot %d: erase block %u %s", slot, b, why);
   }
 
@@ -142,10 +142,10 @@ check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
   for (uint64_t lpn = 0; lpn < lpages; lpn++) {
     uint32_t ppn, b, page;
 
-    ppn = ftl_ckpt_map_decode (body + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
+    ppn = fmt_ckpt_map_decode (body + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
     if (ppn == FTL_UNMAPPED)
       continue;
-    if (!ftl_ckpt_map_check (h, ppn)) {
+    if (!fmt_ckpt_map_check (h, ppn)) {
       check_error (c, "checkpoint slot %d: logical page %" PRIu64 " maps "
                    "to physical page %u, beyond the last (%" PRIu64 ")",
                    slot, lpn, ppn, phys - 1);
@@ -197,10 +197,10 @@ check_ckpt_slot (struct checker *c, int fd, int slot,
   }
   if (st != FTL_FMT_OK) {
     check_error (c, "checkpoint slot %d: %s", slot,
-                 ftl_fmt_status_string (st));
+                 fmt_status_string (st));
     return NULL;
   }
-  if (!ftl_ckpt_header_check (h, sb, why, sizeof why)) {
+  if (!fmt_ckpt_header_check (h, sb, why, sizeof why)) {
     check_error (c, "checkpoint slot %d (generation %" PRIu64 "): %s",
                  slot, h->generation, why);
     return NULL;
@@ -216,7 +216,7 @@ check_ckpt_slot (struct checker *c, int fd, int slot,
   if (r < 0)
     check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
                  r == -EIO ? "the file is too short" : strerror (-r));
-  else if (!ftl_ckpt_body_check (h, body))
+  else if (!fmt_ckpt_body_check (h, body))
     check_error (c, "checkpoint slot %d (generation %" PRIu64 "): its "
                  "body fails its checksum", slot, h->generation);
   else

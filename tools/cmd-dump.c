@@ -81,13 +81,13 @@ map_status (const struct image *im, const struct ftl_oob *o, uint32_t ppn)
 static void
 print_trim_records (const struct image *im, const uint8_t *data)
 {
-  uint32_t cap = ftl_trim_page_capacity (im->g.page_size), n;
+  uint32_t cap = fmt_trim_page_capacity (im->g.page_size), n;
   struct ftl_trim_entry *e = g_new (struct ftl_trim_entry, cap);
-  enum ftl_fmt_status s = ftl_trim_page_decode (data, im->g.page_size, e,
+  enum ftl_fmt_status s = fmt_trim_page_decode (data, im->g.page_size, e,
                                                 &n);
 
   if (s != FTL_FMT_OK)
-    printf ("  trim records:     %s\n", ftl_fmt_status_string (s));
+    printf ("  trim records:     %s\n", fmt_status_string (s));
   else
     for (uint32_t i = 0; i < n; i++)
       printf ("  trim record:      logical pages %u-%" PRIu64 " unmapped at "
@@ -144,10 +144,10 @@ dump_page (const struct image *im, uint64_t ppn64, bool hex)
   if (p >= bi.write_pointer)
     printf ("  written:          no (beyond the program pointer)\n");
 
-  s = ftl_oob_decode (oob, FTL_OOB_BYTES, &o);
-  printf ("  OOB entry:        %s\n", ftl_fmt_status_string (s));
+  s = fmt_oob_decode (oob, FTL_OOB_BYTES, &o);
+  printf ("  OOB entry:        %s\n", fmt_status_string (s));
   if (s == FTL_FMT_OK) {
-    uint64_t sum = ftl_checksum (data, im->g.page_size, ppn);
+    uint64_t sum = fmt_checksum (data, im->g.page_size, ppn);
 
     if (o.kind == FTL_OOB_DATA)
       printf ("  kind:             data\n"
@@ -212,7 +212,7 @@ print_block_page (const struct image *im, const struct ftl_block_info *bi,
             o->seq);
   if (data == NULL)
     printf (", unreadable");
-  else if (ftl_checksum (data, im->g.page_size, ppn) != o->data_checksum)
+  else if (fmt_checksum (data, im->g.page_size, ppn) != o->data_checksum)
     printf (", DATA CHECKSUM MISMATCH");
   if (o->erase_count != bi->erase_count)
     printf (", erase count %u (WRONG)", o->erase_count);
@@ -232,7 +232,7 @@ print_headers (const struct image *im, const uint8_t *meta)
   int newer = -1;
 
   for (int i = 0; i < 2; i++) {
-    hs[i] = ftl_blkhdr_decode (ftl_inspect_header_copy (im->ftl, meta, i),
+    hs[i] = fmt_blkhdr_decode (ftl_inspect_header_copy (im->ftl, meta, i),
                                FTL_BLKHDR_BYTES, &h[i]);
     if (hs[i] == FTL_FMT_OK &&
         (newer < 0 || h[i].erase_count > h[newer].erase_count))
@@ -247,7 +247,7 @@ print_headers (const struct image *im, const uint8_t *meta)
     else if (hs[i] == FTL_FMT_EMPTY)
       printf ("none (all zeros)\n");
     else
-      printf ("%s\n", ftl_fmt_status_string (hs[i]));
+      printf ("%s\n", fmt_status_string (hs[i]));
   }
 }
 
@@ -291,7 +291,7 @@ dump_block (const struct image *im, uint64_t b)
     struct ftl_oob o;
 
     s = p < ppb
-      ? ftl_oob_decode (ftl_inspect_oob_entry (meta, p), FTL_OOB_BYTES, &o)
+      ? fmt_oob_decode (ftl_inspect_oob_entry (meta, p), FTL_OOB_BYTES, &o)
       : FTL_FMT_OK;
     /* Runs of empty pages make one line. */
     if (s == FTL_FMT_EMPTY) {
@@ -310,7 +310,7 @@ dump_block (const struct image *im, uint64_t b)
       break;
     if (s != FTL_FMT_OK) {
       printf ("  page %5u  damaged OOB entry (%s)\n", p,
-              ftl_fmt_status_string (s));
+              fmt_status_string (s));
       continue;
     }
     if (run_start == UINT32_MAX || p >= run_start + run_pages) {

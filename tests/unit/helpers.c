@@ -92,7 +92,7 @@ unit_oob_at (struct ftl *ftl, uint32_t ppn, struct ftl_oob *o)
 
   if (r < 0)
     return r;
-  return ftl_oob_decode (buf, sizeof buf, o) == FTL_FMT_OK ? 0 : -EINVAL;
+  return fmt_oob_decode (buf, sizeof buf, o) == FTL_FMT_OK ? 0 : -EINVAL;
 }
 
 static int
@@ -106,7 +106,7 @@ static struct ftl_io nosync_io;
 static void
 nosync_io_init (void)
 {
-  nosync_io = ftl_default_io;
+  nosync_io = media_default_io;
   nosync_io.sync = nosync;
 }
 
@@ -346,13 +346,13 @@ fault_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
   struct unit_fault *f = opaque;
   if (!fault_event (f, UNIT_EV_PWRITE, off, len, buf))
     return -EIO;
-  return ftl_default_io.pwrite (NULL, fd, buf, len, off);
+  return media_default_io.pwrite (NULL, fd, buf, len, off);
 }
 
 static int
 fault_pread (void *opaque, int fd, void *buf, size_t len, off_t off)
 {
-  return ftl_default_io.pread (NULL, fd, buf, len, off);
+  return media_default_io.pread (NULL, fd, buf, len, off);
 }
 
 /* Nothing to sync for real: the trace decides what is durable. */
@@ -507,7 +507,7 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
 
   fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
-  ck_assert_int_eq (ftl_default_io.pwrite (NULL, fd, d->scratch, d->len, 0),
+  ck_assert_int_eq (media_default_io.pwrite (NULL, fd, d->scratch, d->len, 0),
                     0);
   ck_assert_int_eq (close (fd), 0);
 }

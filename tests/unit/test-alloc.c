@@ -145,7 +145,7 @@ START_TEST (test_lowest_erase_count)
   /* Nothing was erased: the counts are the ones set. */
   ck_assert_uint_eq (media_erase_count (&ftl->media, 13), 10);
   ck_assert_uint_eq (ftl->media.erases, 0);
-  ftl_abandon (ftl);
+  open_abandon (ftl);
 }
 END_TEST
 
@@ -204,7 +204,7 @@ START_TEST (test_map_install_unmap)
   ck_assert (map_unmap (ftl, LPAGES - 1));
   ck_assert_uint_eq (ftl->valid[19], 0);
   ck_assert_uint_eq (ftl->mapped, 0);
-  ftl_abandon (ftl);
+  open_abandon (ftl);
 }
 END_TEST
 
@@ -377,7 +377,7 @@ START_TEST (test_host_reserve)
   ck_assert_uint_eq (ftl->gcf.block, 6 - mb - g1);
   ck_assert_uint_eq (ftl->nfree, 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
-  ftl_abandon (ftl);
+  open_abandon (ftl);
 }
 END_TEST
 

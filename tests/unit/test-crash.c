@@ -455,7 +455,7 @@ check_image (const char *path, struct unit_fault *rec,
                    "%s: the erase count of block %u went back from %u to %u",
                    what, b, ec_min[b], media_erase_count (&ftl->media, b));
   if (rec)
-    ftl_abandon (ftl);          /* the recovery's events only */
+    open_abandon (ftl);          /* the recovery's events only */
   else
     ck_assert_int_eq (ftl_close (ftl), 0);
 }
@@ -550,7 +550,7 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
           ftl->ctr[FTL_CTR_CKPTS], ftl->ctr[FTL_CTR_ERASE]
           + ftl->media.erases, ftl->gc.erases_unsynced);
   c->ftl = NULL;
-  ftl_abandon (ftl);
+  open_abandon (ftl);
   classify_after (f);
   return ops;
 }
@@ -743,11 +743,11 @@ START_TEST (test_damaged_newest_checkpoint)
       continue;
     unit_disk_cut (&d, n, UNIT_CUT_ORDER, &rng, img, &info);
     unit_read_file (img, buf, FTL_SB_BYTES, 0);
-    ck_assert_int_eq (ftl_sb_decode (buf, FTL_SB_BYTES, &sb, NULL, 0),
+    ck_assert_int_eq (fmt_sb_decode (buf, FTL_SB_BYTES, &sb, NULL, 0),
                       FTL_FMT_OK);
     for (int i = 0; i < 2; i++) {
       unit_read_file (img, buf, FTL_CKPT_HDR_BYTES, sb.ckpt_offset[i]);
-      if (ftl_ckpt_header_decode (buf, FTL_CKPT_HDR_BYTES, &h[i])
+      if (fmt_ckpt_header_decode (buf, FTL_CKPT_HDR_BYTES, &h[i])
           != FTL_FMT_OK)
         h[i].generation = 0;
     }
@@ -769,7 +769,7 @@ START_TEST (test_damaged_newest_checkpoint)
       refused++;
       continue;
     }
-    ftl_abandon (ftl);
+    open_abandon (ftl);
     check_image (img, NULL, &w.m, w.inflight, w.ec_min, got, what);
     recovered++;
   }

@@ -504,7 +504,7 @@ blocking_pwrite (void *opaque, int fd, const void *buf, size_t len,
       pthread_cond_wait (&block_cond, &block_lock);
   }
   pthread_mutex_unlock (&block_lock);
-  return ftl_default_io.pwrite (opaque, fd, buf, len, off);
+  return media_default_io.pwrite (opaque, fd, buf, len, off);
 }
 
 START_TEST (test_abort_all_io)

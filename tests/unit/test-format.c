@@ -5,7 +5,7 @@
  * all zeros, every single flipped byte, a wrong magic, a newer version
  * (even with a valid checksum), a bad length and out-of-range fields,
  * and leaves its output untouched when it rejects.  Also the derived
- * geometry (ftl_meta_pages, ftl_ckpt_bytes) for a few geometries.
+ * geometry (fmt_meta_pages, fmt_ckpt_bytes) for a few geometries.
  */
 
 #include <config.h>
@@ -43,8 +43,8 @@ good_sb (void)
     .uuid = { 0xdeadbeefcafef00dULL, 0x0123456789abcdefULL },
     .created = 1700000000,
   };
-  sb.meta_pages = ftl_meta_pages (sb.page_size, sb.pages_per_block);
-  sb.ckpt_bytes = ftl_ckpt_bytes (sb.page_size,
+  sb.meta_pages = fmt_meta_pages (sb.page_size, sb.pages_per_block);
+  sb.ckpt_bytes = fmt_ckpt_bytes (sb.page_size,
                                   sb.logical_bytes / sb.page_size, sb.blocks);
   sb.ckpt_offset[0] = 2 * FTL_SB_SLOT;
   sb.ckpt_offset[1] = sb.ckpt_offset[0] + sb.ckpt_bytes;
@@ -84,10 +84,10 @@ sb_decode_checked (const uint8_t *buf, size_t len, struct ftl_superblock *out,
 
   memset (&sentinel, 0x5a, sizeof sentinel);
   memcpy (&tmp, &sentinel, sizeof tmp);
-  s = ftl_sb_decode (buf, len, &tmp, why, whylen);
+  s = fmt_sb_decode (buf, len, &tmp, why, whylen);
   if (s != FTL_FMT_OK)
     ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
-                   "ftl_sb_decode wrote its output while returning %d", s);
+                   "fmt_sb_decode wrote its output while returning %d", s);
   else if (out)
     *out = tmp;
   return s;
@@ -104,7 +104,7 @@ START_TEST (test_sb_round_trip)
   char why[128];
 
   memset (buf, 0xa5, sizeof buf);
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   for (size_t i = FTL_SB_BYTES; i < sizeof buf; i++)
     ck_assert_msg (buf[i] == 0xa5, "encoder wrote byte %zu", i);
   ck_assert_mem_eq (buf, FTL_SB_MAGIC, 8);
@@ -121,7 +121,7 @@ START_TEST (test_sb_round_trip)
   sb.state = FTL_SB_DIRTY;
   sb.generation = 1;
   sb.clean_ckpt_gen = 0;
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, &out, NULL, 0),
                     FTL_FMT_OK);
   assert_sb_eq (&sb, &out);
@@ -143,7 +143,7 @@ START_TEST (test_sb_empty_and_short)
   ck_assert_int_eq (sb_decode_checked (buf, 10, NULL, NULL, 0),
                     FTL_FMT_BAD_LENGTH);
 
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES - 1, NULL, NULL, 0),
                     FTL_FMT_BAD_LENGTH);
   ck_assert_int_eq (sb_decode_checked (buf, 23, NULL, NULL, 0),
@@ -158,7 +158,7 @@ START_TEST (test_sb_flipped_bytes)
   struct ftl_superblock sb = good_sb ();
   unsigned tried = 0;
 
-  ftl_sb_encode (&sb, good);
+  fmt_sb_encode (&sb, good);
   for (size_t i = 0; i < FTL_SB_BYTES; i++)
     for (size_t m = 0; m < NMASKS; m++) {
       memcpy (buf, good, sizeof buf);
@@ -180,19 +180,19 @@ START_TEST (test_sb_magic_version_length)
   struct ftl_superblock sb = good_sb ();
   char why[128];
 
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   buf[3] ^= 0x20;
   ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
                     FTL_FMT_BAD_MAGIC);
 
   /* Newer: the checksum is valid (the encoder computes it). */
   sb.version = FTL_FORMAT_VERSION + 1;
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, why,
                                        sizeof why), FTL_FMT_BAD_VERSION);
   ck_assert_msg (strstr (why, "version") != NULL, "why: '%s'", why);
   sb.version = 0;
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
                     FTL_FMT_BAD_VERSION);
 
@@ -203,7 +203,7 @@ START_TEST (test_sb_magic_version_length)
   for (uint32_t len = FTL_SB_BYTES - 8; len <= FTL_SB_BYTES + 8; len += 4) {
     if (len == FTL_SB_BYTES)
       continue;
-    ftl_sb_encode (&sb, buf);
+    fmt_sb_encode (&sb, buf);
     put32le (buf + 12, len);
     ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
                       FTL_FMT_BAD_LENGTH);
@@ -290,7 +290,7 @@ START_TEST (test_sb_geometry)
   for (size_t i = 0; i < sizeof sb_cases / sizeof sb_cases[0]; i++) {
     struct ftl_superblock sb = good_sb ();
     sb_cases[i].mutate (&sb);
-    ftl_sb_encode (&sb, buf);
+    fmt_sb_encode (&sb, buf);
     ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, why, sizeof why)
                    == FTL_FMT_BAD_FIELD, "%s: accepted", sb_cases[i].what);
     ck_assert_msg (strstr (why, sb_cases[i].why) != NULL,
@@ -316,7 +316,7 @@ START_TEST (test_sb_rejects_wrapped_offsets)
   sb.ckpt_offset[0] = 0 - sb.ckpt_bytes;
   sb.ckpt_offset[1] = 0;
   sb.data_offset = sb.ckpt_bytes;
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0)
                  != FTL_FMT_OK,
                  "a checkpoint slot at offset 2^64-%" PRIu64 " and one at 0 "
@@ -327,7 +327,7 @@ START_TEST (test_sb_rejects_wrapped_offsets)
   sb.ckpt_offset[0] = 0 - 2 * sb.ckpt_bytes;
   sb.ckpt_offset[1] = 0 - sb.ckpt_bytes;
   sb.data_offset = 0;
-  ftl_sb_encode (&sb, buf);
+  fmt_sb_encode (&sb, buf);
   ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0)
                  != FTL_FMT_OK,
                  "erase block 0 at file offset 0 (over the superblocks) is "
@@ -366,10 +366,10 @@ ckpt_decode_checked (const uint8_t *buf, size_t len,
 
   memset (&sentinel, 0x5a, sizeof sentinel);
   memcpy (&tmp, &sentinel, sizeof tmp);
-  s = ftl_ckpt_header_decode (buf, len, &tmp);
+  s = fmt_ckpt_header_decode (buf, len, &tmp);
   if (s != FTL_FMT_OK)
     ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
-                   "ftl_ckpt_header_decode wrote its output while "
+                   "fmt_ckpt_header_decode wrote its output while "
                    "returning %d", s);
   else if (out)
     *out = tmp;
@@ -383,7 +383,7 @@ START_TEST (test_ckpt_header_round_trip)
   struct ftl_ckpt_header h = good_ckpt_header (), out;
 
   memset (buf, 0xa5, sizeof buf);
-  ftl_ckpt_header_encode (&h, buf);
+  fmt_ckpt_header_encode (&h, buf);
   for (size_t i = FTL_CKPT_HDR_BYTES; i < sizeof buf; i++)
     ck_assert_msg (buf[i] == 0xa5, "encoder wrote byte %zu", i);
   ck_assert_mem_eq (buf, FTL_CKPT_MAGIC, 8);
@@ -401,7 +401,7 @@ START_TEST (test_ckpt_header_round_trip)
     ck_assert_uint_eq (out.counters[i], h.counters[i]);
 
   h.clean = 0;
-  ftl_ckpt_header_encode (&h, buf);
+  fmt_ckpt_header_encode (&h, buf);
   ck_assert_int_eq (ckpt_decode_checked (buf, FTL_CKPT_HDR_BYTES, &out),
                     FTL_FMT_OK);
   ck_assert_uint_eq (out.clean, 0);
@@ -418,7 +418,7 @@ START_TEST (test_ckpt_header_rejects)
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_EMPTY);
 
-  ftl_ckpt_header_encode (&h, good);
+  fmt_ckpt_header_encode (&h, good);
   for (size_t i = 0; i < sizeof good; i++)
     for (size_t m = 0; m < NMASKS; m++) {
       memcpy (buf, good, sizeof buf);
@@ -443,28 +443,28 @@ START_TEST (test_ckpt_header_rejects)
 
   struct ftl_ckpt_header v = h;
   v.version = FTL_FORMAT_VERSION + 1;
-  ftl_ckpt_header_encode (&v, buf);
+  fmt_ckpt_header_encode (&v, buf);
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_BAD_VERSION);
   v.version = 0;
-  ftl_ckpt_header_encode (&v, buf);
+  fmt_ckpt_header_encode (&v, buf);
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_BAD_VERSION);
 
   /* Fields out of range, with valid checksums. */
   v = h;
   v.clean = 2;
-  ftl_ckpt_header_encode (&v, buf);
+  fmt_ckpt_header_encode (&v, buf);
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_BAD_FIELD);
   v = h;
   v.body_bytes++;
-  ftl_ckpt_header_encode (&v, buf);
+  fmt_ckpt_header_encode (&v, buf);
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_BAD_FIELD);
   v = h;
   v.blocks++;                   /* body_bytes no longer matches */
-  ftl_ckpt_header_encode (&v, buf);
+  fmt_ckpt_header_encode (&v, buf);
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_BAD_FIELD);
 }
@@ -486,13 +486,13 @@ START_TEST (test_ckpt_block_round_trip)
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct ftl_ckpt_block out;
     memset (buf, 0xa5, sizeof buf);
-    ftl_ckpt_block_encode (&cases[i], buf);
+    fmt_ckpt_block_encode (&cases[i], buf);
     for (size_t k = FTL_CKPT_BLOCK_BYTES; k < sizeof buf; k++)
       ck_assert_uint_eq (buf[k], 0xa5);
     ck_assert_uint_eq (get32le (buf), cases[i].erase_count);
     ck_assert_uint_eq (get32le (buf + 4), cases[i].write_pointer);
     ck_assert_uint_eq (get32le (buf + 8), cases[i].state);
-    ftl_ckpt_block_decode (buf, &out);
+    fmt_ckpt_block_decode (buf, &out);
     ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
     ck_assert_uint_eq (out.write_pointer, cases[i].write_pointer);
     ck_assert_uint_eq (out.state, cases[i].state);
@@ -507,23 +507,23 @@ START_TEST (test_ckpt_body_layout)
 {
   uint8_t buf[FTL_CKPT_MAP_ENTRY_BYTES + 4];
 
-  ck_assert_uint_eq (ftl_ckpt_body_bytes (16384, 82), 4 * 16384 + 12 * 82);
-  ck_assert_uint_eq (ftl_ckpt_body_bytes (0, 0), 0);
-  ck_assert_uint_eq (ftl_ckpt_block_offset (16384, 0), 4 * 16384);
-  ck_assert_uint_eq (ftl_ckpt_block_offset (16384, 81),
+  ck_assert_uint_eq (fmt_ckpt_body_bytes (16384, 82), 4 * 16384 + 12 * 82);
+  ck_assert_uint_eq (fmt_ckpt_body_bytes (0, 0), 0);
+  ck_assert_uint_eq (fmt_ckpt_block_offset (16384, 0), 4 * 16384);
+  ck_assert_uint_eq (fmt_ckpt_block_offset (16384, 81),
                      4 * 16384 + 12 * 81);
-  ck_assert_uint_eq (ftl_ckpt_body_bytes (UINT32_MAX - 2, UINT32_MAX),
+  ck_assert_uint_eq (fmt_ckpt_body_bytes (UINT32_MAX - 2, UINT32_MAX),
                      4 * (uint64_t) (UINT32_MAX - 2)
                      + 12 * (uint64_t) UINT32_MAX);
 
   memset (buf, 0xa5, sizeof buf);
-  ftl_ckpt_map_encode (0x01020304, buf);
+  fmt_ckpt_map_encode (0x01020304, buf);
   ck_assert_uint_eq (buf[0], 0x04);
   ck_assert_uint_eq (buf[3], 0x01);
   ck_assert_uint_eq (buf[FTL_CKPT_MAP_ENTRY_BYTES], 0xa5);
-  ck_assert_uint_eq (ftl_ckpt_map_decode (buf), 0x01020304);
-  ftl_ckpt_map_encode (FTL_UNMAPPED, buf);
-  ck_assert_uint_eq (ftl_ckpt_map_decode (buf), FTL_UNMAPPED);
+  ck_assert_uint_eq (fmt_ckpt_map_decode (buf), 0x01020304);
+  fmt_ckpt_map_encode (FTL_UNMAPPED, buf);
+  ck_assert_uint_eq (fmt_ckpt_map_decode (buf), FTL_UNMAPPED);
 }
 END_TEST
 
@@ -557,35 +557,35 @@ START_TEST (test_ckpt_validity_rule)
   uint8_t body[64];
   char why[128];
 
-  h.body_bytes = ftl_ckpt_body_bytes (h.logical_pages, h.blocks);
-  ck_assert (ftl_ckpt_header_check (&h, &sb, why, sizeof why));
+  h.body_bytes = fmt_ckpt_body_bytes (h.logical_pages, h.blocks);
+  ck_assert (fmt_ckpt_header_check (&h, &sb, why, sizeof why));
   h.logical_pages++;
-  ck_assert (!ftl_ckpt_header_check (&h, &sb, why, sizeof why));
+  ck_assert (!fmt_ckpt_header_check (&h, &sb, why, sizeof why));
   ck_assert_msg (strstr (why, "another geometry") != NULL, "%s", why);
   h.logical_pages--;
   h.blocks--;
-  ck_assert (!ftl_ckpt_header_check (&h, &sb, NULL, 0));
+  ck_assert (!fmt_ckpt_header_check (&h, &sb, NULL, 0));
   h.blocks++;
   h.pages_per_block *= 2;
-  ck_assert (!ftl_ckpt_header_check (&h, &sb, NULL, 0));
+  ck_assert (!fmt_ckpt_header_check (&h, &sb, NULL, 0));
   h.pages_per_block /= 2;
 
   for (size_t i = 0; i < sizeof body; i++)
     body[i] = i * 7;
   h.body_bytes = sizeof body;
-  h.body_checksum = ftl_checksum (body, sizeof body, 0);
-  ck_assert (ftl_ckpt_body_check (&h, body));
+  h.body_checksum = fmt_checksum (body, sizeof body, 0);
+  ck_assert (fmt_ckpt_body_check (&h, body));
   body[17] ^= 1;
-  ck_assert (!ftl_ckpt_body_check (&h, body));
+  ck_assert (!fmt_ckpt_body_check (&h, body));
 
-  ck_assert (ftl_ckpt_map_check (&h, FTL_UNMAPPED));
-  ck_assert (ftl_ckpt_map_check (&h, 0));
-  ck_assert (ftl_ckpt_map_check (&h, phys - 1));
-  ck_assert (!ftl_ckpt_map_check (&h, phys));
-  ck_assert (!ftl_ckpt_map_check (&h, FTL_PAGES_LIMIT));
+  ck_assert (fmt_ckpt_map_check (&h, FTL_UNMAPPED));
+  ck_assert (fmt_ckpt_map_check (&h, 0));
+  ck_assert (fmt_ckpt_map_check (&h, phys - 1));
+  ck_assert (!fmt_ckpt_map_check (&h, phys));
+  ck_assert (!fmt_ckpt_map_check (&h, FTL_PAGES_LIMIT));
 
   for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
-    bool ok = ftl_ckpt_block_check (&blocks[i].b, 256, why, sizeof why);
+    bool ok = fmt_ckpt_block_check (&blocks[i].b, 256, why, sizeof why);
     ck_assert_msg (ok == (blocks[i].why == NULL), "case %zu", i);
     if (!ok)
       ck_assert_str_eq (why, blocks[i].why);
@@ -604,10 +604,10 @@ blkhdr_decode_checked (const uint8_t *buf, size_t len,
 
   memset (&sentinel, 0x5a, sizeof sentinel);
   memcpy (&tmp, &sentinel, sizeof tmp);
-  s = ftl_blkhdr_decode (buf, len, &tmp);
+  s = fmt_blkhdr_decode (buf, len, &tmp);
   if (s != FTL_FMT_OK)
     ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
-                   "ftl_blkhdr_decode wrote its output while returning %d",
+                   "fmt_blkhdr_decode wrote its output while returning %d",
                    s);
   else if (out)
     *out = tmp;
@@ -622,7 +622,7 @@ START_TEST (test_blkhdr)
   uint8_t good[FTL_BLKHDR_BYTES + 8], buf[FTL_BLKHDR_BYTES];
 
   memset (good, 0xa5, sizeof good);
-  ftl_blkhdr_encode (&h, good);
+  fmt_blkhdr_encode (&h, good);
   for (size_t i = FTL_BLKHDR_BYTES; i < sizeof good; i++)
     ck_assert_uint_eq (good[i], 0xa5);
   ck_assert_int_eq (blkhdr_decode_checked (good, FTL_BLKHDR_BYTES, &out),
@@ -657,7 +657,7 @@ START_TEST (test_blkhdr)
   for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
     memcpy (buf, good, sizeof buf);
     put16le (buf + 4, versions[i]);
-    put64le (buf + 24, ftl_checksum (buf, 24, 0));
+    put64le (buf + 24, fmt_checksum (buf, 24, 0));
     ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
                       FTL_FMT_BAD_VERSION);
   }
@@ -674,10 +674,10 @@ oob_decode_checked (const uint8_t *buf, size_t len, struct ftl_oob *out)
 
   memset (&sentinel, 0x5a, sizeof sentinel);
   memcpy (&tmp, &sentinel, sizeof tmp);
-  s = ftl_oob_decode (buf, len, &tmp);
+  s = fmt_oob_decode (buf, len, &tmp);
   if (s != FTL_FMT_OK)
     ck_assert_msg (memcmp (&tmp, &sentinel, sizeof tmp) == 0,
-                   "ftl_oob_decode wrote its output while returning %d", s);
+                   "fmt_oob_decode wrote its output while returning %d", s);
   else if (out)
     *out = tmp;
   return s;
@@ -688,7 +688,7 @@ static void
 oob_fix_checksum (uint8_t *buf)
 {
   put32le (buf + 20, 0);
-  put32le (buf + 20, (uint32_t) ftl_checksum (buf, FTL_OOB_BYTES, 0));
+  put32le (buf + 20, (uint32_t) fmt_checksum (buf, FTL_OOB_BYTES, 0));
 }
 
 /* Both kinds round-trip; the encoder writes exactly 32 bytes. */
@@ -707,7 +707,7 @@ START_TEST (test_oob_round_trip)
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     struct ftl_oob out;
     memset (buf, 0xa5, sizeof buf);
-    ftl_oob_encode (&cases[i], buf);
+    fmt_oob_encode (&cases[i], buf);
     for (size_t k = FTL_OOB_BYTES; k < sizeof buf; k++)
       ck_assert_uint_eq (buf[k], 0xa5);
     ck_assert_int_eq (oob_decode_checked (buf, FTL_OOB_BYTES, &out),
@@ -734,7 +734,7 @@ START_TEST (test_oob_rejects)
   ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_EMPTY);
 
-  ftl_oob_encode (&o, good);
+  fmt_oob_encode (&o, good);
   ck_assert_int_eq (oob_decode_checked (good, FTL_OOB_BYTES - 1, NULL),
                     FTL_FMT_BAD_LENGTH);
   for (size_t i = 0; i < FTL_OOB_BYTES; i++)
@@ -790,10 +790,10 @@ START_TEST (test_trim_round_trip)
 {
   const uint32_t sizes[] = { 512, 4096, 65536 };
 
-  ck_assert_uint_eq (ftl_trim_page_capacity (512), 31);
-  ck_assert_uint_eq (ftl_trim_page_capacity (4096), 255);
+  ck_assert_uint_eq (fmt_trim_page_capacity (512), 31);
+  ck_assert_uint_eq (fmt_trim_page_capacity (4096), 255);
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-    uint32_t ps = sizes[s], cap = ftl_trim_page_capacity (ps);
+    uint32_t ps = sizes[s], cap = fmt_trim_page_capacity (ps);
     uint32_t counts[] = { 1, cap / 2, cap };
     uint8_t *page = malloc (ps + 16);
     struct ftl_trim_entry *in = malloc (cap * sizeof *in);
@@ -804,10 +804,10 @@ START_TEST (test_trim_round_trip)
     for (size_t c = 0; c < 3; c++) {
       uint32_t n = 0;
       memset (page, 0xa5, ps + 16);
-      ftl_trim_page_encode (in, counts[c], page, ps);
+      fmt_trim_page_encode (in, counts[c], page, ps);
       for (uint32_t k = ps; k < ps + 16; k++)
         ck_assert_uint_eq (page[k], 0xa5);
-      ck_assert_int_eq (ftl_trim_page_decode (page, ps, out, &n), FTL_FMT_OK);
+      ck_assert_int_eq (fmt_trim_page_decode (page, ps, out, &n), FTL_FMT_OK);
       ck_assert_uint_eq (n, counts[c]);
       for (uint32_t k = 0; k < n; k++) {
         ck_assert_uint_eq (out[k].lpn, in[k].lpn);
@@ -835,19 +835,19 @@ START_TEST (test_trim_rejects)
   uint32_t cnt;
 
   make_trims (in, n);
-  ftl_trim_page_encode (in, n, good, ps);
+  fmt_trim_page_encode (in, n, good, ps);
   for (size_t i = 0; i < FTL_TRIM_HDR_BYTES + n * FTL_TRIM_ENTRY_BYTES; i++)
     for (size_t m = 0; m < NMASKS; m++) {
       memcpy (buf, good, sizeof buf);
       buf[i] ^= masks[m];
-      enum ftl_fmt_status s = ftl_trim_page_decode (buf, ps, out, &cnt);
+      enum ftl_fmt_status s = fmt_trim_page_decode (buf, ps, out, &cnt);
       ck_assert_msg (s != FTL_FMT_OK,
                      "trim page with byte %zu ^ 0x%02x accepted", i,
                      masks[m]);
     }
 
   memset (buf, 0, sizeof buf);
-  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+  ck_assert_int_eq (fmt_trim_page_decode (buf, ps, out, &cnt),
                     FTL_FMT_EMPTY);
 
   /* Count 0 and count > capacity, with the checksum the encoder would
@@ -855,21 +855,21 @@ START_TEST (test_trim_rejects)
    */
   memcpy (buf, good, sizeof buf);
   put32le (buf, 0);
-  put64le (buf + 8, ftl_checksum (buf + FTL_TRIM_HDR_BYTES, 0, get64le (buf)));
-  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+  put64le (buf + 8, fmt_checksum (buf + FTL_TRIM_HDR_BYTES, 0, get64le (buf)));
+  ck_assert_int_eq (fmt_trim_page_decode (buf, ps, out, &cnt),
                     FTL_FMT_BAD_LENGTH);
-  uint32_t big[] = { ftl_trim_page_capacity (ps) + 1, UINT32_MAX };
+  uint32_t big[] = { fmt_trim_page_capacity (ps) + 1, UINT32_MAX };
   for (size_t i = 0; i < 2; i++) {
     memcpy (buf, good, sizeof buf);
     put32le (buf, big[i]);
-    ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+    ck_assert_int_eq (fmt_trim_page_decode (buf, ps, out, &cnt),
                       FTL_FMT_BAD_LENGTH);
   }
 
   /* An entry of no pages. */
   in[2].count = 0;
-  ftl_trim_page_encode (in, n, buf, ps);
-  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+  fmt_trim_page_encode (in, n, buf, ps);
+  ck_assert_int_eq (fmt_trim_page_decode (buf, ps, out, &cnt),
                     FTL_FMT_BAD_FIELD);
 }
 END_TEST
@@ -887,10 +887,10 @@ START_TEST (test_trim_reject_leaves_output)
 
   make_trims (in, n);
   in[n - 1].count = 0;
-  ftl_trim_page_encode (in, n, buf, ps);
+  fmt_trim_page_encode (in, n, buf, ps);
   memset (sentinel, 0x5a, sizeof sentinel);
   memcpy (out, sentinel, sizeof out);
-  ck_assert_int_eq (ftl_trim_page_decode (buf, ps, out, &cnt),
+  ck_assert_int_eq (fmt_trim_page_decode (buf, ps, out, &cnt),
                     FTL_FMT_BAD_FIELD);
   ck_assert_uint_eq (cnt, 12345);
   ck_assert_msg (memcmp (out, sentinel, sizeof out) == 0,
@@ -916,10 +916,10 @@ START_TEST (test_meta_pages)
     { 512, 65536, 4097 },
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    ck_assert_msg (ftl_meta_pages (cases[i].ps, cases[i].ppb)
-                   == cases[i].want, "ftl_meta_pages (%u, %u) = %u, "
+    ck_assert_msg (fmt_meta_pages (cases[i].ps, cases[i].ppb)
+                   == cases[i].want, "fmt_meta_pages (%u, %u) = %u, "
                    "expected %u", cases[i].ps, cases[i].ppb,
-                   ftl_meta_pages (cases[i].ps, cases[i].ppb),
+                   fmt_meta_pages (cases[i].ps, cases[i].ppb),
                    cases[i].want);
 }
 END_TEST
@@ -942,12 +942,12 @@ START_TEST (test_ckpt_bytes)
                 4096) },
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-    ck_assert_msg (ftl_ckpt_bytes (cases[i].ps, cases[i].lpages,
+    ck_assert_msg (fmt_ckpt_bytes (cases[i].ps, cases[i].lpages,
                                    cases[i].blocks) == cases[i].want,
-                   "ftl_ckpt_bytes (%u, %" PRIu64 ", %u) = %" PRIu64
+                   "fmt_ckpt_bytes (%u, %" PRIu64 ", %u) = %" PRIu64
                    ", expected %" PRIu64, cases[i].ps, cases[i].lpages,
                    cases[i].blocks,
-                   ftl_ckpt_bytes (cases[i].ps, cases[i].lpages,
+                   fmt_ckpt_bytes (cases[i].ps, cases[i].lpages,
                                    cases[i].blocks), cases[i].want);
 }
 END_TEST
@@ -957,13 +957,13 @@ START_TEST (test_status_strings)
 {
   const char *seen[FTL_FMT_BAD_FIELD + 1];
   for (int s = FTL_FMT_OK; s <= FTL_FMT_BAD_FIELD; s++) {
-    seen[s] = ftl_fmt_status_string (s);
+    seen[s] = fmt_status_string (s);
     ck_assert_ptr_nonnull (seen[s]);
     ck_assert_uint_gt (strlen (seen[s]), 0);
     for (int t = 0; t < s; t++)
       ck_assert_str_ne (seen[s], seen[t]);
   }
-  ck_assert_str_eq (ftl_fmt_status_string (FTL_FMT_BAD_FIELD + 1),
+  ck_assert_str_eq (fmt_status_string (FTL_FMT_BAD_FIELD + 1),
                     "unknown status");
 }
 END_TEST
@@ -972,14 +972,14 @@ END_TEST
 START_TEST (test_checksum)
 {
   uint8_t buf[64] = { 0 };
-  uint64_t base = ftl_checksum (buf, sizeof buf, 0);
+  uint64_t base = fmt_checksum (buf, sizeof buf, 0);
 
-  ck_assert_uint_eq (base, ftl_checksum (buf, sizeof buf, 0));
-  ck_assert_uint_ne (base, ftl_checksum (buf, sizeof buf, 1));
-  ck_assert_uint_ne (base, ftl_checksum (buf, sizeof buf - 1, 0));
+  ck_assert_uint_eq (base, fmt_checksum (buf, sizeof buf, 0));
+  ck_assert_uint_ne (base, fmt_checksum (buf, sizeof buf, 1));
+  ck_assert_uint_ne (base, fmt_checksum (buf, sizeof buf - 1, 0));
   for (size_t i = 0; i < sizeof buf; i++) {
     buf[i] = 1;
-    ck_assert_uint_ne (base, ftl_checksum (buf, sizeof buf, 0));
+    ck_assert_uint_ne (base, fmt_checksum (buf, sizeof buf, 0));
     buf[i] = 0;
   }
 }
@@ -996,11 +996,11 @@ START_TEST (test_checksum_known_answers)
 
   for (size_t i = 0; i < sizeof page; i++)
     page[i] = (uint8_t) (i * 7 + 1);
-  ck_assert_uint_eq (ftl_checksum (page, 4096, 12345),
+  ck_assert_uint_eq (fmt_checksum (page, 4096, 12345),
                      UINT64_C (0x2424f99b74724906));
-  ck_assert_uint_eq (ftl_checksum (page, 4096, 0),
+  ck_assert_uint_eq (fmt_checksum (page, 4096, 0),
                      UINT64_C (0x99e3c931dab3e711));
-  ck_assert_uint_eq (ftl_checksum (page, 32, 7),
+  ck_assert_uint_eq (fmt_checksum (page, 32, 7),
                      UINT64_C (0x88e09aa42fc14fbe));
 }
 END_TEST

@@ -63,7 +63,7 @@ trace_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
     else
       trace.overflow = true;
   }
-  return ftl_default_io.pwrite (opaque, fd, buf, len, off);
+  return media_default_io.pwrite (opaque, fd, buf, len, off);
 }
 
 /* ---- the greedy check ---- */
@@ -148,7 +148,7 @@ setup (void)
   unit_path (path, sizeof path, "gc.img");
   memset (&trace, 0, sizeof trace);
   memset (&gcw, 0, sizeof gcw);
-  trace_io = ftl_default_io;
+  trace_io = media_default_io;
   trace_io.pwrite = trace_pwrite;
   trace_io.sync = nosync;
 }
@@ -316,7 +316,7 @@ START_TEST (test_greedy_constructed)
                                       media_ppn_block (&ftl->media, ppn),
                                       media_ppn_page (&ftl->media, ppn), 1,
                                       oob), 0);
-    ck_assert_int_eq (ftl_oob_decode (oob, sizeof oob, &o), FTL_FMT_OK);
+    ck_assert_int_eq (fmt_oob_decode (oob, sizeof oob, &o), FTL_FMT_OK);
     seq[i] = o.seq;
   }
 
@@ -351,7 +351,7 @@ START_TEST (test_greedy_constructed)
     ck_assert_int_eq (media_read_oob (&ftl->media, b,
                                       media_ppn_page (&ftl->media, ppn), 1,
                                       oob), 0);
-    ck_assert_int_eq (ftl_oob_decode (oob, sizeof oob, &o), FTL_FMT_OK);
+    ck_assert_int_eq (fmt_oob_decode (oob, sizeof oob, &o), FTL_FMT_OK);
     ck_assert_uint_eq (o.kind, FTL_OOB_DATA);
     ck_assert_uint_eq (o.lpn, copied[i]);
     ck_assert_msg (o.seq == seq[i], "page %" PRIu64 " was copied with "

@@ -94,7 +94,7 @@ START_TEST (test_inspect_handle)
                      + ftl_inspect_meta_bytes (ftl));
   meta = malloc (ftl_inspect_meta_bytes (ftl));
   ck_assert_int_eq (ftl_inspect_read_meta (ftl, ppn / PPB, meta), 0);
-  ck_assert_int_eq (ftl_oob_decode (ftl_inspect_oob_entry (meta, ppn % PPB),
+  ck_assert_int_eq (fmt_oob_decode (ftl_inspect_oob_entry (meta, ppn % PPB),
                                     FTL_OOB_BYTES, &o), FTL_FMT_OK);
   ck_assert_uint_eq (o.kind, FTL_OOB_DATA);
   ck_assert_uint_eq (o.lpn, 5);
@@ -102,7 +102,7 @@ START_TEST (test_inspect_handle)
   ck_assert_int_eq (ftl_inspect_read_pages (ftl, ppn, 1, data), 0);
   ck_assert_uint_eq (data[0], 6);
   ck_assert_uint_eq (data[PS - 1], 6);
-  ck_assert_uint_eq (ftl_checksum (data, PS, ppn), o.data_checksum);
+  ck_assert_uint_eq (fmt_checksum (data, PS, ppn), o.data_checksum);
   free (meta);
 
   /* An unwritten logical page is not mapped. */
@@ -150,11 +150,11 @@ START_TEST (test_inspect_raw)
     if (hs == FTL_FMT_EMPTY)
       continue;
     ck_assert_int_eq (hs, FTL_FMT_OK);
-    ck_assert (ftl_ckpt_header_check (&h, &sb[newest], why, sizeof why));
+    ck_assert (fmt_ckpt_header_check (&h, &sb[newest], why, sizeof why));
     body = malloc (h.body_bytes);
     ck_assert_int_eq (ftl_inspect_read_ckpt_body (fd, &sb[newest], s, &h,
                                                   body), 0);
-    ck_assert (ftl_ckpt_body_check (&h, body));
+    ck_assert (fmt_ckpt_body_check (&h, body));
     free (body);
     valid++;
   }

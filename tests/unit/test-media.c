@@ -54,14 +54,14 @@ count_pwrite (void *opaque, int fd_, const void *buf, size_t len, off_t off)
   calls.pwrites++;
   if (calls.fail_pwrite_at && (int) calls.pwrites == calls.fail_pwrite_at)
     return -EIO;
-  return ftl_default_io.pwrite (opaque, fd_, buf, len, off);
+  return media_default_io.pwrite (opaque, fd_, buf, len, off);
 }
 
 static int
 count_pread (void *opaque, int fd_, void *buf, size_t len, off_t off)
 {
   calls.preads++;
-  return ftl_default_io.pread (opaque, fd_, buf, len, off);
+  return media_default_io.pread (opaque, fd_, buf, len, off);
 }
 
 static int
@@ -101,7 +101,7 @@ setup (void)
 {
   unit_dir_clean ();
   memset (&calls, 0, sizeof calls);
-  meta_pages = ftl_meta_pages (PS, PPB);
+  meta_pages = fmt_meta_pages (PS, PPB);
   file_bytes = block_off (BLOCKS);
   unit_path (path, sizeof path, "media.img");
   fd = open (path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -266,7 +266,7 @@ START_TEST (test_erase)
                        block_off (1) + copy);
     memset (model + block_off (1) + FTL_BLKHDR_BYTES, 0,
             meta_bytes - 2 * FTL_BLKHDR_BYTES);
-    ftl_blkhdr_encode (&h, model + block_off (1) + copy);
+    fmt_blkhdr_encode (&h, model + block_off (1) + copy);
     check_file ();
 
     /* What is on the file decodes to the right header, and the higher
@@ -279,7 +279,7 @@ START_TEST (test_erase)
     ck_assert_uint_eq (ec, round);
     free (meta);
     unit_read_file (path, hdr, sizeof hdr, block_off (1) + copy);
-    ck_assert_int_eq (ftl_blkhdr_decode (hdr, sizeof hdr, &h), FTL_FMT_OK);
+    ck_assert_int_eq (fmt_blkhdr_decode (hdr, sizeof hdr, &h), FTL_FMT_OK);
     ck_assert_uint_eq (h.erase_count, round);
     ck_assert_uint_eq (h.erase_seq, 1000 + round);
 

@@ -131,7 +131,7 @@ check_invariants (struct ftl *ftl)
                                       media_ppn_block (&ftl->media, ppn),
                                       media_ppn_page (&ftl->media, ppn), 1,
                                       ob), 0);
-    ck_assert_int_eq (ftl_oob_decode (ob, sizeof ob, &o), FTL_FMT_OK);
+    ck_assert_int_eq (fmt_oob_decode (ob, sizeof ob, &o), FTL_FMT_OK);
     ck_assert_uint_eq (o.kind, FTL_OOB_DATA);
     ck_assert_uint_eq (o.lpn, l);
     valid[media_ppn_block (&ftl->media, ppn)]++;
@@ -161,7 +161,7 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
   struct ftl *ftl;
   struct ftl_stats st;
 
-  model_io = ftl_default_io;
+  model_io = media_default_io;
   model_io.sync = nosync;
   if (!seed) seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t) getpid ();
   rng = seed;
@@ -228,7 +228,7 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
       else {
         /* Killed after a flush: everything must be there. */
         ck_assert_int_eq (ftl_flush (ftl), 0);
-        ftl_abandon (ftl);
+        open_abandon (ftl);
       }
       ftl = open_image (0, 0, 0, 0, streams);
       check_invariants (ftl);

@@ -1,7 +1,7 @@
 /* nbdkit-ftl: unit tests of recovery.c and ckpt.c: what survives a
  * crash, and what a damaged image does.
  *
- * A killed process is simulated two ways.  ftl_abandon frees the handle
+ * A killed process is simulated two ways.  open_abandon frees the handle
  * without writing anything (kill -9 between two calls).  For a crash in
  * the middle of a write, the workload runs in a forked child whose I/O
  * hooks tear one chosen write (only a prefix of the buffer reaches the
@@ -257,7 +257,7 @@ START_TEST (test_flush_then_kill)
       h.durable[l] = h.last[l] = version++;
       h.nlater[l] = 0;
     }
-    ftl_abandon (ftl);
+    open_abandon (ftl);
     ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
     hist_verify (ftl, &h, PS4, NULL, "after kill");
   }
@@ -300,7 +300,7 @@ START_TEST (test_trim_flush_kill)
   for (uint64_t l = 10; l < 30; l++) hist_write (&h, l, 0);
   for (uint64_t l = 40; l < 48; l++) hist_write (&h, l, 0);
   hist_flush (&h);
-  ftl_abandon (ftl);
+  open_abandon (ftl);
 
   ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
   hist_verify (ftl, &h, PS4, NULL, "trim, flush, kill");
@@ -315,7 +315,7 @@ START_TEST (test_trim_flush_kill)
   hist_write (&h, 12, 2);
   for (uint64_t l = 0; l < 4; l++) hist_write (&h, l, 0);
   hist_flush (&h);
-  ftl_abandon (ftl);
+  open_abandon (ftl);
   ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
   hist_verify (ftl, &h, PS4, NULL, "trim with FUA, kill");
   ck_assert_int_eq (ftl_close (ftl), 0);
@@ -355,7 +355,7 @@ START_TEST (test_trim_no_flush_kill)
         hist_write (&h, l, version++);
       }
     }
-    ftl_abandon (ftl);
+    open_abandon (ftl);
     ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
     uint64_t got[LP4];
     hist_verify (ftl, &h, PS4, got, "trim without flush, kill");
@@ -402,7 +402,7 @@ START_TEST (test_erase_counts_monotonic)
     if (clean)
       ck_assert_int_eq (ftl_close (ftl), 0);
     else
-      ftl_abandon (ftl);
+      open_abandon (ftl);
     ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
     for (uint32_t b = 0; b < blocks; b++) {
       uint32_t after = media_erase_count (&ftl->media, b);
@@ -457,11 +457,11 @@ crash_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
   if (cs.writes++ == cs.crash_at) {
     /* Half of it reaches the file. */
     if (len / 2 > 0)
-      ftl_default_io.pwrite (opaque, fd, buf, len / 2, off);
+      media_default_io.pwrite (opaque, fd, buf, len / 2, off);
     crash_now ();
     return -EIO;
   }
-  return ftl_default_io.pwrite (opaque, fd, buf, len, off);
+  return media_default_io.pwrite (opaque, fd, buf, len, off);
 }
 
 static int
@@ -499,7 +499,7 @@ run_child (const char *img, const char *errfile, const struct op *ops,
     dup2 (fd, 2);
     close (fd);
   }
-  io.pread = ftl_default_io.pread;
+  io.pread = media_default_io.pread;
   cs.writes = 0;
   cs.crash_at = crash_at;
   cs.mode = mode;
@@ -519,7 +519,7 @@ run_child (const char *img, const char *errfile, const struct op *ops,
   sh->writes = cs.writes;
   if (sh->completed < NOPS && !cs.crashed)
     _exit (CHILD_FAILED);       /* an error without a crash */
-  ftl_abandon (ftl);
+  open_abandon (ftl);
   _exit (CHILD_DONE);
 }
 
@@ -735,14 +735,14 @@ read_meta (const char *img, struct ftl_superblock *sb, int *sb_copy,
   for (int i = 0; i < 2; i++) {
     uint8_t sbuf[FTL_SB_BYTES];
     unit_read_file (img, sbuf, sizeof sbuf, i * FTL_SB_SLOT);
-    ok[i] = ftl_sb_decode (sbuf, sizeof sbuf, &s[i], NULL, 0) == FTL_FMT_OK;
+    ok[i] = fmt_sb_decode (sbuf, sizeof sbuf, &s[i], NULL, 0) == FTL_FMT_OK;
   }
   ck_assert (ok[0] && ok[1]);
   *sb_copy = s[1].generation > s[0].generation;
   *sb = s[*sb_copy];
   for (int i = 0; i < 2; i++) {
     unit_read_file (img, buf, sizeof buf, sb->ckpt_offset[i]);
-    ok[i] = ftl_ckpt_header_decode (buf, sizeof buf, &c[i]) == FTL_FMT_OK;
+    ok[i] = fmt_ckpt_header_decode (buf, sizeof buf, &c[i]) == FTL_FMT_OK;
   }
   ck_assert (ok[0] && ok[1]);
   *slot = c[1].generation > c[0].generation;
@@ -955,7 +955,7 @@ START_TEST (test_damaged_data_page)
   ck_assert_int_eq (ftl_read (ftl, page, PS4, 7 * PS4), 0);
   unit_flip_byte (path, data_off[2] + PS4 - 1, 0x80);
   ck_assert_int_eq (ftl_read (ftl, page, PS4, 7 * PS4), -EIO);
-  ftl_abandon (ftl);
+  open_abandon (ftl);
 }
 END_TEST
 
