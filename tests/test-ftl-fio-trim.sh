@@ -70,7 +70,10 @@ timeout 300 fio --name=fill --ioengine=nbd --uri="$uri" --rw=write --bs=1M \
 timeout 600 fio "$tmp/jobs.fio" --output="$tmp/fio.out" 2>&1 ||
     { cat "$tmp/fio.out"; exit 1; }
 grep -E '^[a-z]+: \(groupid|^ +(read|write|trim):' "$tmp/fio.out"
-! grep -E 'err= *[1-9]|verify: bad' "$tmp/fio.out"
+if grep -E 'err= *[1-9]|verify: bad' "$tmp/fio.out"; then
+    echo "$0: FAIL: fio reported errors or bad blocks"
+    exit 1
+fi
 # randtrim trimmed every block it was given: the region reads as zeros.
 timeout 60 qemu-io -f raw -r "$uri" -c "read -P 0 48M 16M"
 # The statistics file is rewritten each second while counters change.

@@ -65,7 +65,10 @@ echo "kernel client requests: largest write $largest bytes"
 test "$largest" -le $((128 * 1024))
 grep -q "connection=$c Trim id=" "$tmp/requests.log"
 grep -q "connection=$c Flush id=" "$tmp/requests.log"
-! grep -q "connection=$c Zero id=" "$tmp/requests.log"
+if grep -q "connection=$c Zero id=" "$tmp/requests.log"; then
+    echo "$0: FAIL: the kernel client sent write zeroes"
+    exit 1
+fi
 
 start_server "$sock" "$pidfile" file="$tmp/disk.img" stats="$stats"
 guest_start check "${nbd_port[@]}"
