@@ -107,8 +107,7 @@ if [ "$(id -u)" -eq 0 ]; then
     requires setpriv
     if ! setpriv --bounding-set=-dac_override,-dac_read_search \
              true 2>/dev/null; then
-        echo "$0: SKIP: running as root, and setpriv cannot drop CAP_DAC_OVERRIDE"
-        exit 77
+        skip "running as root, and setpriv cannot drop CAP_DAC_OVERRIDE"
     fi
     run_as=(setpriv --bounding-set=-dac_override,-dac_read_search)
 fi

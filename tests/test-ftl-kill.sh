@@ -12,8 +12,7 @@ source "${srcdir:-.}/functions.sh"
 requires_plugin
 requires timeout /usr/bin/python3
 if ! /usr/bin/python3 -c 'import nbd' 2>/dev/null; then
-    echo "$0: SKIP: the Python bindings of libnbd (python3-libnbd) are missing"
-    exit 77
+    missing "the Python bindings of libnbd (python3-libnbd)"
 fi
 
 seed="${FTL_KILL_SEED:-$(( (RANDOM << 15) | RANDOM ))}"

@@ -10,8 +10,7 @@ source "${srcdir:-.}/functions.sh"
 requires_plugin
 requires qemu-io jq timeout
 if ! nbdkit --filter=log null logfile=/dev/null --run true >/dev/null 2>&1; then
-    echo "$0: SKIP: nbdkit's log filter is not available"
-    exit 77
+    missing "nbdkit's log filter"
 fi
 
 make_tmpdir
