@@ -223,7 +223,10 @@ stop_server ()
     return $r
 }
 
-# kill_server PIDFILE: simulate a crash (SIGKILL); wait until it is over.
+# kill_server PIDFILE: kill the server (SIGKILL); wait until it is over.
+# Not a power cut: what the server wrote to the image is in the page
+# cache and stays there, synced or not, so no shell test can see a
+# missing fdatasync (tests/unit/test-crash.c cuts the power).
 kill_server ()
 {
     kill -9 "$(cat "$1")"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: fio through its nbd engine, six connections at once:
 # random writes verified with crc32c beside random trims and a trim
-# then write workload, then a crash (kill -9 after the last flush) and
-# a verify-only pass over what was written.
+# then write workload, then kill -9 after the last flush (a process
+# killed, not a power cut: see kill_server in functions.sh) and a
+# verify-only pass over what was written.
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
@@ -90,7 +91,7 @@ jq -e '.host.trim_pages == 2 * 4096' "$stats"
 jq -e '.mapped_pages == 3 * 4096' "$stats"
 jq -e '.host.flushes > 0' "$stats"
 
-# A crash after keep's final flush; then fio reads back and checks
+# kill -9 after keep's final flush; then fio reads back and checks
 # every block keep wrote.
 kill_server "$pidfile"
 start_server "$sock" "$pidfile" file="$tmp/disk.img" stats="$stats"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: data survives a clean restart, and flushed data survives
-# kill -9.  After a crash every page reads back as one of the versions
-# written to it, never as another page's data.
+# kill -9.  After the kill every page reads back as one of the versions
+# written to it, never as another page's data.  (A kill, not a power
+# cut: see kill_server in functions.sh.)
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin

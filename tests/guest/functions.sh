@@ -137,7 +137,8 @@ guest_check ()
     fi
 }
 
-# guest_kill: pull the plug (SIGKILL to qemu).
+# guest_kill: stop the guest dead (SIGKILL to qemu): a power cut for the
+# guest, whose writes the NBD server has or has not received.
 guest_kill ()
 {
     kill -9 "$(cat "$tmp/qemu.pid")"
