@@ -18,9 +18,13 @@
  * 512-byte sector granularity: each sector reads as its last durable
  * value (flushed, or written with FUA) or as a value written to that
  * same sector after it, or zeros where a trim or zero came after it;
- * never another sector's data, never garbage.  Erase counts are never
- * below those at the last completed sync.  A clean restart then gives
- * the same content.
+ * never another sector's data, never garbage.  An op counts as in
+ * progress from its first backing write or sync; a close (in the
+ * middle of the workload) has made everything durable once it has
+ * returned, so a crash during the open that follows must keep every
+ * value written before the close.  Erase counts are never below those
+ * at the last completed sync.  A clean restart then gives the same
+ * content.
  *
  * For a seeded sample of those crash points the recovery itself is
  * recorded and cut at each of its events, and the image recovered
@@ -479,7 +483,8 @@ struct counts {
 
 /* Record the workload; returns the ops and fills f. */
 static struct op *
-record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
+record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_start,
+        long **op_end)
 {
   struct ftl *ftl;
   struct op *ops = make_workload (seed, nops);
@@ -502,6 +507,7 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
   f->classify = classify;
   f->classify_arg = c;
   f->synced = synced;
+  *op_start = calloc (*nops + 1, sizeof **op_start);
   *op_end = calloc (*nops + 1, sizeof **op_end);
   c->phase = TAG_OPEN;
   ftl = open_image (base, &f->io, err, sizeof err, &r);
@@ -510,12 +516,16 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
   c->ftl = ftl;
   for (size_t i = 0; i < *nops; i++) {
     f->op = i;
+    (*op_start)[i] = f->n;
     if (ops[i].kind == OP_REOPEN) {
-      /* Events of the close, then of the open. */
+      /* Events of the close, then of the open.  The op is complete
+       * once the close has returned: everything is durable then.
+       */
       c->phase = TAG_CLOSE;
       r = ftl_close (ftl);
       c->ftl = NULL;
       ck_assert_int_eq (r, 0);
+      (*op_end)[i] = f->n;
       c->phase = TAG_OPEN;
       ftl = open_image (base, &f->io, err, sizeof err, &r);
       ck_assert_msg (r == 0, "reopen: %s", err);
@@ -525,8 +535,8 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_end)
     else {
       r = run_op (ftl, &ops[i]);
       ck_assert_msg (r == 0, "op %zu failed: %s", i, strerror (-r));
+      (*op_end)[i] = f->n;
     }
-    (*op_end)[i] = f->n;
   }
   /* The run itself must read back as the model's last values. */
   ck_assert_int_eq (ftl_read (ftl, check, SIZE, 0), 0);
@@ -594,7 +604,7 @@ struct walk {
   struct model m;
   const struct op *ops;
   size_t nops, k, snap;
-  const long *op_end;
+  const long *op_start, *op_end;
   const struct ctx *c;
   const struct op *inflight;    /* the op in progress */
   uint32_t ec_min[64];
@@ -603,10 +613,13 @@ struct walk {
 static void
 walk_to (struct walk *w, size_t n)
 {
-  /* Ops that returned before event n. */
+  /* Ops that returned before event n, and the one in progress: it has
+   * issued event n or one before it.
+   */
   while (w->k < w->nops && w->op_end[w->k] <= (long) n)
     model_complete (&w->m, &w->ops[w->k++]);
-  w->inflight = w->k < w->nops ? &w->ops[w->k] : NULL;
+  w->inflight = w->k < w->nops && w->op_start[w->k] <= (long) n
+    ? &w->ops[w->k] : NULL;
   /* Erase counts at the last sync completed before event n. */
   while (w->snap < w->c->nsnap && w->c->snap_ev[w->snap] < n)
     w->snap++;
@@ -623,7 +636,7 @@ START_TEST (test_crash_every_event)
   struct ctx c = { 0 };
   struct counts cnt = { 0 };
   size_t nops;
-  long *op_end;
+  long *op_start, *op_end;
   struct op *ops;
   uint64_t got[NSECT], again[NSECT];
   double t0 = unit_now ();
@@ -632,10 +645,11 @@ START_TEST (test_crash_every_event)
   printf ("crash: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", seed);
   unit_fault_init (&f);
   unit_fault_init (&rec);
-  ops = record (&f, &c, &nops, &op_end);
+  ops = record (&f, &c, &nops, &op_start, &op_end);
   unit_disk_init (&d, &f, start);
   memset (&w, 0, sizeof w);
-  w = (struct walk) { .ops = ops, .nops = nops, .op_end = op_end, .c = &c };
+  w = (struct walk) { .ops = ops, .nops = nops, .op_start = op_start,
+                      .op_end = op_end, .c = &c };
 
   for (size_t n = 0; n <= f.n; n++) {
     const struct unit_ev *e = n < f.n ? &f.ev[n] : NULL;
@@ -694,6 +708,7 @@ START_TEST (test_crash_every_event)
   unit_fault_free (&f);
   unit_fault_free (&rec);
   model_free (&w.m);
+  free (op_start);
   free (op_end);
   free (ops);
   free (c.snap_ev);
@@ -714,7 +729,7 @@ START_TEST (test_damaged_newest_checkpoint)
   struct unit_disk d;
   struct ctx c = { 0 };
   size_t nops;
-  long *op_end;
+  long *op_start, *op_end;
   struct op *ops;
   uint64_t got[NSECT];
   unsigned recovered = 0, refused = 0;
@@ -722,10 +737,11 @@ START_TEST (test_damaged_newest_checkpoint)
 
   printf ("damaged checkpoint: seed %" PRIu64 "\n", seed);
   unit_fault_init (&f);
-  ops = record (&f, &c, &nops, &op_end);
+  ops = record (&f, &c, &nops, &op_start, &op_end);
   unit_disk_init (&d, &f, start);
   memset (&w, 0, sizeof w);
-  w = (struct walk) { .ops = ops, .nops = nops, .op_end = op_end, .c = &c };
+  w = (struct walk) { .ops = ops, .nops = nops, .op_start = op_start,
+                      .op_end = op_end, .c = &c };
   unit_quiet = true;
 
   for (size_t n = 0; n <= f.n; n++) {
@@ -780,6 +796,7 @@ START_TEST (test_damaged_newest_checkpoint)
   unit_disk_free (&d);
   unit_fault_free (&f);
   model_free (&w.m);
+  free (op_start);
   free (op_end);
   free (ops);
   free (c.snap_ev);
