@@ -6,13 +6,20 @@
  * middle) runs once through the fault-injection layer (helpers.h),
  * which records every backing write and sync.  Then, for every
  * event index n, the backing file is rebuilt as a power cut during
- * event n would leave it, three ways:
+ * event n would leave it, five ways:
  *
  *   in order   the writes since the last sync reached the file, event n
  *              torn at a random byte;
  *   random     a random subset of them, in a random order, the last one
  *              applied torn at a random byte;
+ *   sectors    twice: another random subset, in a random order, each
+ *              write applied torn with probability 1/2: any of its
+ *              512-byte sectors reached the file, the others did not;
  *   none       none of them (only at syncs: the cut with most lost).
+ *
+ * (The cuts other than "in order" are only made where writes are
+ * pending: with none, every cut gives the same file.)  Each crash point
+ * has its own seeded sequence of random choices.
  *
  * The image is reopened and checked against a reference model at
  * 512-byte sector granularity: each sector reads as its last durable
@@ -438,9 +445,15 @@ check_image (const char *path, struct unit_fault *rec,
   for (uint32_t s = 0; s < NSECT; s++) {
     uint64_t id = s, v = 0;
     int k = unit_page_identify (buf + (size_t) s * SECT, SECT, &id, &v);
-    ck_assert_msg (k >= 0, "%s: sector %u holds garbage", what, s);
-    ck_assert_msg (id == s, "%s: sector %u holds the data of sector %"
-                   PRIu64 " (version %" PRIu64 ")", what, s, id, v);
+    /* ck_abort_msg, not ck_assert_msg, in the loops of this file: each
+     * ck_assert records its location through a file, and these run
+     * millions of times.
+     */
+    if (k < 0)
+      ck_abort_msg ("%s: sector %u holds garbage", what, s);
+    if (id != s)
+      ck_abort_msg ("%s: sector %u holds the data of sector %"
+                    PRIu64 " (version %" PRIu64 ")", what, s, id, v);
     if (m && !model_allows (m, inflight, s, v)) {
       char allowed[256];
       int n = snprintf (allowed, sizeof allowed, "durable %" PRIu64 ", later:",
@@ -455,9 +468,9 @@ check_image (const char *path, struct unit_fault *rec,
     got[s] = v;
   }
   for (uint32_t b = 0; b < ftl->blocks; b++)
-    ck_assert_msg (media_erase_count (&ftl->media, b) >= ec_min[b],
-                   "%s: the erase count of block %u went back from %u to %u",
-                   what, b, ec_min[b], media_erase_count (&ftl->media, b));
+    if (media_erase_count (&ftl->media, b) < ec_min[b])
+      ck_abort_msg ("%s: the erase count of block %u went back from %u to %u",
+                    what, b, ec_min[b], media_erase_count (&ftl->media, b));
   if (rec)
     ftl_abandon (ftl);          /* the recovery's events only */
   else
@@ -469,17 +482,32 @@ static void
 check_same (const uint64_t *want, const uint64_t *got, const char *what)
 {
   for (uint32_t s = 0; s < NSECT; s++)
-    ck_assert_msg (want[s] == got[s], "%s: sector %u reads version %" PRIu64
-                   ", the first recovery gave %" PRIu64, what, s, got[s],
-                   want[s]);
+    if (want[s] != got[s])
+      ck_abort_msg ("%s: sector %u reads version %" PRIu64
+                    ", the first recovery gave %" PRIu64, what, s, got[s],
+                    want[s]);
 }
 
 /* ---- the test ---- */
 
 struct counts {
   unsigned points, images, by_tag[NTAGS], second, second_images;
-  unsigned torn, dropped;
+  unsigned torn, dropped, torn_writes, multi_torn, subsets;
 };
+
+/* The writes pending at a crash during event n: since the last sync
+ * before it, event n included.
+ */
+static unsigned
+pending_writes (const struct unit_fault *f, size_t n)
+{
+  size_t end = n < f->n ? n + 1 : f->n;
+  unsigned np = 0;
+
+  for (size_t i = unit_fault_last_sync (f, n) + 1; i < end; i++)
+    np += f->ev[i].kind == UNIT_EV_PWRITE;
+  return np;
+}
 
 /* Record the workload; returns the ops and fills f. */
 static struct op *
@@ -659,20 +687,33 @@ START_TEST (test_crash_every_event)
     if (only >= 0 && (long) n != only)
       continue;
 
-    for (int mode = 0; mode < 3; mode++) {
+    static const enum unit_cut_mode modes[] = {
+      UNIT_CUT_ORDER, UNIT_CUT_RANDOM, UNIT_CUT_SECTORS, UNIT_CUT_SECTORS,
+      UNIT_CUT_NONE,
+    };
+    unsigned pending = pending_writes (&f, n);
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+      enum unit_cut_mode mode = modes[i];
       struct unit_cut_info info;
+      if (mode != UNIT_CUT_ORDER && pending == 0)
+        continue;               /* the same file as in order */
       if (mode == UNIT_CUT_NONE && (!e || e->kind != UNIT_EV_SYNC))
         continue;
       unit_disk_cut (&d, n, mode, &rng, img, &info);
+      ck_assert_uint_eq (info.pending, pending);
       snprintf (what, sizeof what, "seed %" PRIu64 ", crash at event %zu of "
                 "%zu (op %zu, tags 0x%x; %s: %u of %u pending writes "
-                "applied, torn: %ld at %" PRIu64 ")", seed, n, f.n, w.k,
-                e ? e->tag : 0, mode == UNIT_CUT_ORDER ? "in order" :
-                mode == UNIT_CUT_NONE ? "all lost" : "random",
-                info.applied, info.pending, info.torn, info.torn_at);
-      unit_copy_file (img, img2);
+                "applied, %u torn, the last torn: %ld at %" PRIu64 ")", seed,
+                n, f.n, w.k, e ? e->tag : 0,
+                mode == UNIT_CUT_ORDER ? "in order" :
+                mode == UNIT_CUT_NONE ? "all lost" :
+                mode == UNIT_CUT_RANDOM ? "random" : "random, sectors",
+                info.applied, info.pending, info.torn_writes, info.torn,
+                info.torn_at);
       /* A sample gets its recovery recorded and crashed again. */
       bool twice = unit_rnd (&rng) % 16 == 0;
+      if (twice)
+        unit_copy_file (img, img2);
       unit_fault_reset (&rec);
       check_image (img, twice ? &rec : NULL, &w.m, w.inflight, w.ec_min,
                    got, what);
@@ -684,8 +725,13 @@ START_TEST (test_crash_every_event)
       cnt.images++;
       if (info.torn >= 0)
         cnt.torn++;
+      cnt.torn_writes += info.torn_writes;
+      if (info.torn_writes > 1)
+        cnt.multi_torn++;
       if (info.applied < info.pending)
         cnt.dropped++;
+      if (mode == UNIT_CUT_RANDOM || mode == UNIT_CUT_SECTORS)
+        cnt.subsets++;
     }
     cnt.points++;
     for (int t = 0; t < NTAGS; t++)
@@ -694,8 +740,10 @@ START_TEST (test_crash_every_event)
   }
 
   printf ("crash: %u crash points (every event), %u images checked (%u with "
-          "a torn write, %u with lost writes) in %.1f s\n", cnt.points,
-          cnt.images, cnt.torn, cnt.dropped, unit_now () - t0);
+          "a torn write, %u with several, %u writes torn in all; %u with "
+          "lost writes; %u random subsets of pending writes) in %.1f s\n",
+          cnt.points, cnt.images, cnt.torn, cnt.multi_torn, cnt.torn_writes,
+          cnt.dropped, cnt.subsets, unit_now () - t0);
   for (int t = 0; t < NTAGS; t++)
     printf ("crash:   %5u crash points in %s\n", cnt.by_tag[t], tag_names[t]);
   printf ("crash: %u crash points during recovery (%u images checked)\n",
@@ -703,6 +751,7 @@ START_TEST (test_crash_every_event)
   for (int t = 0; t < NTAGS && only < 0; t++)
     ck_assert_msg (cnt.by_tag[t] > 0, "no crash point in %s", tag_names[t]);
   ck_assert (only >= 0 || cnt.second > 100);
+  ck_assert (only >= 0 || cnt.multi_torn > 100);
 
   unit_disk_free (&d);
   unit_fault_free (&f);
