@@ -203,59 +203,108 @@ enum generator_kind {
   GEN_ZIPF,                     /* Zipf ranks, shuffled over the space */
 };
 
-/* Columns of the reference table. */
-enum reference_column { REF_NONE = -1, REF_UNIFORM, REF_80_20, REF_90_10 };
-
 struct workload {
   const char *name;
   enum generator_kind kind;
   unsigned hot_writes_pct;      /* GEN_HOTCOLD: writes to the hot region */
   unsigned hot_space_pct;       /* ... and its share of the disk */
   bool moving;                  /* the hot region moves every drive write */
-  enum reference_column ref;
 };
 
 static const struct workload workloads[] = {
-  { "seq",     GEN_SEQ,     0,  0,  false, REF_NONE },
-  { "uniform", GEN_UNIFORM, 0,  0,  false, REF_UNIFORM },
-  { "80/20",   GEN_HOTCOLD, 80, 20, false, REF_80_20 },
-  { "90/10",   GEN_HOTCOLD, 90, 10, false, REF_90_10 },
-  { "zipf",    GEN_ZIPF,    0,  0,  false, REF_NONE },
-  { "phase",   GEN_HOTCOLD, 90, 10, true,  REF_NONE },
+  { "seq",     GEN_SEQ,     0,  0,  false },
+  { "uniform", GEN_UNIFORM, 0,  0,  false },
+  { "80/20",   GEN_HOTCOLD, 80, 20, false },
+  { "90/10",   GEN_HOTCOLD, 90, 10, false },
+  { "zipf",    GEN_ZIPF,    0,  0,  false },
+  { "phase",   GEN_HOTCOLD, 90, 10, true  },
 };
 #define NR_WORKLOADS (sizeof workloads / sizeof workloads[0])
 
-/* Steady-state WAF with 256 pages per block: greedy GC with one log
- * (the analytical model, from ANCHORS.md), and an ideal hot/cold split
- * that knows which pages are hot (the figure a learned separation
- * aims at).  0: no figure.
- */
-static const struct {
-  double op;
-  double greedy[3];             /* indexed by enum reference_column */
-  double ideal[3];
-} reference[] = {
-  {  7.0, { 7.67, 8.04, 8.75 }, { 0, 5.2, 3.3 } },
-  { 12.5, { 4.63, 4.99, 5.62 }, { 0, 3.2, 2.2 } },
-  { 28.0, { 2.47, 2.81, 3.30 }, { 0, 1.9, 1.5 } },
-  { 50.0, { 1.71, 2.02, 2.38 }, { 0, 0, 0 } },
-};
+/* ---- the reference: an analytical model ---- */
 
-/* The reference WAF of w at this OP and GC policy, or NAN if there is
- * none.
+/* Steady-state WAF of greedy garbage collection under uniformly random
+ * page writes, in the limit of many pages per erase block (the
+ * mean-field model of Desnoyers, "Analytic Models of SSD Write
+ * Performance", ACM Transactions on Storage 10(2), 2014; greedy and
+ * FIFO cleaning coincide there).  With a = physical / logical pages =
+ * 1 + op/100, a page written now is overwritten before its erase block
+ * is collected unless none of the a (1 - u) drive writes of host data
+ * in between hits it, so the fraction u of pages still valid in a
+ * victim solves
+ *
+ *   u = exp (-a (1 - u)),    and WAF = 1 / (1 - u).
+ *
+ * u = 1 is always a root; the one that counts is the other, in (0, 1)
+ * for a > 1: g(u) = u - exp (-a (1 - u)) is negative at 0 and positive
+ * just below 1, so bisection finds it.
+ */
+static double
+model_waf_uniform (double a)
+{
+  double lo = 0, hi = 1 - 1e-12;
+
+  if (a <= 1)
+    return NAN;
+  for (int i = 0; i < 200; i++) {
+    double u = (lo + hi) / 2;
+    if (u - exp (-a * (1 - u)) < 0)
+      lo = u;
+    else
+      hi = u;
+  }
+  return 1 / (1 - lo);
+}
+
+/* The ideal hot/cold split: the hot pages (a share f of the disk that
+ * takes a share r of the writes) and the cold ones each have their own
+ * log with uniform writes inside it, and the spare space is divided
+ * between the two logs so as to minimise
+ *
+ *   WAF = r WAF_u (p / f) + (1 - r) WAF_u ((a - p) / (1 - f))
+ *
+ * where p is the physical space of the hot log (in drive sizes) and
+ * WAF_u the uniform model above.  The sum is convex in p (WAF_u is
+ * convex and decreasing), so a ternary search finds the minimum.
+ */
+static double
+model_waf_ideal_split (double a, double f, double r)
+{
+  double lo = f * (1 + 1e-9), hi = a - (1 - f) * (1 + 1e-9);
+
+  if (lo >= hi)
+    return NAN;
+  for (int i = 0; i < 200; i++) {
+    double p1 = lo + (hi - lo) / 3, p2 = hi - (hi - lo) / 3;
+    double w1 = r * model_waf_uniform (p1 / f)
+      + (1 - r) * model_waf_uniform ((a - p1) / (1 - f));
+    double w2 = r * model_waf_uniform (p2 / f)
+      + (1 - r) * model_waf_uniform ((a - p2) / (1 - f));
+    if (w1 < w2)
+      hi = p2;
+    else
+      lo = p1;
+  }
+  lo = (lo + hi) / 2;
+  return r * model_waf_uniform (lo / f)
+    + (1 - r) * model_waf_uniform ((a - lo) / (1 - f));
+}
+
+/* The reference WAF of w at this OP, or NAN where the model has none:
+ * with one log, greedy under uniform writes (skewed writes have no
+ * closed form there); with hot/cold separation, the ideal split (for
+ * uniform writes, with nothing to separate, the uniform model).
  */
 static double
 reference_waf (const struct workload *w, double op, bool ideal)
 {
-  if (w->ref == REF_NONE)
-    return NAN;
-  for (size_t i = 0; i < sizeof reference / sizeof reference[0]; i++) {
-    if (fabs (reference[i].op - op) < 1e-9) {
-      double v = ideal ? reference[i].ideal[w->ref]
-        : reference[i].greedy[w->ref];
-      return v > 0 ? v : NAN;
-    }
-  }
+  double a = 1 + op / 100;
+
+  if (w->kind == GEN_UNIFORM)
+    return model_waf_uniform (a);
+  if (ideal && w->kind == GEN_HOTCOLD && !w->moving)
+    return model_waf_ideal_split (a, w->hot_space_pct / 100.0,
+                                  w->hot_writes_pct / 100.0);
   return NAN;
 }
 
@@ -748,8 +797,8 @@ print_table_header (const struct config *c)
   printf ("%g drive writes, seed %" PRIu64 ", image in %s\n",
           c->drive_writes, c->seed, c->dir);
   printf ("steady WAF: last half of the run; ref: %s\n\n",
-          c->one_log ? "greedy GC, one log (analytical model)"
-          : "an ideal hot/cold split that knows the hot pages");
+          c->one_log ? "the model of greedy GC under uniform writes"
+          : "the model's ideal hot/cold split, that knows the hot pages");
   printf ("%-8s %7s %5s %8s %9s %10s %9s %17s %6s %7s\n", "workload",
           "steady", "ref", "overall", "erases", "GC copied", "WL moved",
           "wear min/mean/max", "MB/s", "seconds");

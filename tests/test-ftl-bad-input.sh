@@ -23,9 +23,13 @@ timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$disk" size=64M \
     --run 'nbdsh -u "$uri" -c "h.pwrite(b\"x\" * 65536, 0); h.flush()"'
 sum="$(checksum "$disk")"
 
-# refuse FILE PATTERN ARGS...: nbdkit must fail, print an error matching
-# PATTERN (grep -E), and leave FILE as it was (or absent if it was; use
-# "-" for FILE when the caller checks it).
+# A command that runs nbdkit, before "nbdkit" (none: run it directly).
+run_as=()
+
+# refuse FILE PATTERN ARGS...: nbdkit must fail, print an error line
+# "nbdkit: error: ..." whose text after "error: " matches PATTERN (grep
+# -E, anchored at both ends), and leave FILE as it was (or absent if it
+# was; use "-" for FILE when the caller checks it).
 refuse ()
 {
     local file="$1" pattern="$2" before after r=0
@@ -33,14 +37,15 @@ refuse ()
     before="$(checksum "$file")"
     # An explicit socket: nbdkit -U - leaves its temporary directory in
     # /tmp behind when it fails to start.
-    timeout 60 nbdkit -U "$tmp/sock" "$FTL_PLUGIN" "$@" --run 'exit 0' \
+    timeout 60 "${run_as[@]}" nbdkit -U "$tmp/sock" "$FTL_PLUGIN" "$@" \
+        --run 'exit 0' \
         > "$tmp/out" 2>&1 || r=$?
     cat "$tmp/out"
     if [ $r -eq 0 ]; then
         echo "$0: FAIL: nbdkit accepted: $*"
         exit 1
     fi
-    if ! grep -qE "$pattern" "$tmp/out"; then
+    if ! grep -qE "^nbdkit: error: ($pattern)\$" "$tmp/out"; then
         echo "$0: FAIL: no error matching '$pattern' for: $*"
         exit 1
     fi
@@ -53,53 +58,69 @@ refuse ()
 }
 
 # No file= at all.
-refuse "$disk" 'file=' size=64M
+refuse "$disk" 'you must supply the file=<FILENAME> parameter' size=64M
 
 # A file that does not exist, without size= to create it.
-refuse "$tmp/missing.img" 'missing.img' file="$tmp/missing.img"
+refuse "$tmp/missing.img" "$tmp/missing.img: no such file \\(give a size to create a new image\\)" \
+    file="$tmp/missing.img"
 test ! -e "$tmp/missing.img"
 
 # Parameters out of range or malformed.  Each names the parameter.
-refuse "$disk" 'unknown parameter .foo.' file="$disk" foo=bar
-refuse "$disk" 'page-size' file="$disk" page-size=3000
-refuse "$tmp/new.img" 'page-size' file="$tmp/new.img" size=64M page-size=256
-refuse "$disk" 'pages-per-block' file="$disk" pages-per-block=3
-refuse "$disk" 'pages-per-block' file="$disk" pages-per-block=4
-refuse "$disk" 'op' file="$disk" op=0
-refuse "$disk" 'op' file="$disk" op=1000
-refuse "$disk" 'op' file="$disk" op=ten
-refuse "$disk" 'streams' file="$disk" streams=0
-refuse "$disk" 'streams' file="$disk" streams=1000
-refuse "$disk" 'size' file="$disk" size=0
-refuse "$disk" 'size|parse' file="$disk" size=lots
-refuse "$disk" 'rotational|bool' file="$disk" rotational=maybe
-refuse "$disk" 'gc-mode' file="$disk" gc-mode=lazy
-refuse "$disk" 'stats-interval' file="$disk" stats-interval=0
-refuse "$disk" 'stats' file="$disk" stats="$tmp/no/such/dir/stats.json"
+refuse "$disk" "unknown parameter 'foo'" file="$disk" foo=bar
+ps_range='page-size must be a power of 2 from 512 to 65536'
+refuse "$disk" "$ps_range: 3000" file="$disk" page-size=3000
+refuse "$tmp/new.img" "$ps_range: 256" file="$tmp/new.img" size=64M page-size=256
+ppb_range='pages-per-block must be a power of 2 from 8 to 65536'
+refuse "$disk" "$ppb_range: 3" file="$disk" pages-per-block=3
+refuse "$disk" "$ppb_range: 4" file="$disk" pages-per-block=4
+op_range='op must be a percentage from 1 to 400'
+refuse "$disk" "$op_range: 0" file="$disk" op=0
+refuse "$disk" "$op_range: 1000" file="$disk" op=1000
+refuse "$disk" "$op_range: ten" file="$disk" op=ten
+refuse "$disk" 'streams must be from 1 to 16: 0' file="$disk" streams=0
+refuse "$disk" 'streams must be from 1 to 16: 1000' file="$disk" streams=1000
+refuse "$disk" 'size must be greater than 0' file="$disk" size=0
+refuse "$disk" 'could not parse size string \(lots\)' file="$disk" size=lots
+refuse "$disk" 'could not decipher boolean \(maybe\)' file="$disk" rotational=maybe
+refuse "$disk" 'gc-mode must be deadline or watermark: lazy' file="$disk" gc-mode=lazy
+refuse "$disk" 'stats-interval must be at least 1 second: 0' file="$disk" stats-interval=0
+refuse "$disk" "stats: cannot write a file next to $tmp/no/such/dir/stats.json: No such file or directory" \
+    file="$disk" stats="$tmp/no/such/dir/stats.json"
 test ! -e "$tmp/new.img"
 
 # Parameters that contradict the image.
-refuse "$disk" 'size|bytes' file="$disk" size=32M
-refuse "$disk" 'page|size' file="$disk" page-size=8192
-refuse "$disk" 'block' file="$disk" pages-per-block=64
-refuse "$disk" 'op|over' file="$disk" op=50
+refuse "$disk" "$disk: size 33554432 differs from the image's size 67108864" \
+    file="$disk" size=32M
+refuse "$disk" "$disk: page size 8192 differs from the image's 4096" \
+    file="$disk" page-size=8192
+refuse "$disk" "$disk: pages per block 64 differs from the image's 256" \
+    file="$disk" pages-per-block=64
+refuse "$disk" "$disk: op=50% differs from the image's 28%" file="$disk" op=50
 
-# A file that cannot be read.  Root reads it anyway, so as root this
-# case cannot be tested.
-if [ "$(id -u)" -ne 0 ]; then
-    cp "$disk" "$tmp/locked.img"
-    chmod 000 "$tmp/locked.img"
-    refuse - 'locked.img' file="$tmp/locked.img"
-    chmod 600 "$tmp/locked.img"
-    test "$(checksum "$tmp/locked.img")" = "$sum"
-else
-    echo "skipping the unreadable file case: running as root"
+# A file that cannot be read (mode 000).  Root reads any file with its
+# capabilities CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: as root nbdkit
+# runs without them (setpriv drops them from the bounding set, and so
+# from what nbdkit gets when it is executed).
+cp "$disk" "$tmp/locked.img"
+chmod 000 "$tmp/locked.img"
+if [ "$(id -u)" -eq 0 ]; then
+    requires setpriv
+    if ! setpriv --bounding-set=-dac_override,-dac_read_search \
+             true 2>/dev/null; then
+        skip "running as root, and setpriv cannot drop CAP_DAC_OVERRIDE"
+    fi
+    run_as=(setpriv --bounding-set=-dac_override,-dac_read_search)
 fi
+refuse - "$tmp/locked.img: Permission denied" file="$tmp/locked.img"
+run_as=()
+chmod 600 "$tmp/locked.img"
+test "$(checksum "$tmp/locked.img")" = "$sum"
 
 # A file that is not an image.
 head -c 1M /dev/urandom > "$tmp/random.img"
-refuse "$tmp/random.img" 'random.img' file="$tmp/random.img"
-refuse "$tmp/random.img" 'random.img' file="$tmp/random.img" size=1M
+not_image="$tmp/random.img: not an nbdkit-ftl image \\(no superblock found\\)"
+refuse "$tmp/random.img" "$not_image" file="$tmp/random.img"
+refuse "$tmp/random.img" "$not_image" file="$tmp/random.img" size=1M
 
 # An image written by a newer version of the format: both superblock
 # copies (at 0 and 4 KiB) say version 2.  Layout, little-endian: magic
@@ -115,10 +136,12 @@ for sb in 0 4096; do
     fi
 done
 test $patched -ge 1
-refuse "$tmp/newer.img" 'version' file="$tmp/newer.img"
+refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 2, this program reads up to 1\\)" \
+    file="$tmp/newer.img"
 
 # A geometry too small to hold the metadata and the spare blocks.
-refuse "$tmp/tiny.img" 'tiny.img' file="$tmp/tiny.img" size=64K pages-per-block=256
+refuse "$tmp/tiny.img" "$tmp/tiny.img: impossible geometry: size 65536 with op=28% and 256 pages per block gives 0 spare erase blocks, but at least 10 are needed .*" \
+    file="$tmp/tiny.img" size=64K pages-per-block=256
 test ! -e "$tmp/tiny.img"
 
 # After all that, the good image still opens and holds its data.

@@ -14,8 +14,7 @@ requires nbdsh jq dd awk timeout cmp
 
 export FTLCTL="${FTLCTL:-../tools/ftlctl}"
 if [ ! -x "$FTLCTL" ]; then
-    echo "$0: SKIP: $FTLCTL not built"
-    exit 77
+    missing "$FTLCTL not built"
 fi
 
 make_tmpdir
@@ -32,16 +31,21 @@ fail ()
     exit 1
 }
 
-# The data: page n holds the byte (7n + v) & 255, where v is 2 for the
-# first 50 pages (written twice) and 1 for the others.
+# The data: page n holds the text "page n version v", repeated, where v
+# is 2 for the first 50 pages (written twice) and 1 for the others: no
+# page is zeros (an unmapped page's content), and a page that comes
+# back with another page's data or an older version is told apart.
+cat > "$tmp/page.py" <<'EOF'
+P = 4096
+def page(n, v):
+    text = b"page %d version %d\n" % (n, v)
+    return (text * (P // len(text) + 1))[:P]
+EOF
 cat > "$tmp/verify.py" <<'EOF'
 import os
-P = 4096
+exec(open(os.environ["TMP"] + "/page.py").read())
 N = int(os.environ["N"])
 eio = set(int(x) for x in os.environ.get("EIO", "").split())
-def page(n):
-    v = 2 if n < 50 else 1
-    return bytes([(7 * n + v) & 255]) * P
 for n in range(N):
     try:
         got = h.pread(P, n * P)
@@ -50,7 +54,9 @@ for n in range(N):
         assert e.errno in ("EIO", 5), "page %d: %s, not EIO" % (n, e.errno)
         continue
     assert n not in eio, "page %d: read, but its data is damaged" % n
-    assert got == page(n), "page %d: wrong data" % n
+    want = page(n, 2 if n < 50 else 1)
+    assert got == want, "page %d: %r..., not %r..." % (n, bytes(got[:24]),
+                                                      want[:24])
 # Beyond the pages written: zeros.
 assert h.pread(P, N * P) == bytearray(P)
 EOF
@@ -58,11 +64,12 @@ EOF
 # 1. An image with data, shut down cleanly.
 $FTLCTL format --size 4M --pages-per-block 16 "$good"
 start_server "$sock" "$pid" file="$good"
-timeout 120 nbdsh -u "$uri" -c '
-P = 4096
+TMP="$tmp" timeout 120 nbdsh -u "$uri" -c '
+import os
+exec(open(os.environ["TMP"] + "/page.py").read())
 for v in (1, 2):
     for n in range(100 if v == 1 else 50):
-        h.pwrite(bytes([(7 * n + v) & 255]) * P, n * P)
+        h.pwrite(page(n, v), n * P)
 h.flush()
 '
 stop_server "$pid"
@@ -99,7 +106,7 @@ flip ()
 # reads as written, except the listed ones, which fail with EIO.
 served ()
 {
-    EIO="${1-}" N=$N timeout 120 nbdkit -r -U - "$FTL_PLUGIN" file="$img" \
+    EIO="${1-}" N=$N TMP="$tmp" timeout 120 nbdkit -r -U - "$FTL_PLUGIN" file="$img" \
         --run 'nbdsh -u "$uri" -c "exec(open(\"'"$tmp"'/verify.py\").read())"' \
         > "$tmp/served" 2>&1 || { cat "$tmp/served"; fail "$case: not served"; }
 }

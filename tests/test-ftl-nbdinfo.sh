@@ -32,8 +32,14 @@ test "$(cat "$tmp/size")" = 67108864
 # rotational=true only changes what clients are told.
 timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" rotational=true \
     --run 'nbdinfo --is rotational "$uri"'
+# nbdinfo --is exits 0 for true, 2 for false, anything else on error.
+r=0
 timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" \
-    --run '! nbdinfo --is rotational "$uri"'
+    --run 'nbdinfo --is rotational "$uri"' || r=$?
+if [ $r -ne 2 ]; then
+    echo "$0: FAIL: nbdinfo --is rotational exited $r, not 2 (false)"
+    exit 1
+fi
 
 # A different page size shows up as the preferred block size.
 timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/small.img" size=16M \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: data survives a clean restart, and flushed data survives
-# kill -9.  After a crash every page reads back as one of the versions
-# written to it, never as another page's data.
+# kill -9.  After the kill every page reads back as one of the versions
+# written to it, never as another page's data.  (A kill, not a power
+# cut: see kill_server in functions.sh.)
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
@@ -76,7 +77,7 @@ for n in range(PAGES):
     if 64 <= n < 80:
         allowed.add(0)
     assert v[n] in allowed, "page %d: version %d, allowed %s" % (n, v[n], allowed)
-print("after the crash: %d pages of version 3, %d trimmed" %
+print("after the kill: %d pages of version 3, %d trimmed" %
       (v.count(3), v.count(0)))
 '
 
@@ -95,7 +96,7 @@ assert v[100:200] == [4] * 100, v[100:200]
 assert v[300:308] == [0] * 8, v[300:308]
 '
 
-# 4. Crash again straight after recovery, with nothing new written: the
+# 4. Killed again straight after recovery, with nothing new written: the
 # image still opens with the same contents.
 timeout 120 nbdsh -u "$uri" -c "exec(open('$tmp/pages.py').read())" \
     -c 'print(versions(), file=open("'"$tmp"'/before", "w"))'

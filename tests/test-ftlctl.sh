@@ -11,8 +11,7 @@ requires nbdsh jq dd awk timeout
 
 export FTLCTL="${FTLCTL:-../tools/ftlctl}"
 if [ ! -x "$FTLCTL" ]; then
-    echo "$0: SKIP: $FTLCTL not built"
-    exit 77
+    missing "$FTLCTL not built"
 fi
 
 make_tmpdir

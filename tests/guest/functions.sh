@@ -20,7 +20,8 @@
 _guest_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # guest_requires: find qemu, the kernel and the tools the initramfs is
-# made of; skip the test (exit 77) when one is absent.
+# made of; skip the test when one is absent (see missing in
+# tests/functions.sh).
 guest_requires ()
 {
     local v
@@ -33,13 +34,11 @@ guest_requires ()
         [ -d "/lib/modules/$v/kernel" ] && kver="$v"
     done
     if [ -z "$kver" ]; then
-        echo "$0: SKIP: no cloud kernel in /boot (Debian package linux-image-cloud-amd64)"
-        exit 77
+        missing "no cloud kernel in /boot (Debian package linux-image-cloud-amd64)"
     fi
     vmlinuz="/boot/vmlinuz-$kver"
     if [ ! -r "$vmlinuz" ]; then
-        echo "$0: SKIP: $vmlinuz is not readable"
-        exit 77
+        missing "$vmlinuz is not readable"
     fi
 }
 
@@ -138,7 +137,8 @@ guest_check ()
     fi
 }
 
-# guest_kill: pull the plug (SIGKILL to qemu).
+# guest_kill: stop the guest dead (SIGKILL to qemu): a power cut for the
+# guest, whose writes the NBD server has or has not received.
 guest_kill ()
 {
     kill -9 "$(cat "$tmp/qemu.pid")"

@@ -8,7 +8,8 @@
 #   fill   check the queue limits, mkfs.ext4, mount, write files, trim a
 #          deleted file with fstrim (the host checks the FTL saw it),
 #          remount and verify, write more, sync, then wait to be killed
-#   check  after the power cut: mount, verify every file, e2fsck -f -n
+#   check  after the guest and the server were killed: mount, verify
+#          every file, e2fsck -f -n
 . /lib/guest-lib.sh
 
 phase="$1"
@@ -37,7 +38,7 @@ fill)
     write_files late 4
     sums
     sync
-    say "synced $(wc -l < /mnt/SUMS) files; waiting for the power cut"
+    say "synced $(wc -l < /mnt/SUMS) files; waiting to be killed"
     echo "GUEST-SYNCED"
     # The host kills the guest here.
     sleep 600

@@ -427,6 +427,30 @@ unit_disk_free (struct unit_disk *d)
   d->img = d->scratch = NULL;
 }
 
+/* Apply a random subset of the 512-byte sectors of a write event to img
+ * (the pieces of the write between the file's 512-byte boundaries).
+ * Returns the bytes applied.
+ */
+static uint64_t
+apply_sectors (uint8_t *img, size_t len, const struct unit_ev *e,
+               uint64_t *rng)
+{
+  uint64_t applied = 0;
+
+  ck_assert_uint_le (e->off + e->len, len);
+  for (uint64_t p = e->off; p < e->off + e->len; ) {
+    uint64_t q = (p / 512 + 1) * 512;
+    if (q > e->off + e->len)
+      q = e->off + e->len;
+    if (unit_rnd (rng) & 1) {
+      memcpy (img + p, e->data + (p - e->off), q - p);
+      applied += q - p;
+    }
+    p = q;
+  }
+  return applied;
+}
+
 /* Apply the first 'bytes' bytes of a write event to img. */
 static void
 apply_event (uint8_t *img, size_t len, const struct unit_ev *e,
@@ -466,6 +490,7 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
   info->pending = np;
   info->torn = -1;
   info->torn_at = 0;
+  info->torn_writes = 0;
   nap = 0;
   switch (mode) {
   case UNIT_CUT_ORDER:
@@ -475,6 +500,7 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
     nap = 0;
     break;
   case UNIT_CUT_RANDOM:
+  case UNIT_CUT_SECTORS:
     /* Keep each with probability 1/2, then shuffle what is kept. */
     for (size_t i = 0; i < np; i++)
       if (unit_rnd (rng) & 1)
@@ -489,7 +515,18 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
   for (size_t i = 0; i < nap; i++) {
     const struct unit_ev *e = &f->ev[pend[i]];
     uint64_t bytes = e->len;
-    if (i == nap - 1) {
+    if (mode == UNIT_CUT_SECTORS) {
+      if (unit_rnd (rng) % 2 == 0) {
+        bytes = apply_sectors (d->scratch, d->len, e, rng);
+        if (bytes > 0 && bytes < e->len) {
+          info->torn = pend[i];
+          info->torn_at = bytes;
+          info->torn_writes++;
+        }
+        continue;
+      }
+    }
+    else if (i == nap - 1) {
       /* The last one applied: in order, only event n is in flight. */
       if (mode == UNIT_CUT_RANDOM)
         bytes = unit_rnd (rng) % (e->len + 1);
@@ -498,6 +535,7 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
       if (bytes < e->len) {
         info->torn = pend[i];
         info->torn_at = bytes;
+        info->torn_writes++;
       }
     }
     apply_event (d->scratch, d->len, e, bytes);

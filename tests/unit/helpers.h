@@ -104,7 +104,10 @@ extern bool unit_is_erase_write (uint64_t data_offset, uint64_t block_bytes,
  *             completed before event n;
  *   pending   the writes since that sync, event n included if it is a
  *             write: a power cut applies any subset of them, in any
- *             order, and the last one applied may be torn at any byte.
+ *             order, and any of those applied may be torn: only some
+ *             of its 512-byte sectors reached the file (sectors of the
+ *             file: a write is cut at the file's 512-byte boundaries),
+ *             or only a prefix of it, cut at any byte.
  *
  * Because a process that loses power at event n has issued exactly the
  * events before it, one recorded run gives every crash point.  limit
@@ -143,6 +146,9 @@ enum unit_cut_mode {
   UNIT_CUT_NONE,                /* every pending write lost */
   UNIT_CUT_RANDOM,              /* a random subset in a random order, the
                                  * last one torn at a random byte */
+  UNIT_CUT_SECTORS,             /* a random subset in a random order, each
+                                 * one torn with probability 1/2: a
+                                 * random subset of its sectors */
 };
 
 struct unit_disk {
@@ -156,8 +162,9 @@ struct unit_disk {
 struct unit_cut_info {
   unsigned pending;             /* writes since the last sync */
   unsigned applied;             /* ... of them that reached the file */
-  long torn;                    /* the torn event, or -1 */
+  long torn;                    /* the (last) torn event, or -1 */
   uint64_t torn_at;             /* bytes of it that reached the file */
+  unsigned torn_writes;         /* writes torn */
 };
 
 /* base: the file before the first event.  Cuts must come in

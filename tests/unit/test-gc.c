@@ -32,6 +32,25 @@
 
 static char path[256];
 
+/* FTL_GC_SEED=N in the environment adds N to the seed of every random
+ * workload below (default 0).  The write amplification bounds were set
+ * from the spread measured over N = 0..19 with
+ *
+ *   for n in $(seq 0 19); do
+ *     FTL_GC_SEED=$n tests/unit/test-gc | grep -E '^(90/10|waf:)'
+ *   done
+ *
+ * which gave:
+ *
+ *   90/10 skew, 512 pages:   greedy 2.480 .. 2.647, cost-benefit
+ *                            1.918 .. 2.023, greedy higher by 0.469 ..
+ *                            0.683 in every run
+ *   90/10, 4096 pages:       one log 1.789 .. 1.828, hot/cold separation
+ *                            1.519 .. 1.549, the ratio 0.845 .. 0.858
+ *   uniform, 4096 pages:     greedy 3.023 .. 3.078
+ */
+static uint64_t seed_offset;
+
 /* ---- tracing erases ---- */
 
 #define MAX_TRACE 4096
@@ -144,6 +163,9 @@ static struct ftl_io trace_io;
 static void
 setup (void)
 {
+  const char *e = getenv ("FTL_GC_SEED");
+
+  seed_offset = e && *e ? strtoull (e, NULL, 0) : 0;
   unit_dir_clean ();
   unit_path (path, sizeof path, "gc.img");
   memset (&trace, 0, sizeof trace);
@@ -382,7 +404,7 @@ skewed (enum ftl_gc_policy policy, unsigned hot_percent, uint64_t seed)
   struct ftl *ftl = open_policy (512, 16, 30, 1, policy);
   const uint64_t hot = 512 * (100 - hot_percent) / 100;
   struct ref r;
-  uint64_t rng = seed;
+  uint64_t rng = seed + seed_offset;
   struct ftl_stats a, b;
 
   ref_init (&r, 512);
@@ -424,8 +446,10 @@ START_TEST (test_greedy_every_victim)
 END_TEST
 
 /* Cost-benefit: every victim is a FULL block with something to reclaim,
- * and the data survives; its write amplification is printed beside
- * greedy's on the same workload.
+ * and the data survives.  Its write amplification must be clearly below
+ * greedy's on the same skewed workload, as the man page says (greedy
+ * is "worse under skewed ones"): by at least 0.25, about half the
+ * smallest difference measured (see seed_offset).
  */
 START_TEST (test_cost_benefit)
 {
@@ -433,15 +457,18 @@ START_TEST (test_cost_benefit)
   double cb = skewed (FTL_GC_COST_BENEFIT, 90, 8);
   printf ("90/10 skewed overwrites: WAF greedy %.3f, cost-benefit %.3f\n",
           g, cb);
+  ck_assert_msg (cb < g - 0.25, "cost-benefit's WAF %.3f is not clearly "
+                 "below greedy's %.3f", cb, g);
 }
 END_TEST
 
 /* Hot/cold separation: a 90/10 workload on a disk with room for the
  * extra frontiers, once with separation and once with one log (both
- * cost-benefit).  Separation must cut the write amplification clearly
- * (the benchmark measures 1.55 against 1.86 on large disks), hot
- * rewrites must have gone to the hot frontier and young relocations to
- * their own, and the data must survive, before and after a restart.
+ * cost-benefit).  Separation must cut the write amplification clearly:
+ * below 0.9 times one log's (measured 0.845 .. 0.858, see seed_offset;
+ * bench/README.md has 1.53 against 2.22 on 1 GiB), hot rewrites must
+ * have gone to the hot frontier and young relocations to their own,
+ * and the data must survive, before and after a restart.
  */
 static double
 hot_cold_run (bool one_log, uint64_t seed, uint64_t *hot_blocks)
@@ -456,7 +483,7 @@ hot_cold_run (bool one_log, uint64_t seed, uint64_t *hot_blocks)
   struct ftl *ftl;
   char err[256];
   struct ref r;
-  uint64_t rng = seed;
+  uint64_t rng = seed + seed_offset;
   struct ftl_stats a, b;
 
   ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
@@ -568,16 +595,19 @@ END_TEST
 /* Steady-state write amplification of uniform random 4 KiB overwrites
  * on 4096 logical pages, 64 pages per block, 28% over-provisioning:
  * measured after the disk is full and has been overwritten twice, over
- * four more disk-fulls.  Greedy GC at this over-provisioning gives a
- * WAF of about 2.5 to 3; far outside 1.8..4 means victims are picked
- * badly or pages are copied that need not be.
+ * four more disk-fulls.  The model of greedy GC with large erase blocks
+ * gives 2.48 at this over-provisioning (bench/ftl-bench.c); with 64-page
+ * blocks and the blocks the library keeps free and open, 3.023 .. 3.078
+ * was measured (see seed_offset).  Outside 2.9 .. 3.2, about twice that
+ * spread on either side, victims are picked badly or pages are copied
+ * that need not be.
  */
 START_TEST (test_waf_uniform)
 {
   const uint64_t lpages = 4096;
   struct ftl *ftl = open_traced (lpages, 64, 28, 0);
   struct ref r;
-  uint64_t rng = 99;
+  uint64_t rng = 99 + seed_offset;
   struct ftl_stats a, b;
   double waf;
 
@@ -596,7 +626,7 @@ START_TEST (test_waf_uniform)
   printf ("waf: uniform random 4 KiB overwrites, %" PRIu64 " pages, 64 per "
           "block, op 28%%: steady-state WAF %.3f (%" PRIu64 " GC copies)\n",
           lpages, waf, b.gc_copied_pages - a.gc_copied_pages);
-  ck_assert_msg (waf > 1.8 && waf < 4.0, "WAF %.3f outside 1.8..4.0", waf);
+  ck_assert_msg (waf > 2.9 && waf < 3.2, "WAF %.3f outside 2.9..3.2", waf);
   /* Every programmed page is a host page or a GC copy. */
   ck_assert_uint_eq (b.media_program_pages - a.media_program_pages,
                      (b.host_write_pages - a.host_write_pages)
