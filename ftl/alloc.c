@@ -310,10 +310,9 @@ alloc_program (struct ftl *ftl, struct frontier *f,
   return 0;
 }
 
-void
-alloc_close_frontiers (struct ftl *ftl)
+unsigned
+alloc_frontiers (struct ftl *ftl, struct frontier **all)
 {
-  struct frontier *all[2 * FTL_MAX_STREAMS + 3];
   unsigned n = 0;
 
   for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
@@ -323,6 +322,15 @@ alloc_close_frontiers (struct ftl *ftl)
   all[n++] = &ftl->gcf;
   all[n++] = &ftl->gcw;
   all[n++] = &ftl->metaf;
+  return n;
+}
+
+void
+alloc_close_frontiers (struct ftl *ftl)
+{
+  struct frontier *all[FTL_FRONTIERS];
+  unsigned n = alloc_frontiers (ftl, all);
+
   for (unsigned i = 0; i < n; i++) {
     if (all[i]->block != FTL_NO_BLOCK) {
       if (all[i]->wp == 0) {

@@ -110,9 +110,16 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
       .write_pointer = ftl->media.wp[b],
       .state = ftl->state[b],
     };
+    /* A FREE block is unwritten; no frontier is open in a snapshot
+     * that a writer could be changing (ckpt_rw is exclusive).
+     */
+    assert (cb.state != FTL_BLK_FREE || cb.write_pointer == 0);
+    assert (cb.write_pointer <= ftl->ppb);
     fmt_ckpt_block_encode (&cb, p);
   }
   pthread_mutex_unlock (&ftl->alloc_lock);
+  assert ((uint64_t) (p - body)
+          == fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks));
   h.seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
   since = __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED);
   ctr_add (ftl, FTL_CTR_CKPTS, 1);
@@ -134,6 +141,8 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
 
   /* 3. Write the older slot. */
   slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
+  /* Never over the newest durable checkpoint. */
+  assert (ftl->ckpt_gen == 0 || slot != ftl->ckpt_slot);
   h.generation = ftl->ckpt_gen + 1;
   h.body_bytes = fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
   h.body_checksum = fmt_checksum (body, h.body_bytes, 0);

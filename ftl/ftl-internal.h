@@ -407,6 +407,11 @@ alloc_frontier_room (const struct ftl *ftl, const struct frontier *f)
 extern int alloc_program (struct ftl *ftl, struct frontier *f,
                           const struct log_page *pages, uint32_t n,
                           const uint8_t *data, uint32_t *moved);
+/* Every frontier (host, hot, the two GC ones, the metadata one): fills
+ * all[FTL_FRONTIERS] and returns how many.
+ */
+#define FTL_FRONTIERS (2 * FTL_MAX_STREAMS + 3)
+extern unsigned alloc_frontiers (struct ftl *ftl, struct frontier **all);
 /* Close every open block (at shutdown).  Caller has exclusive access. */
 extern void alloc_close_frontiers (struct ftl *ftl);
 

@@ -73,6 +73,40 @@ cmp_item (const void *a, const void *b)
   return x->ppn < y->ppn ? -1 : x->ppn > y->ppn;
 }
 
+/* Load the map and the block table of a checkpoint body that passed its
+ * checksum, checking every entry.
+ */
+static int
+apply_body (struct ftl *ftl, const struct ftl_ckpt_header *h,
+            const uint8_t *body, char *errbuf, size_t errlen)
+{
+  /* The map. */
+  const uint8_t *p = body;
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages;
+       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
+    uint32_t ppn = fmt_ckpt_map_decode (p);
+    if (!fmt_ckpt_map_check (h, ppn)) {
+      snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
+                " to physical page %u, beyond the device", lpn, ppn);
+      return -EINVAL;
+    }
+    ftl->l2p[lpn] = ppn;
+  }
+  /* The block table. */
+  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
+    struct ftl_ckpt_block cb;
+    char why[128];
+    fmt_ckpt_block_decode (p, &cb);
+    if (!fmt_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
+      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
+      return -EINVAL;
+    }
+    ftl->state[b] = cb.state;
+    media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
+  }
+  return 0;
+}
+
 /* Read both checkpoint slots and load the newest valid one. */
 static int
 load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
@@ -130,43 +164,16 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
               fmt_status_string (st[0]), fmt_status_string (st[1]));
     return -EINVAL;
   }
-  if (st[1 - best] == FTL_FMT_OK &&
-      h[1 - best].generation > h[best].generation) {
-    /* Cannot happen: handled by the loop above. */
-  }
   if (best >= 0 && st[1 - best] != FTL_FMT_OK && ftl->ckpt_gen == 0 &&
       h[best].generation > 1 && st[1 - best] != FTL_FMT_EMPTY)
     log_msg (ftl, FTL_LOG_WARN, "checkpoint slot %d is damaged (%s); "
              "using slot %d", 1 - best, fmt_status_string (st[1 - best]),
              best);
 
-  /* The map. */
-  const uint8_t *p = body;
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages;
-       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
-    uint32_t ppn = fmt_ckpt_map_decode (p);
-    if (!fmt_ckpt_map_check (&h[best], ppn)) {
-      snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
-                " to physical page %u, beyond the device", lpn, ppn);
-      free (body);
-      return -EINVAL;
-    }
-    ftl->l2p[lpn] = ppn;
-  }
-  /* The block table. */
-  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
-    struct ftl_ckpt_block cb;
-    char why[128];
-    fmt_ckpt_block_decode (p, &cb);
-    if (!fmt_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
-      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
-      free (body);
-      return -EINVAL;
-    }
-    ftl->state[b] = cb.state;
-    media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
-  }
+  r = apply_body (ftl, &h[best], body, errbuf, errlen);
   free (body);
+  if (r < 0)
+    return r;
 
   ftl->ckpt_gen = h[best].generation;
   ftl->ckpt_slot = best;
@@ -177,6 +184,44 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   if (st[1 - best] == FTL_FMT_OK && h[1 - best].seq < h[best].seq)
     ftl->replay_seq = h[1 - best].seq;
   *hp = h[best];
+  return 0;
+}
+
+/* The log items of an intact page found in a scan: a data page, or the
+ * trim records of a trim page.
+ */
+static int
+page_items (struct ftl *ftl, uint32_t b, uint32_t i, uint32_t ppn,
+            const struct ftl_oob *o, const uint8_t *page,
+            struct ftl_trim_entry *trims, struct items *items,
+            uint64_t *maxseq)
+{
+  uint32_t n;
+
+  if (o->kind == FTL_OOB_DATA) {
+    if (o->lpn >= ftl->logical_pages) {
+      log_msg (ftl, FTL_LOG_WARN, "block %u page %u: logical page %u is "
+               "beyond the disk; ignored", b, i, o->lpn);
+      return 0;
+    }
+    return items_push (items, (struct item) {
+        .seq = o->seq, .lpn = o->lpn, .count = 0, .ppn = ppn });
+  }
+  if (fmt_trim_page_decode (page, ftl->page_size, trims, &n) != FTL_FMT_OK) {
+    log_msg (ftl, FTL_LOG_WARN, "block %u page %u: damaged trim records; "
+             "ignored", b, i);
+    return 0;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    if ((uint64_t) trims[k].lpn + trims[k].count > ftl->logical_pages)
+      continue;
+    *maxseq = MAX (*maxseq, trims[k].seq);
+    int r = items_push (items, (struct item) {
+        .seq = trims[k].seq, .lpn = trims[k].lpn,
+        .count = trims[k].count, .ppn = ppn });
+    if (r < 0)
+      return r;
+  }
   return 0;
 }
 
@@ -265,36 +310,9 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
       continue;
     }
     *maxseq = MAX (*maxseq, o.seq);
-    if (o.kind == FTL_OOB_DATA) {
-      if (o.lpn >= ftl->logical_pages) {
-        log_msg (ftl, FTL_LOG_WARN, "block %u page %u: logical page %u is "
-                 "beyond the disk; ignored", b, i, o.lpn);
-        continue;
-      }
-      r = items_push (items, (struct item) {
-          .seq = o.seq, .lpn = o.lpn, .count = 0, .ppn = ppn });
-      if (r < 0)
-        return r;
-    }
-    else {
-      uint32_t n;
-      if (fmt_trim_page_decode (page, ftl->page_size, trims, &n)
-          != FTL_FMT_OK) {
-        log_msg (ftl, FTL_LOG_WARN, "block %u page %u: damaged trim "
-                 "records; ignored", b, i);
-        continue;
-      }
-      for (uint32_t k = 0; k < n; k++) {
-        if ((uint64_t) trims[k].lpn + trims[k].count > ftl->logical_pages)
-          continue;
-        *maxseq = MAX (*maxseq, trims[k].seq);
-        r = items_push (items, (struct item) {
-            .seq = trims[k].seq, .lpn = trims[k].lpn,
-            .count = trims[k].count, .ppn = ppn });
-        if (r < 0)
-          return r;
-      }
-    }
+    r = page_items (ftl, b, i, ppn, &o, page, trims, items, maxseq);
+    if (r < 0)
+      return r;
   }
 
   log_debug (ftl, FTL_DEBUG_RECOVERY, "block %u: rolled forward pages "
@@ -335,6 +353,9 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
     qsort (items.v, items.n, sizeof *items.v, cmp_item);
   for (size_t i = 0; i < items.n; i++) {
     const struct item *it = &items.v[i];
+    /* In sequence order: the newest item for a page is applied last. */
+    assert (i == 0 || items.v[i - 1].seq <= it->seq);
+    assert ((uint64_t) it->lpn + MAX (it->count, 1) <= ftl->logical_pages);
     if (it->count == 0)
       ftl->l2p[it->lpn] = it->ppn;
     else if (it->seq >= ckpt_seq)

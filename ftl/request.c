@@ -75,6 +75,9 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
   uint32_t gen, ec;
   int r;
 
+  /* One block, at most READ_RUN_MAX pages (the OOB buffer). */
+  assert (n >= 1 && n <= READ_RUN_MAX);
+  assert (media_ppn_page (m, ppn) + n <= ftl->ppb);
   gen = media_block_gen (m, blk);
   if (l2p_load (ftl, lpn) != ppn)
     return -EAGAIN;

@@ -109,16 +109,9 @@ check_map (struct ftl *ftl, struct report *rp)
 static bool
 open_in_frontier (struct ftl *ftl, uint32_t b, struct report *rp)
 {
-  const struct frontier *all[2 * FTL_MAX_STREAMS + 3];
-  unsigned n = 0, owners = 0;
+  struct frontier *all[FTL_FRONTIERS];
+  unsigned n = alloc_frontiers (ftl, all), owners = 0;
 
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
-    all[n++] = &ftl->host[i];
-    all[n++] = &ftl->hot[i];
-  }
-  all[n++] = &ftl->gcf;
-  all[n++] = &ftl->gcw;
-  all[n++] = &ftl->metaf;
   for (unsigned i = 0; i < n; i++)
     if (all[i]->block == b) {
       owners++;
