@@ -32,15 +32,19 @@ jq -e '.gc.runs > 0 and .media.erases > 0' "$tmp/stats.json"
 # Most victims are reclaimed by the background thread, not by writes.
 jq -e '.gc.background_runs > 0 and .gc.background_runs <= .gc.runs' \
     "$tmp/stats.json"
-# Write amplification: GC copied pages, so above 1.  Its spread over
-# six runs of this test was 1.042 .. 1.104 (the background GC runs
-# when it gets the CPU, and the third loop ends at a different point of
-# its work each time):
+# Write amplification.  Every page programmed is a host write, a GC copy
+# or a wear-leveling move (no trims here).  Whether GC copies anything
+# depends on timing: each loop rewrites the same offsets, so blocks
+# drain whole when the background GC keeps ahead (WAF 1.000 seen in
+# CI) and it copies a little when it falls behind.  Over six runs WAF
+# was 1.042 .. 1.104, once 1.000:
 #   for i in $(seq 6); do
 #     make -C tests check TESTS=test-ftl-fio.sh
 #     grep '"waf"' tests/test-ftl-fio.sh.log
 #   done
 # Above 1.25 (more than twice that spread above the highest) GC copies
 # far more than it did.
-jq -e '.gc.copied_pages > 0 and .waf > 1 and .waf < 1.25' "$tmp/stats.json"
+jq -e '.media.program_pages ==
+       .host.write_pages + .gc.copied_pages + .wl.moved_pages and
+       .waf >= 1 and .waf < 1.25' "$tmp/stats.json"
 jq -e '.mapped_pages == 16384' "$tmp/stats.json"
