@@ -173,7 +173,8 @@ struct gc_victim {
 /* Garbage collection's state (gc.c; under lock unless noted). */
 struct gc {
   pthread_mutex_t lock;
-  pthread_t owner;              /* the thread holding lock, if owned */
+  pthread_t owner;              /* atomic: the thread holding lock, if
+                                 * owned */
   bool owned;                   /* atomic; for tests and assertions */
   enum ftl_gc_policy policy;    /* set at open */
   enum ftl_gc_mode mode;        /* set at open */
@@ -473,7 +474,8 @@ static inline bool
 gc_running_here (struct ftl *ftl)
 {
   return __atomic_load_n (&ftl->gc.owned, __ATOMIC_ACQUIRE) &&
-    pthread_equal (ftl->gc.owner, pthread_self ());
+    pthread_equal (__atomic_load_n (&ftl->gc.owner, __ATOMIC_RELAXED),
+                   pthread_self ());
 }
 /* Is a victim being reclaimed in slices? */
 static inline bool

@@ -147,7 +147,7 @@ static void
 gc_lock (struct ftl *ftl)
 {
   pthread_mutex_lock (&ftl->gc.lock);
-  ftl->gc.owner = pthread_self ();
+  __atomic_store_n (&ftl->gc.owner, pthread_self (), __ATOMIC_RELAXED);
   __atomic_store_n (&ftl->gc.owned, true, __ATOMIC_RELEASE);
   dl_hold ();                   /* a request's abort does not stop GC */
 }
@@ -271,8 +271,7 @@ erase_block (struct ftl *ftl, uint32_t victim)
   int r;
 
   assert (ftl->state[victim] == FTL_BLK_FULL);
-  assert (__atomic_load_n (&ftl->valid[victim], __ATOMIC_ACQUIRE) == 0);
-  assert (map_erase_allowed (ftl, victim));
+  assert (map_erase_allowed (ftl, victim));    /* no valid page either */
   r = media_erase (&ftl->media, victim,
                    __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED));
   if (r < 0) {
