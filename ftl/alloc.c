@@ -242,9 +242,9 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
 }
 
 int
-alloc_program (struct ftl *ftl, struct frontier *f,
-               const struct log_page *pages, uint32_t n,
-               const uint8_t *data, uint32_t *moved)
+alloc_programv (struct ftl *ftl, struct frontier *f,
+                const struct log_page *pages, uint32_t n,
+                const uint8_t *const *data, uint32_t *moved)
 {
   uint8_t oob[ALLOC_PROGRAM_MAX * FTL_OOB_BYTES];
   uint32_t blk = f->block, page = f->wp, ec;
@@ -262,8 +262,7 @@ alloc_program (struct ftl *ftl, struct frontier *f,
       .kind = lp->kind,
       .seq = lp->seq,
       .erase_count = ec,
-      .data_checksum = fmt_checksum (data + ((size_t) i << ftl->page_shift),
-                                     ftl->page_size, ppn),
+      .data_checksum = fmt_checksum (data[i], ftl->page_size, ppn),
     };
     if (lp->kind == FTL_OOB_TRIM) {
       o.trim_entries = lp->trim_entries;
@@ -308,6 +307,19 @@ alloc_program (struct ftl *ftl, struct frontier *f,
   }
   frontier_advance (ftl, f, n);
   return 0;
+}
+
+int
+alloc_program (struct ftl *ftl, struct frontier *f,
+               const struct log_page *pages, uint32_t n,
+               const uint8_t *data, uint32_t *moved)
+{
+  const uint8_t *ptrs[ALLOC_PROGRAM_MAX];
+
+  assert (n <= ALLOC_PROGRAM_MAX);
+  for (uint32_t i = 0; i < n; i++)
+    ptrs[i] = data + ((size_t) i << ftl->page_shift);
+  return alloc_programv (ftl, f, pages, n, ptrs, moved);
 }
 
 unsigned

@@ -208,6 +208,9 @@ ftl_start_background (struct ftl *ftl)
 
   if (ftl->readonly || bg_running (ftl))
     return 0;
+  r = destage_start (ftl);
+  if (r < 0)
+    return r;
   __atomic_store_n (&ftl->bg.stop, false, __ATOMIC_RELEASE);
   /* Signals belong to the caller's threads, not to this one. */
   sigset_t all, old;
@@ -215,8 +218,10 @@ ftl_start_background (struct ftl *ftl)
   pthread_sigmask (SIG_SETMASK, &all, &old);
   r = pthread_create (&ftl->bg.thread, NULL, background, ftl);
   pthread_sigmask (SIG_SETMASK, &old, NULL);
-  if (r != 0)
+  if (r != 0) {
+    destage_stop (ftl);
     return -r;
+  }
   __atomic_store_n (&ftl->bg.running, true, __ATOMIC_RELEASE);
   return 0;
 }
@@ -224,6 +229,7 @@ ftl_start_background (struct ftl *ftl)
 void
 ftl_stop_background (struct ftl *ftl)
 {
+  destage_stop (ftl);
   if (!bg_running (ftl))
     return;
   pthread_mutex_lock (&ftl->bg.lock);

@@ -5,6 +5,12 @@
  *
  *   request.c   the request path (ftl_read, ftl_write, ftl_trim, ...)
  *   open.c      ftl_open (a table of steps with undos), ftl_close
+ *   destage.c   from the write cache to the log: batches, the destager
+ *               thread, flushes
+ *   write.c     host data into the log: write-through, cached batches,
+ *               trims, barriers
+ *   cache.c     the write cache (pages in RAM, per-shard locks)
+ *   read.c      reading host data from the log, checked page by page
  *   bg.c        the background thread: checkpoints, drains, GC
  *   ckpt.c      checkpoints and superblock updates
  *   recovery.c  loading a checkpoint and rolling the log forward
@@ -141,7 +147,7 @@ struct frontier {
 };
 
 /* Pages programmed by one call of alloc_program (bounds its buffers). */
-#define ALLOC_PROGRAM_MAX 256
+#define ALLOC_PROGRAM_MAX MEDIA_IOV_MAX
 
 /* One page for alloc_program: what its OOB entry will say, and how the
  * map changes once it is programmed.
@@ -200,6 +206,59 @@ struct gc {
   uint64_t barriers;            /* barriers run for erases */
   uint64_t erases_unsynced;     /* erases an earlier barrier covered */
   uint64_t slices, yields;      /* deadline mode */
+};
+
+/* The write cache (cache.c).  See its header for the states of a
+ * slot and the invariants.
+ */
+#define CACHE_SHARDS 16
+#define CACHE_BATCHES 64        /* destage batches in flight at once */
+struct cache_shard {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;          /* a slot left, or a batch completed */
+  uint32_t first, n;            /* its slots: [first, first + n) */
+  uint32_t *table;              /* open addressing: slot or UINT32_MAX */
+  uint32_t tmask;
+  uint32_t free_head;           /* free slots, linked by next[] */
+  uint32_t dirty_head, dirty_tail;  /* by last write, oldest first */
+  uint32_t used, dirty;         /* changed under lock, read atomic */
+  uint32_t waiters;
+} __attribute__ ((aligned (64)));
+
+struct cache {
+  uint32_t nslots;              /* 0: no cache (write-through) */
+  unsigned shard_bits;
+  struct cache_shard *shard;
+  uint8_t *data;                /* nslots pages */
+  uint64_t *lpn, *ver;          /* per slot */
+  uint32_t *prev, *next;        /* per slot: dirty list or free list */
+  uint8_t *flags;               /* per slot: SLOT_DIRTY or SLOT_FLIGHT */
+  uint64_t *bits;               /* per logical page: maybe cached */
+  uint64_t next_ver;            /* atomic: the global write counter */
+  uint64_t dirty;               /* atomic: DIRTY slots, all shards */
+  uint32_t start, low;          /* the destager's watermarks */
+  unsigned pick_shard;          /* atomic */
+  int error;                    /* atomic: the last destage error */
+  /* Batches in flight (flushes wait for those holding their pages). */
+  pthread_mutex_t flight_lock;
+  pthread_cond_t flight_cond;
+  bool flight_used[CACHE_BATCHES];
+  uint64_t flight_min[CACHE_BATCHES];
+  /* The destager thread (destage.c). */
+  pthread_t thread;
+  bool running, stop;           /* atomic */
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  /* Counters since open (atomic). */
+  uint64_t hits, coalesced, destaged, dropped, flush_waits, write_waits;
+};
+
+/* A page picked by a destage batch. */
+struct cache_entry {
+  uint64_t lpn;
+  uint64_t ver;
+  uint32_t slot;
+  bool done;                    /* programmed and in the map */
 };
 
 /* Wear leveling, retirement and end of life (wl.c). */
@@ -283,6 +342,7 @@ struct ftl {
   struct gc gc;
   struct wl wl;
   struct bg bg;
+  struct cache cache;
 
   /* Trim records not yet in the log (trimlog.c, under trim_lock). */
   pthread_mutex_t trim_lock;
@@ -346,6 +406,12 @@ extern int map_init (struct ftl *ftl);
 extern void map_free (struct ftl *ftl);
 extern void map_lock (struct ftl *ftl, uint64_t first, uint64_t last);
 extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
+/* The stripes of [first, last] as a bit mask, and locking a set of
+ * stripes (in ascending order) for writes of scattered pages.
+ */
+extern uint64_t map_stripe_mask (uint64_t first, uint64_t last);
+extern void map_lock_mask (struct ftl *ftl, uint64_t mask);
+extern void map_unlock_mask (struct ftl *ftl, uint64_t mask);
 /* A host write programmed lpn at ppn (caller holds lpn's stripe). */
 extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn);
 /* Unmap lpn (caller holds its stripe); true if it was mapped. */
@@ -408,6 +474,10 @@ alloc_frontier_room (const struct ftl *ftl, const struct frontier *f)
 extern int alloc_program (struct ftl *ftl, struct frontier *f,
                           const struct log_page *pages, uint32_t n,
                           const uint8_t *data, uint32_t *moved);
+/* The same, page i's data at data[i] (the write cache's pages). */
+extern int alloc_programv (struct ftl *ftl, struct frontier *f,
+                           const struct log_page *pages, uint32_t n,
+                           const uint8_t *const *data, uint32_t *moved);
 /* Every frontier (host, hot, the two GC ones, the metadata one): fills
  * all[FTL_FRONTIERS] and returns how many.
  */
@@ -534,11 +604,83 @@ extern bool ckpt_due (struct ftl *ftl);
 /* recovery.c: load the newest checkpoint and roll the log forward. */
 extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);
 
-/* request.c: read n whole pages at lpn (GC-safe; used for
- * read-modify-write).
+/* read.c: read n whole pages at lpn from the log, as the map shows
+ * them (no lock; GC-safe); -EIO for a page that fails its check.
  */
-extern int request_read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
-                               uint8_t *buf);
+extern int read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
+                       uint8_t *buf);
+
+/* cache.c: the write cache.  Callers check ftl->cache.nslots first. */
+extern int cache_init (struct ftl *ftl, uint64_t bytes);
+extern void cache_free (struct ftl *ftl);
+/* Put bytes [in, in+len) of logical page lpn (zeros if src is NULL)
+ * into the cache; a page not cached is read from the log first if the
+ * write is partial.  Waits while the page is in flight.  Returns 0,
+ * -EAGAIN if its shard has no free slot (see cache_shard_index and
+ * cache_wait_slot), -ETIMEDOUT if the request was aborted, or the
+ * error of the read.
+ */
+extern int cache_write (struct ftl *ftl, uint64_t lpn, uint32_t in,
+                        uint32_t len, const uint8_t *src);
+extern unsigned cache_shard_index (struct ftl *ftl, uint64_t lpn);
+/* Wait (briefly) for a free slot in a shard; false if the request was
+ * aborted.
+ */
+extern bool cache_wait_slot (struct ftl *ftl, unsigned shard);
+/* Copy lpn's cached data into dst if the cache holds it. */
+extern bool cache_read (struct ftl *ftl, uint64_t lpn, uint8_t *dst);
+/* Does the cache (maybe) hold lpn?  A lock-free bit test. */
+extern bool cache_holds (struct ftl *ftl, uint64_t lpn);
+/* Drop cached pages of [first, end) (a trim; caller holds their
+ * stripe locks).
+ */
+extern void cache_drop (struct ftl *ftl, uint64_t first, uint64_t end);
+/* Pick up to max dirty pages written at or before max_ver, from shard
+ * prefer first (-1: any); sorted by LPN; *ticket registers the batch.
+ */
+extern uint32_t cache_pick (struct ftl *ftl, struct cache_entry *e,
+                            uint32_t max, uint64_t max_ver, int prefer,
+                            int *ticket);
+/* Is a picked page still the cache's (not trimmed since)?  Caller
+ * holds its stripe lock.
+ */
+extern bool cache_current (struct ftl *ftl, const struct cache_entry *e);
+/* The buffer of a slot (stable while its page is in flight). */
+extern const uint8_t *cache_page (struct ftl *ftl, uint32_t slot);
+/* A batch is over: pages done leave the cache, the others are dirty
+ * again; r (if negative) is remembered as the cache's last error.
+ */
+extern void cache_complete (struct ftl *ftl, struct cache_entry *e,
+                            uint32_t n, int ticket, int r);
+/* Wait until no batch in flight holds a page written at or before
+ * max_ver.
+ */
+extern void cache_wait_flights (struct ftl *ftl, uint64_t max_ver);
+/* Is any page written at or before max_ver still dirty? */
+extern bool cache_dirty_upto (struct ftl *ftl, uint64_t max_ver);
+/* The write counter: every cached write gets the next value. */
+extern uint64_t cache_version (struct ftl *ftl);
+extern void cache_get_stats (struct ftl *ftl, struct ftl_stats *st);
+
+/* write.c: host data into the log (caller holds ckpt_rw shared). */
+extern int write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+                        uint64_t offset);
+/* Program a destage batch; sets e[i].done for pages now in the map. */
+extern int write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n);
+extern int write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n);
+extern int write_barrier (struct ftl *ftl);
+
+/* destage.c: batches from the write cache to the log. */
+/* One batch of pages written at or before max_ver; prefer a shard
+ * (-1: any).  Returns the pages picked, 0 if none, or a negative errno.
+ */
+extern int destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer);
+/* Every page written at or before max_ver into the log (not synced). */
+extern int destage_until (struct ftl *ftl, uint64_t max_ver);
+/* Wake the destager thread if the cache is at its start watermark. */
+extern void destage_kick (struct ftl *ftl);
+extern int destage_start (struct ftl *ftl);
+extern void destage_stop (struct ftl *ftl);
 
 /* selfcheck.c: cross-check the map, the valid counts, the block table,
  * the free pool and the frontiers; report every inconsistency.  Returns

@@ -77,6 +77,10 @@ struct ftl_io;
 #define FTL_DEFAULT_DIES                4
 #define FTL_MAX_UNITS                   4096
 
+/* Bounds of the default write cache (ftl_default_write_cache). */
+#define FTL_MIN_WRITE_CACHE          (1024 * 1024)
+#define FTL_MAX_DEFAULT_WRITE_CACHE  (64 * 1024 * 1024)
+
 /* Limits on the geometry. */
 #define FTL_MIN_PAGE_SIZE            512
 #define FTL_MAX_PAGE_SIZE            (64 * 1024)
@@ -182,7 +186,16 @@ struct ftl_options {
   struct ftl_timing timing;     /* the NAND timing model (off by default) */
   const char *fault_file;       /* fault injection control file, for tests
                                  * (see fault.h); NULL: none */
+  uint64_t write_cache_bytes;   /* the volatile write cache; 0: none
+                                 * (every write goes to the log before
+                                 * it completes) */
 };
+
+/* The default write cache for a disk of logical_bytes: 1 MiB per GiB
+ * (a DRAM-equipped consumer drive's ratio), at least
+ * FTL_MIN_WRITE_CACHE and at most FTL_MAX_DEFAULT_WRITE_CACHE.
+ */
+extern uint64_t ftl_default_write_cache (uint64_t logical_bytes);
 
 /* Open an image, creating it if the file is absent or empty and
  * logical_bytes is given.  On failure returns a negative errno and
@@ -315,6 +328,17 @@ struct ftl_stats {
     uint64_t count;
     uint64_t p50, p99, p999, max;   /* microseconds */
   } latency[FTL_OP__MAX];
+  struct {                      /* the write cache, since open */
+    uint64_t size_bytes;        /* 0: none */
+    uint64_t dirty_bytes;       /* not yet in the log */
+    uint64_t hits;              /* pages read from the cache */
+    uint64_t coalesced_pages;   /* writes that replaced a cached page */
+    uint64_t destaged_pages;    /* pages written to the log */
+    uint64_t dropped_pages;     /* cached pages a trim or zero dropped */
+    uint64_t flush_waits;       /* flushes and FUA writes that waited
+                                 * for cached pages to reach the log */
+    uint64_t write_waits;       /* writes that found the cache full */
+  } cache;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
 

@@ -68,8 +68,8 @@ map_free (struct ftl *ftl)
     pthread_mutex_destroy (&ftl->stripe[i]);
 }
 
-static uint64_t
-stripe_mask (uint64_t first, uint64_t last)
+uint64_t
+map_stripe_mask (uint64_t first, uint64_t last)
 {
   uint64_t a = first >> FTL_STRIPE_SHIFT, b = last >> FTL_STRIPE_SHIFT;
   uint64_t mask = 0;
@@ -82,21 +82,31 @@ stripe_mask (uint64_t first, uint64_t last)
 }
 
 void
-map_lock (struct ftl *ftl, uint64_t first, uint64_t last)
+map_lock_mask (struct ftl *ftl, uint64_t mask)
 {
-  uint64_t mask = stripe_mask (first, last);
   for (unsigned i = 0; i < FTL_STRIPES; i++)
     if (mask & (UINT64_C (1) << i))
       pthread_mutex_lock (&ftl->stripe[i]);
 }
 
 void
-map_unlock (struct ftl *ftl, uint64_t first, uint64_t last)
+map_unlock_mask (struct ftl *ftl, uint64_t mask)
 {
-  uint64_t mask = stripe_mask (first, last);
   for (unsigned i = FTL_STRIPES; i-- > 0; )
     if (mask & (UINT64_C (1) << i))
       pthread_mutex_unlock (&ftl->stripe[i]);
+}
+
+void
+map_lock (struct ftl *ftl, uint64_t first, uint64_t last)
+{
+  map_lock_mask (ftl, map_stripe_mask (first, last));
+}
+
+void
+map_unlock (struct ftl *ftl, uint64_t first, uint64_t last)
+{
+  map_unlock_mask (ftl, map_stripe_mask (first, last));
 }
 
 /* Count a page of block b that is about to be published in the map. */

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "deadline.h"
@@ -27,6 +28,33 @@ default_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
       return -errno;
     }
     p += r; len -= r; off += r;
+  }
+  return 0;
+}
+
+static int
+default_pwritev (void *opaque, int fd, const struct iovec *iov, int iovcnt,
+                 off_t off)
+{
+  struct iovec v[MEDIA_IOV_MAX];
+  int n = 0;
+
+  assert (iovcnt <= MEDIA_IOV_MAX);
+  memcpy (v, iov, iovcnt * sizeof *iov);
+  while (n < iovcnt) {
+    ssize_t r = pwritev (fd, v + n, iovcnt - n, off);
+    if (r == -1) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    off += r;
+    /* A short write: skip what was written, go on with the rest. */
+    while (n < iovcnt && (size_t) r >= v[n].iov_len)
+      r -= v[n++].iov_len;
+    if (n < iovcnt) {
+      v[n].iov_base = (char *) v[n].iov_base + r;
+      v[n].iov_len -= r;
+    }
   }
   return 0;
 }
@@ -61,6 +89,7 @@ const struct ftl_io media_default_io = {
   .pread  = default_pread,
   .sync   = default_sync,
   .opaque = NULL,
+  .pwritev = default_pwritev,
 };
 
 int
@@ -242,15 +271,46 @@ media_probe (struct media *m)
   return m->io->pread (m->io->opaque, m->fd, buf, sizeof buf, 0);
 }
 
+/* Write n pages at off from the pages' buffers: runs of pages adjacent
+ * in memory become one piece, and the pieces one pwritev (or, for hooks
+ * without it, one pwrite each).
+ */
+static int
+write_pages (struct media *m, uint32_t n, const uint8_t *const *data,
+             off_t off)
+{
+  struct iovec iov[MEDIA_IOV_MAX];
+  int cnt = 0;
+
+  for (uint32_t i = 0; i < n; i++) {
+    if (cnt > 0 && (const uint8_t *) iov[cnt - 1].iov_base
+        + iov[cnt - 1].iov_len == data[i])
+      iov[cnt - 1].iov_len += m->page_size;
+    else
+      iov[cnt++] = (struct iovec) { (void *) data[i], m->page_size };
+  }
+  if (cnt == 1 || !m->io->pwritev) {
+    for (int i = 0; i < cnt; i++) {
+      int r = m->io->pwrite (m->io->opaque, m->fd, iov[i].iov_base,
+                             iov[i].iov_len, off);
+      if (r < 0)
+        return r;
+      off += iov[i].iov_len;
+    }
+    return 0;
+  }
+  return m->io->pwritev (m->io->opaque, m->fd, iov, cnt, off);
+}
+
 int
 media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
-               const void *data, const uint8_t *oob)
+               const uint8_t *const *data, const uint8_t *oob)
 {
   int r;
 
   /* The NAND rules. */
   assert (blk < m->blocks);
-  assert (n > 0);
+  assert (n > 0 && n <= MEDIA_IOV_MAX);
   assert (page == m->wp[blk]);             /* in order, never twice */
   assert (page + n <= m->pages_per_block);
 
@@ -261,8 +321,8 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
   r = op_begin (m, blk, n, m->timing ? m->timing->program_ns : 0);
   if (r < 0)
     return op_end (m, n, r);
-  r = m->io->pwrite (m->io->opaque, m->fd, data, (size_t) n << m->page_shift,
-                     media_page_offset (m, media_ppn (m, blk, page)));
+  r = write_pages (m, n, data,
+                   media_page_offset (m, media_ppn (m, blk, page)));
   if (r < 0)
     return op_end (m, n, r);
   r = m->io->pwrite (m->io->opaque, m->fd, oob, (size_t) n * FTL_OOB_BYTES,

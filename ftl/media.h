@@ -58,15 +58,21 @@
 
 #include "format.h"
 
-/* Backing-file operations.  The defaults call pwrite, pread and
- * fdatasync; tests replace them to inject faults and crashes.  Each
- * returns 0 or a negative errno; short transfers are errors.
+/* Backing-file operations.  The defaults call pwrite, pwritev, pread
+ * and fdatasync; tests replace them to inject faults and crashes.  Each
+ * returns 0 or a negative errno; short transfers are errors.  pwritev
+ * may be NULL: the pieces are then written one pwrite each.
  */
+struct iovec;
+/* Pages one program may take (media_program), and so iovecs at most. */
+#define MEDIA_IOV_MAX 256
 struct ftl_io {
   int (*pwrite) (void *opaque, int fd, const void *buf, size_t len, off_t off);
   int (*pread) (void *opaque, int fd, void *buf, size_t len, off_t off);
   int (*sync) (void *opaque, int fd);
   void *opaque;
+  int (*pwritev) (void *opaque, int fd, const struct iovec *iov, int iovcnt,
+                  off_t off);
 };
 extern const struct ftl_io media_default_io;
 
@@ -174,11 +180,14 @@ media_header_copy (const struct media *m, const uint8_t *meta, int i)
 extern int media_header_ec (const struct media *m, const uint8_t *meta,
                             uint32_t *ec);
 
-/* Program n pages starting at page 'page' of block 'blk': data is n
- * pages, oob is n encoded OOB entries.  Asserts the NAND rules.
+/* Program n pages starting at page 'page' of block 'blk': page i's
+ * data is at data[i] (page_size bytes; pages adjacent in memory are
+ * written with one call), oob is n encoded OOB entries.  Asserts the
+ * NAND rules.
  */
 extern int media_program (struct media *m, uint32_t blk, uint32_t page,
-                          uint32_t n, const void *data, const uint8_t *oob);
+                          uint32_t n, const uint8_t *const *data,
+                          const uint8_t *oob);
 
 /* Read n data pages starting at ppn (all in one block). */
 extern int media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf);

@@ -540,6 +540,18 @@ step_wear (struct ftl *ftl, struct open_ctx *c)
 }
 
 static int
+step_cache (struct ftl *ftl, struct open_ctx *c)
+{
+  int r = cache_init (ftl, c->o->write_cache_bytes);
+
+  if (r == -EINVAL)
+    snprintf (c->err, c->errlen, "write-cache of %" PRIu64 " bytes is too "
+              "large for %" PRIu32 " byte pages", c->o->write_cache_bytes,
+              ftl->page_size);
+  return r;
+}
+
+static int
 step_background (struct ftl *ftl, struct open_ctx *c)
 {
   (void) c;
@@ -645,6 +657,7 @@ static const struct open_step open_steps[] = {
   { "timing",      NULL,          step_timing,     undo_timing },
   { "media",       NULL,          step_media,      undo_media },
   { "map",         map_init,      NULL,            map_free },
+  { "write cache", NULL,          step_cache,      cache_free },
   { "blocks",      alloc_init,    NULL,            alloc_free },
   { "trim log",    trimlog_init,  NULL,            trimlog_free },
   { "gc",          gc_init,       NULL,            gc_free },
@@ -740,12 +753,16 @@ ftl_close (struct ftl *ftl)
   ftl_stop_watchdog (ftl);
   ftl_stop_background (ftl);
   if (!ftl->readonly) {
+    /* The write cache's pages go to the log before anything closes. */
+    if (ftl->cache.nslots)
+      r = destage_until (ftl, UINT64_MAX);
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
     ftl->closing = true;
     /* Nothing else runs: the last trim records may take the last
      * free blocks.
      */
-    r = trimlog_flush (ftl, 0);
+    if (r == 0)
+      r = trimlog_flush (ftl, 0);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
     alloc_close_frontiers (ftl);
     selfcheck_assert (ftl, "close");

@@ -1,33 +1,29 @@
 /* nbdkit-ftl: the request path: read, write, trim, zero, flush and
  * extents.
  *
- * A write flows one way, and takes its locks in the documented order
+ * Requests flow one way, and take their locks in the documented order
  * (ftl-internal.h):
  *
- *   ftl_write -> deadline ticket -> ckpt_rw shared
- *     -> stripe locks of its range -> host frontier lock
- *     -> alloc_frontier_open (a free block, leaving the reserve)
- *     -> alloc_program: OOB entries, media_program, map_install
+ *   ftl_write -> deadline ticket
+ *     with a write cache: -> cache_write, page by page (a shard lock
+ *       each); a writer whose shard is full runs a destage batch itself
+ *       (destage.c), or waits for one in flight; a FUA write then
+ *       destages everything written up to it and syncs;
+ *     without: -> ckpt_rw shared -> write_through (write.c): stripe locks
+ *       -> host frontier -> alloc_program.
  *
- *   When the frontier needs a block and free blocks are low, the write
- *   drops its stripe and frontier locks, collects garbage
- *   (gc_make_room, gc.c), and takes them again.  Each run of pages gets
- *   its sequence numbers and its map updates under one hold of the
- *   stripe locks, so that the map and the log agree on the order of
- *   writes to a logical page.
+ *   ftl_trim, ftl_zero -> gc_make_room -> stripe locks -> drop cached
+ *     pages -> trimlog_append (recorded first) -> map_unmap (write.c);
+ *     a zero's partial pages are writes of zeros.
  *
- *   ftl_trim, ftl_zero -> gc_make_room -> stripe locks
- *     -> trimlog_append (recorded first) -> map_unmap
+ *   ftl_flush -> destage_until (every page written before the flush
+ *     into the log) -> gc_make_room -> trimlog_barrier (trim records
+ *     written, then a sync).
  *
- *   ftl_flush -> gc_make_room -> trimlog_barrier (trim records written,
- *     then a sync)
+ *   ftl_read -> per page: the cache if its bit is set (cache.c), else
+ *     the log (read.c: l2p, media_read, each page's OOB entry checked).
  *
- *   ftl_read -> l2p (atomic load, no lock) -> media_read + the pages'
- *     OOB entries (checksum, LPN, erase count), validated by the erase
- *     block's generation: if GC erased the block meanwhile, look again.
- *
- * No function here is called by a lower module, except
- * request_read_pages (read-modify-write of partial pages).
+ * Nothing below calls into this file.
  */
 
 #include <config.h>
@@ -39,10 +35,8 @@
 
 #include "ftl-internal.h"
 
-/* Longest run of pages read with one call (bounds the OOB buffer). */
-#define READ_RUN_MAX 128
-
 static void ckpt_maybe_held (struct ftl *ftl);
+static int sync_fua (struct ftl *ftl);
 
 bool
 ftl_is_read_only (struct ftl *ftl)
@@ -62,89 +56,35 @@ check_range (struct ftl *ftl, uint64_t count, uint64_t offset)
   return 0;
 }
 
-/* Read a run of logical pages that map to consecutive physical pages of
- * one block.  Returns -EAGAIN if the block was erased meanwhile.
+/* Read n whole pages: those the write cache holds from it, runs of the
+ * others from the log.
  */
 static int
-read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
-          uint8_t *buf)
+read_host_pages (struct ftl *ftl, uint64_t lpn, uint64_t n, uint8_t *out)
 {
-  struct media *m = &ftl->media;
-  uint32_t blk = media_ppn_block (m, ppn);
-  uint8_t oob[READ_RUN_MAX * FTL_OOB_BYTES];
-  uint32_t gen, ec;
-  int r;
+  uint64_t i = 0;
 
-  /* One block, at most READ_RUN_MAX pages (the OOB buffer). */
-  assert (n >= 1 && n <= READ_RUN_MAX);
-  assert (media_ppn_page (m, ppn) + n <= ftl->ppb);
-  gen = media_block_gen (m, blk);
-  if (l2p_load (ftl, lpn) != ppn)
-    return -EAGAIN;
-  r = media_read (m, ppn, n, buf);
-  if (r == 0)
-    r = media_read_oob (m, blk, media_ppn_page (m, ppn), n, oob);
-  /* The erase count must be taken before the generation is checked
-   * again: an erase that starts after that check would otherwise make
-   * a good read look like a stale page.
-   */
-  ec = media_erase_count_acquire (m, blk);
-  __atomic_thread_fence (__ATOMIC_SEQ_CST);
-  if (media_block_gen (m, blk) != gen)
-    return -EAGAIN;
-  if (r < 0) {
-    if (r != -ETIMEDOUT)
-      log_msg (ftl, FTL_LOG_ERROR, "reading erase block %u: %s", blk,
-               strerror (-r));
-    return r;
-  }
-  for (uint32_t i = 0; i < n; i++) {
-    struct ftl_oob o;
-    const uint8_t *p = buf + ((size_t) i << ftl->page_shift);
-    enum ftl_fmt_status s = fmt_oob_decode (oob + i * FTL_OOB_BYTES,
-                                            FTL_OOB_BYTES, &o);
-    if (s != FTL_FMT_OK || o.kind != FTL_OOB_DATA || o.lpn != lpn + i ||
-        o.erase_count != ec ||
-        o.data_checksum != fmt_checksum (p, ftl->page_size, ppn + i)) {
-      log_msg (ftl, FTL_LOG_ERROR, "logical page %" PRIu64 ": page %u of "
-               "erase block %u is damaged (%s)", lpn + i,
-               media_ppn_page (m, ppn + i), blk,
-               s != FTL_FMT_OK ? fmt_status_string (s) :
-               o.kind != FTL_OOB_DATA ? "it holds trim records" :
-               o.lpn != lpn + i ? "it belongs to another logical page" :
-               o.erase_count != ec ?
-               "it was written before the block's last erase" :
-               "data checksum mismatch");
-      return -EIO;
-    }
-  }
-  return 0;
-}
-
-int
-request_read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n, uint8_t *buf)
-{
-  uint32_t i = 0;
-
+  if (!ftl->cache.nslots)
+    return read_pages (ftl, lpn, n, out);
   while (i < n) {
-    uint8_t *p = buf + ((size_t) i << ftl->page_shift);
-    uint32_t ppn = l2p_load (ftl, lpn + i);
-    if (ppn == FTL_UNMAPPED) {
-      memset (p, 0, ftl->page_size);
-      i++;
+    uint8_t *p = out + (i << ftl->page_shift);
+    uint64_t run = 0;
+    while (i + run < n && run < UINT32_MAX && !cache_holds (ftl, lpn + i + run))
+      run++;
+    if (run > 0) {
+      int r = read_pages (ftl, lpn + i, run, p);
+      if (r < 0)
+        return r;
+      i += run;
       continue;
     }
-    uint32_t room = ftl->ppb - media_ppn_page (&ftl->media, ppn);
-    uint32_t run = 1;
-    while (i + run < n && run < room && run < READ_RUN_MAX &&
-           l2p_load (ftl, lpn + i + run) == ppn + run)
-      run++;
-    int r = read_run (ftl, lpn + i, ppn, run, p);
-    if (r == -EAGAIN)
-      continue;                 /* the map moved under us: look again */
-    if (r < 0)
-      return r;
-    i += run;
+    if (!cache_read (ftl, lpn + i, p)) {
+      /* It reached the log meanwhile. */
+      int r = read_pages (ftl, lpn + i, 1, p);
+      if (r < 0)
+        return r;
+    }
+    i++;
   }
   return 0;
 }
@@ -164,8 +104,8 @@ do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
     uint64_t lpn = pos >> ftl->page_shift;
     uint32_t in = pos & (ftl->page_size - 1);
     if (in == 0 && end - pos >= ftl->page_size) {
-      uint64_t n = MIN ((end - pos) >> ftl->page_shift, UINT32_MAX);
-      r = request_read_pages (ftl, lpn, n, out);
+      uint64_t n = (end - pos) >> ftl->page_shift;
+      r = read_host_pages (ftl, lpn, n, out);
       if (r < 0) goto out;
       out += n << ftl->page_shift;
       pos += n << ftl->page_shift;
@@ -176,7 +116,7 @@ do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
         r = -ENOMEM;
         goto out;
       }
-      r = request_read_pages (ftl, lpn, 1, bounce);
+      r = read_host_pages (ftl, lpn, 1, bounce);
       if (r < 0) goto out;
       memcpy (out, bounce + in, len);
       out += len;
@@ -189,125 +129,81 @@ do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
   return r;
 }
 
-/* Make sure host frontier f has an open erase block.  The caller holds
- * the stripe locks of [first, last] and f's lock; when free blocks are
- * low they are released while garbage is collected, then taken again.
+/* Put [offset, offset+count) from buf (zeros if NULL) into the write
+ * cache.  Once one page is in, the request is not interrupted (all or
+ * nothing, deadline.h).
  */
 static int
-host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t first,
-                     uint64_t last)
-{
-  bool collected = false;
-  int r;
-
-  while (f->block == FTL_NO_BLOCK) {
-    if (collected || alloc_nfree (ftl) > ftl->gc.low) {
-      r = alloc_frontier_open (ftl, f, FTL_RESERVE_BLOCKS);
-      if (r == 0) {
-        bg_kick (ftl);
-        break;
-      }
-      if (r != -ENOSPC)
-        return r;
-    }
-    pthread_mutex_unlock (&f->lock);
-    map_unlock (ftl, first, last);
-    /* First as usual at the low watermark; if the host still cannot
-     * get a block above the reserve, up to the reserve or fail.
-     */
-    r = gc_make_room (ftl, collected);
-    map_lock (ftl, first, last);
-    pthread_mutex_lock (&f->lock);
-    if (r < 0)
-      return r;
-    collected = true;
-  }
-  return 0;
-}
-
-/* Program n whole pages for lpn.. at frontier f (caller holds f's lock,
- * the stripe locks of [first, last] and ckpt_rw shared).
- */
-static int
-write_pages (struct ftl *ftl, struct frontier *f, uint64_t first,
-             uint64_t last, uint64_t lpn, uint64_t n, const uint8_t *data)
-{
-  struct log_page pages[ALLOC_PROGRAM_MAX];
-
-  while (n > 0) {
-    int r = host_frontier_ready (ftl, f, first, last);
-    if (r < 0)
-      return r;
-    uint32_t k = MIN (n, alloc_frontier_room (ftl, f));
-    k = MIN (k, ALLOC_PROGRAM_MAX);
-    uint64_t seq = __atomic_fetch_add (&ftl->next_seq, k, __ATOMIC_RELAXED);
-    for (uint32_t i = 0; i < k; i++)
-      pages[i] = (struct log_page) {
-        .kind = FTL_OOB_DATA, .lpn = lpn + i, .seq = seq + i,
-        .from = FTL_UNMAPPED,
-      };
-    r = alloc_program (ftl, f, pages, k, data, NULL);
-    if (r < 0)
-      return r;
-    /* Part of the request is in the map: from now on an abort only
-     * changes its reply (all or nothing).
-     */
-    dl_commit ();
-    ctr_add (ftl, FTL_CTR_HOST_WRITE, k);
-    lpn += k;
-    n -= k;
-    data += (size_t) k << ftl->page_shift;
-  }
-  return 0;
-}
-
-/* Write [offset, offset+count) from buf, or zeros if buf is NULL (used by
- * zero for partial pages).  Caller holds ckpt_rw shared.
- */
-static int
-write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
-             uint64_t offset)
+cache_write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+                   uint64_t offset)
 {
   uint64_t pos = offset, end = offset + count;
-  uint64_t first = offset >> ftl->page_shift;
-  uint64_t last = (end - 1) >> ftl->page_shift;
-  struct frontier *f =
-    alloc_host_frontier (ftl, alloc_range_is_hot (ftl, first, last));
-  uint8_t *bounce = NULL;
-  int r = 0;
+  bool waited = false;
 
-  map_lock (ftl, first, last);
-  pthread_mutex_lock (&f->lock);
   while (pos < end) {
     uint64_t lpn = pos >> ftl->page_shift;
     uint32_t in = pos & (ftl->page_size - 1);
-    if (buf && in == 0 && end - pos >= ftl->page_size) {
-      uint64_t n = (end - pos) >> ftl->page_shift;
-      r = write_pages (ftl, f, first, last, lpn, n, buf + (pos - offset));
-      if (r < 0) break;
-      pos += n << ftl->page_shift;
-    }
-    else {
-      /* Read-modify-write of one page, under its stripe lock. */
-      uint32_t len = MIN (ftl->page_size - in, end - pos);
-      if (!bounce && !(bounce = malloc (ftl->page_size))) {
-        r = -ENOMEM;
-        break;
+    uint32_t len = MIN (ftl->page_size - in, end - pos);
+    const uint8_t *src = buf ? buf + (pos - offset) : NULL;
+    int r;
+
+    while ((r = cache_write (ftl, lpn, in, len, src)) == -EAGAIN) {
+      unsigned shard = cache_shard_index (ftl, lpn);
+      if (!waited) {
+        __atomic_fetch_add (&ftl->cache.write_waits, 1, __ATOMIC_RELAXED);
+        waited = true;
       }
-      r = request_read_pages (ftl, lpn, 1, bounce);
-      if (r < 0) break;
-      if (buf)
-        memcpy (bounce + in, buf + (pos - offset), len);
-      else
-        memset (bounce + in, 0, len);
-      r = write_pages (ftl, f, first, last, lpn, 1, bounce);
-      if (r < 0) break;
-      pos += len;
+      /* The shard is full: destage a batch from it here, or wait for
+       * one in flight to complete.
+       */
+      r = destage_batch (ftl, UINT64_MAX, shard);
+      if (r < 0)
+        return r;
+      if (r == 0 && !cache_wait_slot (ftl, shard))
+        return -ETIMEDOUT;
     }
+    if (r < 0)
+      return r;
+    dl_commit ();
+    pos += len;
   }
-  pthread_mutex_unlock (&f->lock);
-  map_unlock (ftl, first, last);
-  free (bounce);
+  destage_kick (ftl);
+  return 0;
+}
+
+/* Make every page written to the cache so far reach the log. */
+static int
+cache_flush (struct ftl *ftl)
+{
+  uint64_t v = cache_version (ftl);
+
+  if (cache_dirty_upto (ftl, v))
+    __atomic_fetch_add (&ftl->cache.flush_waits, 1, __ATOMIC_RELAXED);
+  return destage_until (ftl, v);
+}
+
+/* Write [offset, offset+count) from buf, or zeros if buf is NULL: into
+ * the cache if there is one, else straight to the log.
+ */
+static int
+host_write (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+            uint64_t offset)
+{
+  int r;
+
+  if (count == 0)
+    return 0;
+  if (ftl->cache.nslots)
+    r = cache_write_range (ftl, buf, count, offset);
+  else {
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    r = write_through (ftl, buf, count, offset);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+  }
+  if (r == 0)
+    ctr_add (ftl, FTL_CTR_HOST_WRITE,
+             ((offset + count - 1) >> ftl->page_shift)
+             - (offset >> ftl->page_shift) + 1);
   return r;
 }
 
@@ -323,43 +219,13 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
   if (r < 0)
     return r;
   ckpt_maybe_held (ftl);
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  if (count > 0)
-    r = write_range (ftl, buf, count, offset);
-  if (r == 0 && (flags & FTL_FUA))
-    r = media_sync (&ftl->media);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
-  return r;
-}
-
-/* Unmap n whole logical pages from lpn.  Caller holds ckpt_rw shared. */
-static int
-unmap_pages (struct ftl *ftl, uint64_t lpn, uint64_t n)
-{
-  bool any = false;
-  int r = 0;
-
-  if (n == 0)
-    return 0;
-  /* The trim record may need a block: collect first, without locks. */
-  dl_hold ();
-  r = gc_make_room (ftl, false);
-  dl_release ();
-  if (r < 0)
-    return r;
-  map_lock (ftl, lpn, lpn + n - 1);
-  for (uint64_t l = lpn; l < lpn + n && !any; l++)
-    any = l2p_load (ftl, l) != FTL_UNMAPPED;
-  if (any) {
-    /* Logged before unmapping: see ftl-internal.h. */
-    r = trimlog_append (ftl, lpn, n, FTL_META_KEEP_BLOCKS);
+  r = host_write (ftl, buf, count, offset);
+  if (r == 0 && (flags & FTL_FUA)) {
+    if (ftl->cache.nslots)
+      r = cache_flush (ftl);
     if (r == 0)
-      for (uint64_t l = lpn; l < lpn + n; l++)
-        map_unmap (ftl, l);
+      r = media_sync (&ftl->media);
   }
-  map_unlock (ftl, lpn, lpn + n - 1);
-  if (r == 0)
-    ctr_add (ftl, FTL_CTR_HOST_TRIM, n);
   return r;
 }
 
@@ -375,23 +241,6 @@ whole_pages (struct ftl *ftl, uint64_t count, uint64_t offset,
     *end = ftl->logical_pages;
   else
     *end = (offset + count) >> ftl->page_shift;
-}
-
-/* Writing buffered trim records and checkpoints is work done for
- * everybody: the deadline of the request that happens to do it does
- * not interrupt it (deadline.h), only the sync after it.
- */
-static int
-sync_fua (struct ftl *ftl)
-{
-  int r;
-
-  dl_hold ();
-  r = gc_make_room (ftl, false);
-  dl_release ();
-  if (r == 0)                   /* lets GC erase what it drained before */
-    r = trimlog_barrier (ftl, FTL_META_KEEP_BLOCKS);
-  return r;
 }
 
 /* At the start of a request, with no lock held: a checkpoint is left to
@@ -431,10 +280,10 @@ do_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   ckpt_maybe_held (ftl);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (first < end)
-    r = unmap_pages (ftl, first, end - first);
+    r = write_unmap (ftl, first, end - first);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
   if (r == 0 && (flags & FTL_FUA))
     r = sync_fua (ftl);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
   return r;
 }
 
@@ -452,22 +301,41 @@ do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   whole_pages (ftl, count, offset, &first, &end);
   end_off = offset + count;
   ckpt_maybe_held (ftl);
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
   if (first >= end)             /* inside one page, or across one boundary */
-    r = write_range (ftl, NULL, count, offset);
+    r = host_write (ftl, NULL, count, offset);
   else {
     uint64_t a = first << ftl->page_shift;
     uint64_t b = MIN (end << ftl->page_shift, ftl->logical_bytes);
     if (offset < a)
-      r = write_range (ftl, NULL, a - offset, offset);
-    if (r == 0)
-      r = unmap_pages (ftl, first, end - first);
+      r = host_write (ftl, NULL, a - offset, offset);
+    if (r == 0) {
+      pthread_rwlock_rdlock (&ftl->ckpt_rw);
+      r = write_unmap (ftl, first, end - first);
+      pthread_rwlock_unlock (&ftl->ckpt_rw);
+    }
     if (r == 0 && b < end_off)
-      r = write_range (ftl, NULL, end_off - b, b);
+      r = host_write (ftl, NULL, end_off - b, b);
   }
   if (r == 0 && (flags & FTL_FUA))
     r = sync_fua (ftl);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  return r;
+}
+
+/* Make every write, trim and zero completed before the call durable:
+ * the write cache's pages into the log, then a barrier.
+ */
+static int
+sync_fua (struct ftl *ftl)
+{
+  int r = 0;
+
+  if (ftl->cache.nslots)
+    r = cache_flush (ftl);
+  if (r == 0) {
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    r = write_barrier (ftl);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+  }
   return r;
 }
 
@@ -477,13 +345,18 @@ do_flush (struct ftl *ftl)
   int r = 0;
 
   if (!ftl->readonly) {
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
     r = sync_fua (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
     ckpt_maybe_held (ftl);
   }
   ctr_add (ftl, FTL_CTR_FLUSH, 1);
   return r;
+}
+
+/* A page that reads as zeros: unmapped, and not in the write cache. */
+static bool
+is_hole (struct ftl *ftl, uint64_t lpn)
+{
+  return l2p_load (ftl, lpn) == FTL_UNMAPPED && !cache_holds (ftl, lpn);
 }
 
 static int
@@ -498,10 +371,9 @@ do_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
     return r;
   while (pos < end) {
     uint64_t lpn = pos >> ftl->page_shift;
-    bool hole = l2p_load (ftl, lpn) == FTL_UNMAPPED;
+    bool hole = is_hole (ftl, lpn);
     uint64_t l = lpn + 1;
-    while ((l << ftl->page_shift) < end &&
-           (l2p_load (ftl, l) == FTL_UNMAPPED) == hole)
+    while ((l << ftl->page_shift) < end && is_hole (ftl, l) == hole)
       l++;
     uint64_t run_end = MIN (l << ftl->page_shift, end);
     if (fn (opaque, pos, run_end - pos, hole) == -1)

@@ -76,6 +76,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->waf = st->host_write_pages
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);
+  cache_get_stats (ftl, st);
 }
 
 unsigned
@@ -347,6 +348,16 @@ render_requests (struct jw *w, const struct stats_view *v)
 {
   const struct ftl_stats *st = &v->st;
 
+  jw_begin (w, "cache");
+  jw_uint (w, "size_bytes", st->cache.size_bytes);
+  jw_uint (w, "dirty_bytes", st->cache.dirty_bytes);
+  jw_uint (w, "hits", st->cache.hits);
+  jw_uint (w, "coalesced_pages", st->cache.coalesced_pages);
+  jw_uint (w, "destaged_pages", st->cache.destaged_pages);
+  jw_uint (w, "dropped_pages", st->cache.dropped_pages);
+  jw_uint (w, "flush_waits", st->cache.flush_waits);
+  jw_uint (w, "write_waits", st->cache.write_waits);
+  jw_end (w);
   jw_begin (w, "deadline");
   jw_uint (w, "timeout_us", st->deadline.timeout_ns / 1000);
   jw_uint (w, "retries", st->deadline.retries);

@@ -151,6 +151,18 @@ make_page (uint8_t *data, uint8_t *oob, uint32_t blk, uint32_t page,
     oob[i] = unit_rnd (&s) | 1;       /* never all zero */
 }
 
+/* media_program from one buffer of n pages. */
+static int
+program_buf (struct media *mm, uint32_t blk, uint32_t page, uint32_t n,
+             const uint8_t *data, const uint8_t *oob)
+{
+  const uint8_t *ptrs[MEDIA_IOV_MAX];
+
+  for (uint32_t i = 0; i < n; i++)
+    ptrs[i] = data + (size_t) i * mm->page_size;
+  return media_program (mm, blk, page, n, ptrs, oob);
+}
+
 /* Program n pages at (blk, page) and apply the same to the model. */
 static void
 program (uint32_t blk, uint32_t page, uint32_t n, unsigned round)
@@ -159,7 +171,7 @@ program (uint32_t blk, uint32_t page, uint32_t n, unsigned round)
 
   for (uint32_t i = 0; i < n; i++)
     make_page (data + i * PS, oob + i * FTL_OOB_BYTES, blk, page + i, round);
-  ck_assert_int_eq (media_program (&m, blk, page, n, data, oob), 0);
+  ck_assert_int_eq (program_buf (&m, blk, page, n, data, oob), 0);
   for (uint32_t i = 0; i < n; i++) {
     memcpy (model + page_off (blk, page + i), data + i * PS, PS);
     memcpy (model + oob_off (blk, page + i), oob + i * FTL_OOB_BYTES,
@@ -384,13 +396,13 @@ START_TEST (test_program_error_consumes_pages)
   /* The OOB write (the second pwrite) fails. */
   calls.pwrites = 0;
   calls.fail_pwrite_at = 2;
-  ck_assert_int_eq (media_program (&m, 0, 0, 2, data, oob), -EIO);
+  ck_assert_int_eq (program_buf (&m, 0, 0, 2, data, oob), -EIO);
   ck_assert_uint_eq (m.wp[0], 2);
 
   /* The data write (the first pwrite) fails. */
   calls.pwrites = 0;
   calls.fail_pwrite_at = 1;
-  ck_assert_int_eq (media_program (&m, 1, 0, 2, data, oob), -EIO);
+  ck_assert_int_eq (program_buf (&m, 1, 0, 2, data, oob), -EIO);
   ck_assert_msg (m.wp[1] == 2, "after a failed data write the program "
                  "pointer of block 1 is %u, expected 2 (the pages count "
                  "as programmed)", m.wp[1]);
@@ -413,7 +425,7 @@ START_TEST (test_abort_out_of_order)
 {
   uint8_t data[PS] = { 1 }, oob[FTL_OOB_BYTES] = { 1 };
   no_core ();
-  media_program (&m, 0, 1, 1, data, oob);
+  program_buf (&m, 0, 1, 1, data, oob);
 }
 END_TEST
 
@@ -421,9 +433,9 @@ END_TEST
 START_TEST (test_abort_program_twice)
 {
   uint8_t data[PS] = { 1 }, oob[FTL_OOB_BYTES] = { 1 };
-  ck_assert_int_eq (media_program (&m, 0, 0, 1, data, oob), 0);
+  ck_assert_int_eq (program_buf (&m, 0, 0, 1, data, oob), 0);
   no_core ();
-  media_program (&m, 0, 0, 1, data, oob);
+  program_buf (&m, 0, 0, 1, data, oob);
 }
 END_TEST
 
@@ -431,9 +443,9 @@ END_TEST
 START_TEST (test_abort_backwards)
 {
   uint8_t data[3 * PS] = { 1 }, oob[3 * FTL_OOB_BYTES] = { 1 };
-  ck_assert_int_eq (media_program (&m, 2, 0, 3, data, oob), 0);
+  ck_assert_int_eq (program_buf (&m, 2, 0, 3, data, oob), 0);
   no_core ();
-  media_program (&m, 2, 1, 1, data, oob);
+  program_buf (&m, 2, 1, 1, data, oob);
 }
 END_TEST
 
@@ -443,7 +455,7 @@ START_TEST (test_abort_past_block_end)
   uint8_t data[2 * PS] = { 1 }, oob[2 * FTL_OOB_BYTES] = { 1 };
   media_set_block (&m, 1, 0, PPB - 1);
   no_core ();
-  media_program (&m, 1, PPB - 1, 2, data, oob);
+  program_buf (&m, 1, PPB - 1, 2, data, oob);
 }
 END_TEST
 
@@ -452,7 +464,7 @@ START_TEST (test_abort_bad_block)
 {
   uint8_t data[PS] = { 1 }, oob[FTL_OOB_BYTES] = { 1 };
   no_core ();
-  media_program (&m, BLOCKS, 0, 1, data, oob);
+  program_buf (&m, BLOCKS, 0, 1, data, oob);
 }
 END_TEST
 
