@@ -623,14 +623,27 @@ cache_version (struct ftl *ftl)
   return __atomic_load_n (&ftl->cache.next_ver, __ATOMIC_RELAXED);
 }
 
+/* The cache's members of st, and its pages in st->mapped_pages (which
+ * the caller has set from the map).
+ */
 void
 cache_get_stats (struct ftl *ftl, struct ftl_stats *st)
 {
   struct cache *c = &ftl->cache;
   uint64_t used = 0;
 
-  for (unsigned i = 0; c->nslots && i < (1u << c->shard_bits); i++)
-    used += __atomic_load_n (&c->shard[i].used, __ATOMIC_RELAXED);
+  /* A cached page whose logical page the map does not hold yet holds
+   * data all the same: mapped_pages counts it.
+   */
+  for (unsigned i = 0; c->nslots && i < (1u << c->shard_bits); i++) {
+    struct cache_shard *s = &c->shard[i];
+    pthread_mutex_lock (&s->lock);
+    used += __atomic_load_n (&s->used, __ATOMIC_RELAXED);
+    for (uint32_t slot = s->first; slot < s->first + s->n; slot++)
+      if (c->flags[slot] && l2p_load (ftl, c->lpn[slot]) == FTL_UNMAPPED)
+        st->mapped_pages++;
+    pthread_mutex_unlock (&s->lock);
+  }
   st->cache.size_bytes = (uint64_t) c->nslots << ftl->page_shift;
   st->cache.dirty_bytes = used << ftl->page_shift;
   st->cache.hits = __atomic_load_n (&c->hits, __ATOMIC_RELAXED);

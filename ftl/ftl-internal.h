@@ -612,6 +612,15 @@ extern int read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
 
 /* cache.c: the write cache.  Callers check ftl->cache.nslots first. */
 extern int cache_init (struct ftl *ftl, uint64_t bytes);
+/* Spare erase blocks that a cache of pages pages takes: room to destage
+ * all of it, beyond FTL_MIN_SPARE_BLOCKS, so that the pages it
+ * acknowledged reach the log even after the disk turns read-only.
+ */
+static inline uint32_t
+cache_spare_blocks (uint64_t pages, uint32_t ppb)
+{
+  return pages ? DIV_ROUND_UP (pages, ppb) + 1 : 0;
+}
 extern void cache_free (struct ftl *ftl);
 /* Put bytes [in, in+len) of logical page lpn (zeros if src is NULL)
  * into the cache; a page not cached is read from the log first if the

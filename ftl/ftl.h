@@ -80,6 +80,7 @@ struct ftl_io;
 /* Bounds of the default write cache (ftl_default_write_cache). */
 #define FTL_MIN_WRITE_CACHE          (1024 * 1024)
 #define FTL_MAX_DEFAULT_WRITE_CACHE  (64 * 1024 * 1024)
+#define FTL_WRITE_CACHE_AUTO         UINT64_MAX
 
 /* Limits on the geometry. */
 #define FTL_MIN_PAGE_SIZE            512
@@ -188,7 +189,8 @@ struct ftl_options {
                                  * (see fault.h); NULL: none */
   uint64_t write_cache_bytes;   /* the volatile write cache; 0: none
                                  * (every write goes to the log before
-                                 * it completes) */
+                                 * it completes); FTL_WRITE_CACHE_AUTO:
+                                 * ftl_default_write_cache */
 };
 
 /* The default write cache for a disk of logical_bytes: 1 MiB per GiB
@@ -245,6 +247,12 @@ extern int ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset,
                      unsigned flags);
 /* Make every write, trim and zero completed before the call durable. */
 extern int ftl_flush (struct ftl *ftl);
+/* Write every page of the write cache to the log, without a sync (not a
+ * host request: nothing is counted but the pages destaged).  ftl_close
+ * does it too; a caller that reports statistics at shutdown calls it
+ * first, so that they show the cache empty.
+ */
+extern int ftl_destage (struct ftl *ftl);
 
 /* Report the range [offset, offset+count) as runs of mapped data and
  * holes (unmapped pages, which read as zeros).  The callback is called

@@ -539,15 +539,49 @@ step_wear (struct ftl *ftl, struct open_ctx *c)
   return 0;
 }
 
+/* The write cache.  Its pages need room to be destaged beyond the
+ * spare the FTL needs anyway (cache_spare_blocks): the default takes at
+ * most a quarter of the spare blocks beyond that minimum.
+ */
 static int
 step_cache (struct ftl *ftl, struct open_ctx *c)
 {
-  int r = cache_init (ftl, c->o->write_cache_bytes);
+  uint64_t bytes = c->o->write_cache_bytes;
+  uint32_t min = FTL_MIN_SPARE_BLOCKS (ftl->nstreams);
+  uint32_t room = c->spare > min ? c->spare - min : 0;
+  uint64_t block_bytes = (uint64_t) ftl->ppb * ftl->page_size;
+  int r;
 
+  if (ftl->readonly)
+    return 0;
+  if (bytes == FTL_WRITE_CACHE_AUTO) {
+    uint64_t cap = room >= 2 ? MAX (room / 4, 1) * block_bytes : 0;
+    bytes = MIN (ftl_default_write_cache (ftl->logical_bytes), cap);
+    bytes = MIN (bytes, ftl->logical_bytes);
+  }
+  if (bytes != 0 && bytes < ftl->page_size) {
+    snprintf (c->err, c->errlen, "write-cache must be 0 or at least one "
+              "page (%" PRIu32 " bytes): %" PRIu64, ftl->page_size, bytes);
+    return -EINVAL;
+  }
+  if (bytes > ftl->logical_bytes) {
+    snprintf (c->err, c->errlen, "write-cache (%" PRIu64 " bytes) is "
+              "larger than the disk (%" PRIu64 " bytes)", bytes,
+              ftl->logical_bytes);
+    return -EINVAL;
+  }
+  if (cache_spare_blocks (bytes / ftl->page_size, ftl->ppb) > room) {
+    snprintf (c->err, c->errlen, "write-cache of %" PRIu64 " bytes needs "
+              "%u spare erase blocks to destage it, beyond the %u the FTL "
+              "needs; the image has %u spare (lower write-cache, or raise "
+              "op)", bytes, cache_spare_blocks (bytes / ftl->page_size,
+                                                 ftl->ppb), min, c->spare);
+    return -EINVAL;
+  }
+  r = cache_init (ftl, bytes);
   if (r == -EINVAL)
     snprintf (c->err, c->errlen, "write-cache of %" PRIu64 " bytes is too "
-              "large for %" PRIu32 " byte pages", c->o->write_cache_bytes,
-              ftl->page_size);
+              "large for %" PRIu32 " byte pages", bytes, ftl->page_size);
   return r;
 }
 

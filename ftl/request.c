@@ -444,6 +444,14 @@ ftl_flush (struct ftl *ftl)
 }
 
 int
+ftl_destage (struct ftl *ftl)
+{
+  if (!ftl->cache.nslots)
+    return 0;
+  return destage_until (ftl, UINT64_MAX);
+}
+
+int
 ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
              ftl_extent_fn fn, void *opaque)
 {

@@ -13,7 +13,8 @@
  * A block whose erase count reaches wl.endurance is retired after its
  * last erase (wl_erased) and never used again.  When so many are
  * retired that the rest cannot hold the logical capacity plus the
- * blocks the FTL needs to make progress, the disk turns read-only for
+ * blocks the FTL needs to make progress (and to destage the write
+ * cache, whose pages were acknowledged), the disk turns read-only for
  * good (wl_check_end_of_life): reads go on working, writes fail with
  * EROFS.  Before that, when the spare cannot hold the extra frontiers
  * of hot/cold separation, the FTL falls back to one log per stream.
@@ -101,7 +102,11 @@ wl_check_end_of_life (struct ftl *ftl)
              "and cold data are no longer kept apart", ftl->wl.retired,
              ftl->blocks);
   }
-  if (usable < data_blocks + FTL_MIN_SPARE_BLOCKS (ftl->nstreams)) {
+  /* The write cache's pages were acknowledged: the blocks to destage
+   * them stay usable (cache_spare_blocks).
+   */
+  if (usable < data_blocks + FTL_MIN_SPARE_BLOCKS (ftl->nstreams) +
+      cache_spare_blocks (ftl->cache.nslots, ftl->ppb)) {
     __atomic_store_n (&ftl->wl.worn_out, true, __ATOMIC_RELEASE);
     log_msg (ftl, FTL_LOG_ERROR, "the disk is worn out: %u of %u erase "
              "blocks are retired (endurance %u erases), too few remain to "

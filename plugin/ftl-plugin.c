@@ -64,6 +64,7 @@ static struct ftl_timing timing = {     /* timing= and the latencies */
 static int timing_key = -1;             /* timing= (-1: not given) */
 static bool latency_given;              /* a latency, channels or dies */
 static char *fault_file;                /* debug-faults= (tests only) */
+static uint64_t write_cache = FTL_WRITE_CACHE_AUTO; /* write-cache= */
 
 /* The open image, from .get_ready to .cleanup. */
 static struct ftl *ftl;
@@ -292,6 +293,12 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     latency_given = true;
   }
+  else if (strcmp (key, "write-cache") == 0) {
+    v = nbdkit_parse_size (value);
+    if (v == -1)
+      return -1;
+    write_cache = v;
+  }
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
     fault_file = nbdkit_absolute_path (value);
@@ -370,7 +377,9 @@ ftl_plugin_config_complete (void)
   "program-latency=<DURATION>     Page program time of the model (default 1ms).\n" \
   "erase-latency=<DURATION>       Block erase time of the model (default 4500us).\n" \
   "channels=<N>                   Channels of the model (default 8).\n" \
-  "dies=<N>                       Dies per channel of the model (default 4)."
+  "dies=<N>                       Dies per channel of the model (default 4).\n" \
+  "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
+  "                               1M to 64M; 0 = every write reaches the image)."
 
 /* Pass the library's messages to nbdkit. */
 static void
@@ -416,6 +425,7 @@ ftl_plugin_get_ready (void)
     .timeout_retries = timeout_retries,
     .timing          = timing,
     .fault_file      = fault_file,
+    .write_cache_bytes = write_cache,
   };
   int r;
 
@@ -466,11 +476,16 @@ ftl_plugin_cleanup (void)
     return;
 
   /* The last statistics are written once the background threads have
-   * stopped, so that no GC follows them; ftl_close still writes the
-   * last checkpoint after them (its count is one more in the image).
+   * stopped and the write cache is empty, so that no GC or destage
+   * follows them; ftl_close still writes the last checkpoint after
+   * them (its count is one more in the image).
    */
   ftl_stop_watchdog (ftl);
   ftl_stop_background (ftl);
+  r = ftl_destage (ftl);
+  if (r < 0)
+    nbdkit_error ("%s: writing the write cache to the log: %s", filename,
+                  strerror (-r));
   stats_stop ();
   r = ftl_close (ftl);
   ftl = NULL;

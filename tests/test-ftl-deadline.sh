@@ -3,7 +3,9 @@
 # injected through the debug-faults= control file; each outcome of the
 # timeout handler is made to happen, and the client must get an answer
 # in time (EIO when aborted), the next request must be served, and no
-# data may be lost or half written.
+# data may be lost or half written.  The writes of cases 1 to 3 go
+# straight to the media (write-cache=0), so that the media's work is
+# inside the request; case 4 has the write cache.
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
@@ -60,7 +62,7 @@ def check_pages(first, n, allowed):
 #    one unit against a 100 ms deadline.  With 5 retries the write goes
 #    through; with 1 it is aborted and the client gets EIO in time.
 start_server "$sock" "$pid" file="$disk" size=64M stats="$stats" \
-    timeout=100ms timeout-retries=5 program-latency=5ms read-latency=0 \
+    write-cache=0 timeout=100ms timeout-retries=5 program-latency=5ms read-latency=0 \
     erase-latency=0 channels=1 dies=1
 timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
 t = time.time()
@@ -74,7 +76,7 @@ stop_server "$pid"
 jq -c .deadline "$stats"
 
 start_server "$sock" "$pid" file="$disk" stats="$stats" \
-    timeout=100ms timeout-retries=1 program-latency=5ms read-latency=0 \
+    write-cache=0 timeout=100ms timeout-retries=1 program-latency=5ms read-latency=0 \
     erase-latency=0 channels=1 dies=1
 timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
 t = time.time()
@@ -98,7 +100,7 @@ jq -c .deadline "$stats"
 # 2. handled: replies held back past the deadline; the requests had
 #    completed, so they succeed.
 start_server "$sock" "$pid" file="$disk" stats="$stats" \
-    timeout=100ms debug-faults="$faults"
+    write-cache=0 timeout=100ms debug-faults="$faults"
 set_faults "reply-delay 250ms"
 timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
 h.pwrite(data(4, 4, 4), 4 * 4096)
@@ -114,7 +116,7 @@ jq -c .deadline "$stats"
 #    fail with EIO within about a deadline, new requests fail at once,
 #    and when the stall is lifted service resumes by itself.
 start_server "$sock" "$pid" file="$disk" stats="$stats" \
-    timeout=200ms debug-faults="$faults"
+    write-cache=0 timeout=200ms debug-faults="$faults"
 faults="$faults" timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
 import os
 faults = os.environ["faults"]
@@ -181,7 +183,45 @@ start_server "$sock" "$pid" file="$disk"
 timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c "$verify"
 stop_server "$pid"
 
-# 4. timeout=0 turns tracking off; bad durations are refused.
+# 4. With the write cache: a write completes in RAM during a stall; the
+#    flush that must destage it is aborted (EIO) in time, and loses
+#    nothing: once the stall is lifted a flush succeeds, and the page
+#    is there after a restart.
+start_server "$sock" "$pid" file="$disk" stats="$stats" \
+    write-cache=1M timeout=200ms debug-faults="$faults"
+faults="$faults" timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
+import os
+faults = os.environ["faults"]
+open(faults + ".tmp", "w").write("stall\n")
+os.rename(faults + ".tmp", faults)
+t = time.time()
+h.pwrite(data(48, 4, 7), 48 * 4096)
+assert time.time() - t < 0.2, "a cached write waited for the media"
+try:
+    h.flush()
+    assert False, "a flush succeeded during the stall"
+except nbd.Error as e:
+    assert e.errnum == errno.EIO, e
+assert time.time() - t < 1, time.time() - t
+os.unlink(faults)
+for i in range(200):
+    try:
+        h.flush()
+        break
+    except nbd.Error:
+        time.sleep(0.02)
+else:
+    assert False, "the flush never succeeded after the stall"
+assert check_pages(48, 4, [7]) == 7
+'
+stop_server "$pid"
+check '.deadline.aborted >= 1 and .cache.destaged_pages >= 4'
+start_server "$sock" "$pid" file="$disk" write-cache=0
+timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c "$verify" \
+    -c 'assert check_pages(48, 4, [7]) == 7'
+stop_server "$pid"
+
+# 5. timeout=0 turns tracking off; bad durations are refused.
 start_server "$sock" "$pid" file="$disk" stats="$stats" timeout=0
 timeout 60 nbdsh -u "$uri" -c 'h.pread(4096, 0)'
 stop_server "$pid"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: the NAND timing model through nbdkit.  With timing=true
 # every page program and page read sleeps its latency on one of the
-# model's units, so a client's 4 KiB write cannot take less than
-# program-latency, nor a read less than read-latency: the statistics'
-# median latencies must be at least that.  timing=false with the same
+# model's units, so without a write cache a client's 4 KiB write cannot
+# take less than program-latency, nor a read less than read-latency:
+# the statistics' median latencies must be at least that.  With the
+# write cache, writes are served from RAM and the destager and the
+# flush carry the programs.  timing=false with the same
 # latencies given turns the model off again: a write then takes
 # microseconds (the median is checked against the program latency
 # only, so that a loaded machine does not fail the test).
@@ -46,7 +48,7 @@ check ()
     fi
 }
 
-run on timing=true program-latency=2ms read-latency=1ms
+run on timing=true program-latency=2ms read-latency=1ms write-cache=0
 check '.latency_us.write.count == 200 and .latency_us.read.count == 200' \
     "$tmp/on.json"
 check '.latency_us.write.p50 >= 2000 and .latency_us.read.p50 >= 1000' \
@@ -55,3 +57,12 @@ check '.latency_us.write.p50 >= 2000 and .latency_us.read.p50 >= 1000' \
 run off timing=false program-latency=2ms read-latency=1ms
 check '.latency_us.write.count == 200' "$tmp/off.json"
 check '.latency_us.write.p50 < 2000' "$tmp/off.json"
+
+# With a write cache the writes complete from RAM: their median is far
+# below one program; the pages reach the media later (the destager, the
+# flush), every one of them.
+run cached timing=true program-latency=2ms read-latency=1ms write-cache=1M
+check '.latency_us.write.count == 200 and .latency_us.write.p50 < 2000' \
+    "$tmp/cached.json"
+check '.cache.destaged_pages == 200 and .media.program_pages >= 200' \
+    "$tmp/cached.json"

@@ -156,6 +156,22 @@ unit_open (const char *path, uint64_t size, uint32_t ps, uint32_t ppb,
   return ftl;
 }
 
+struct ftl *
+unit_open_cached (const char *path, uint64_t size, uint32_t ps, uint32_t ppb,
+                  double op, uint64_t cache_bytes, const struct ftl_io *io)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = size, .page_size = ps,
+    .pages_per_block = ppb, .op_percent = op, .log = unit_log, .io = io,
+    .write_cache_bytes = cache_bytes,
+  };
+  struct ftl *ftl;
+  char err[256];
+  int r = ftl_open (&o, &ftl, err, sizeof err);
+  ck_assert_msg (r == 0, "ftl_open %s: %s", path, err);
+  return ftl;
+}
+
 bool
 unit_is_erase_write (uint64_t data_offset, uint64_t block_bytes,
                      uint64_t meta_bytes, uint64_t off, uint64_t len,

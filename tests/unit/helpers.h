@@ -57,6 +57,13 @@ extern void unit_log (void *opaque, enum ftl_log_level level,
 extern struct ftl *unit_open (const char *path, uint64_t size, uint32_t ps,
                               uint32_t ppb, double op, unsigned streams,
                               const struct ftl_io *io);
+/* The same with a write cache of cache_bytes (ftl_options
+ * write_cache_bytes).
+ */
+extern struct ftl *unit_open_cached (const char *path, uint64_t size,
+                                     uint32_t ps, uint32_t ppb, double op,
+                                     uint64_t cache_bytes,
+                                     const struct ftl_io *io);
 /* The same, returning ftl_open's result and message instead. */
 extern int unit_try_open (const char *path, const struct ftl_io *io,
                           struct ftl **ftlp, char *err, size_t errlen);

@@ -85,6 +85,21 @@ nosync (void *opaque, int fd)
 static struct ftl_io model_io;
 static enum ftl_gc_policy model_policy = FTL_GC_GREEDY;
 static uint32_t model_wl;       /* wl_threshold, 0 = default */
+static uint64_t model_cache;    /* write_cache_bytes, 0 = none */
+/* The write cache's counters, summed over the opens of a run. */
+static uint64_t cache_hits, cache_coalesced, cache_destaged, cache_dropped;
+
+static void
+sum_cache_stats (struct ftl *ftl)
+{
+  struct ftl_stats st;
+
+  ftl_get_stats (ftl, &st);
+  cache_hits += st.cache.hits;
+  cache_coalesced += st.cache.coalesced_pages;
+  cache_destaged += st.cache.destaged_pages;
+  cache_dropped += st.cache.dropped_pages;
+}
 
 static struct ftl *
 open_image (uint64_t size, uint32_t ps, uint32_t ppb, double op,
@@ -94,7 +109,7 @@ open_image (uint64_t size, uint32_t ps, uint32_t ppb, double op,
     .path = path, .logical_bytes = size, .page_size = ps,
     .pages_per_block = ppb, .op_percent = op, .streams = streams,
     .log = quiet_log, .io = &model_io, .gc_policy = model_policy,
-    .wl_threshold = model_wl,
+    .wl_threshold = model_wl, .write_cache_bytes = model_cache,
     .endurance = 1000000,       /* these runs erase each block ~10000 times */
   };
   struct ftl *ftl;
@@ -166,10 +181,10 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
   if (!seed) seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t) getpid ();
   rng = seed;
   nops = getenv_u64 ("FTL_MODEL_OPS", nops);
-  printf ("model: size %" PRIu64 " page %u ppb %u op %g streams %u gc %s: "
-          "%" PRIu64 " ops, FTL_MODEL_SEED=%" PRIu64 "\n",
-          size, ps, ppb, op, streams, ftl_gc_policy_name (model_policy),
-          nops, seed);
+  printf ("model: size %" PRIu64 " page %u ppb %u op %g streams %u gc %s "
+          "write cache %" PRIu64 ": %" PRIu64 " ops, FTL_MODEL_SEED=%" PRIu64
+          "\n", size, ps, ppb, op, streams, ftl_gc_policy_name (model_policy),
+          model_cache, nops, seed);
 
   ftl = open_image (size, ps, ppb, op, streams);
   for (uint64_t i = 0; i < nops; i++) {
@@ -222,6 +237,7 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
       ck_assert_int_eq (ftl_flush (ftl), 0);
     else {
       check_invariants (ftl);
+      sum_cache_stats (ftl);
       if (rnd () % 2) {
         ck_assert_int_eq (ftl_close (ftl), 0);
       }
@@ -237,12 +253,22 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
   }
   check_invariants (ftl);
   check_all (ftl, ref, size);
+  sum_cache_stats (ftl);
   ftl_get_stats (ftl, &st);
   printf ("model: %" PRIu64 " host pages written, %" PRIu64 " programmed, "
           "%" PRIu64 " GC runs, %" PRIu64 " pages copied, waf %.3f, "
           "erase counts %u..%u\n", st.host_write_pages,
           st.media_program_pages, st.gc_runs, st.gc_copied_pages, st.waf,
           st.erase_min, st.erase_max);
+  if (model_cache) {
+    printf ("model: write cache: %" PRIu64 " hits, %" PRIu64 " coalesced, "
+            "%" PRIu64 " destaged, %" PRIu64 " dropped\n", cache_hits,
+            cache_coalesced, cache_destaged, cache_dropped);
+    ck_assert_uint_gt (cache_hits, nops / 100);
+    ck_assert_uint_gt (cache_coalesced, nops / 100);
+    ck_assert_uint_gt (cache_destaged, nops / 10);
+    ck_assert_uint_gt (cache_dropped, nops / 100);
+  }
   ck_assert_uint_gt (st.gc_runs, nops / 50);
   printf ("model: static wear leveling (threshold %u) moved %" PRIu64
           " pages\n", st.wl_threshold, st.wl_moved_pages);
@@ -286,6 +312,18 @@ START_TEST (test_model_cost_benefit)
   run_model (128 * 1024, 512, 16, 60, 1, 300000);
   model_policy = FTL_GC_GREEDY;
   model_wl = 0;
+}
+END_TEST
+
+START_TEST (test_model_write_cache)
+{
+  /* A cache of 16 pages of 512 bytes: full most of the time, so that
+   * writes destage, trims and zeros drop cached pages, and reads,
+   * partial writes and flushes meet pages in flight.
+   */
+  model_cache = 16 * 512;
+  run_model (64 * 1024, 512, 8, 100, 1, 400000);
+  model_cache = 0;
 }
 END_TEST
 
@@ -359,6 +397,7 @@ model_suite (void)
   tcase_add_test (tc, test_model_4k_streams);
   tcase_add_test (tc, test_model_odd_size);
   tcase_add_test (tc, test_model_cost_benefit);
+  tcase_add_test (tc, test_model_write_cache);
   tcase_add_test (tc, test_selfcheck_finds_damage);
   suite_add_tcase (s, tc);
   return s;

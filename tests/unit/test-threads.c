@@ -338,10 +338,10 @@ setup (void)
 }
 
 static void
-run (bool background)
+run (bool background, uint64_t cache_bytes)
 {
-  struct ftl *ftl = unit_open (path, LP * PS, PS, 16, 30, 0,
-                               unit_nosync_io ());
+  struct ftl *ftl = unit_open_cached (path, LP * PS, PS, 16, 30, cache_bytes,
+                                      unit_nosync_io ());
   struct targ args[NWRITERS + NREADERS + NSAME];
   pthread_t th[NWRITERS + NREADERS + NSAME];
   uint8_t page[PS];
@@ -394,9 +394,23 @@ run (bool background)
   ftl_get_stats (ftl, &b);
   for (unsigned i = 0; i < NREADERS * REG; i++)
     moved += ftl->l2p[R_BASE (0) + i] != r_ppn[i];
-  printf ("threads (%s GC): %u of the readers' %u pages were relocated "
-          "while they read them\n", background ? "background" : "foreground",
+  printf ("threads (%s GC, write cache %" PRIu64 " KiB): %u of the "
+          "readers' %u pages were relocated while they read them\n",
+          background ? "background" : "foreground", cache_bytes / 1024,
           moved, NREADERS * REG);
+  if (cache_bytes) {
+    printf ("threads: write cache: %" PRIu64 " hits, %" PRIu64 " coalesced, "
+            "%" PRIu64 " destaged, %" PRIu64 " dropped, %" PRIu64
+            " flush waits, %" PRIu64 " write waits\n", b.cache.hits,
+            b.cache.coalesced_pages, b.cache.destaged_pages,
+            b.cache.dropped_pages, b.cache.flush_waits, b.cache.write_waits);
+    /* Every page the threads wrote reached the log or was replaced or
+     * dropped in the cache (the last flush emptied it).
+     */
+    ck_assert_uint_gt (b.cache.destaged_pages, 1000);
+    ck_assert_uint_gt (b.cache.write_waits, 0);
+    ck_assert_uint_gt (b.cache.hits, 0);
+  }
   printf ("threads (%s GC): ops per thread: writers %" PRIu64 " %" PRIu64
           " %" PRIu64 " %" PRIu64 ", readers %" PRIu64 " %" PRIu64
           ", same-page %" PRIu64 " %" PRIu64 "; %" PRIu64 " pages verified "
@@ -428,14 +442,31 @@ run (bool background)
 /* Writers, readers and same-page writers with foreground GC only. */
 START_TEST (test_threads_foreground_gc)
 {
-  run (false);
+  run (false, 0);
 }
 END_TEST
 
 /* The same with the background GC thread running too. */
 START_TEST (test_threads_background_gc)
 {
-  run (true);
+  run (true, 0);
+}
+END_TEST
+
+/* With a write cache of 32 pages: writers fill it and destage batches
+ * themselves, the destager and the background GC thread run, trims
+ * drop cached pages and flushes destage them, under the readers.
+ */
+START_TEST (test_threads_write_cache)
+{
+  run (true, 32 * PS);
+}
+END_TEST
+
+/* The same without the background threads: only the requests destage. */
+START_TEST (test_threads_write_cache_foreground)
+{
+  run (false, 32 * PS);
 }
 END_TEST
 
@@ -531,6 +562,8 @@ threads_suite (void)
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_threads_foreground_gc);
   tcase_add_test (tc, test_threads_background_gc);
+  tcase_add_test (tc, test_threads_write_cache);
+  tcase_add_test (tc, test_threads_write_cache_foreground);
   tcase_add_test (tc, test_checkpoint_by_background_thread);
   tcase_add_test (tc, test_checkpoint_by_writer);
   suite_add_tcase (s, tc);

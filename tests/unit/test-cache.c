@@ -1,0 +1,342 @@
+/* nbdkit-ftl: the write cache as a host sees it.
+ *
+ * Without the background threads nothing destages on its own: pages
+ * leave the cache only when a writer finds its part full, or at a
+ * flush, a FUA write or a close.  So every count below is exact:
+ *
+ *   - overwrites of a cached page replace it in RAM (coalesced) and
+ *     never reach the media; reads are served from the cache (hits);
+ *   - a flush destages every dirty page and the log then holds them;
+ *   - a process that dies (open_abandon: no destage, no close) loses
+ *     exactly what no flush or FUA covered, and keeps what one did;
+ *   - trim and write zeroes drop cached pages, and the older version in
+ *     the log does not come back, before or after a restart;
+ *   - a partial write into a page that is not cached merges with the
+ *     log's version;
+ *   - a cache that is full makes writers destage (write_waits);
+ *   - mapped_pages and extents count a cached page as data;
+ *   - sizes that cannot work are refused with a message.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+#include "helpers.h"
+
+#define PS  4096
+#define LP  256                 /* a 1 MiB disk */
+
+static char path[256];
+
+static void
+setup (void)
+{
+  unit_dir_clean ();
+  unit_path (path, sizeof path, "cache.img");
+}
+
+static struct ftl *
+open_cache (uint64_t cache_pages)
+{
+  return unit_open_cached (path, LP * PS, PS, 8, 100, cache_pages * PS,
+                           unit_nosync_io ());
+}
+
+static void
+write_page (struct ftl *ftl, uint64_t lpn, uint64_t version, unsigned flags)
+{
+  uint8_t page[PS];
+
+  unit_fill_page (page, PS, lpn, version);
+  ck_assert_int_eq (ftl_write (ftl, page, PS, lpn * PS, flags), 0);
+}
+
+/* The version page lpn holds (0: zeros); the test fails on anything
+ * that is not one whole pattern of that page.
+ */
+static uint64_t
+page_version (struct ftl *ftl, uint64_t lpn)
+{
+  uint8_t page[PS];
+  uint64_t l, v;
+
+  ck_assert_int_eq (ftl_read (ftl, page, PS, lpn * PS), 0);
+  int r = unit_page_identify (page, PS, &l, &v);
+  ck_assert_msg (r >= 0, "page %" PRIu64 " holds no whole pattern", lpn);
+  if (r == 1)
+    ck_assert_uint_eq (l, lpn);
+  return v;
+}
+
+static struct ftl_stats
+stats (struct ftl *ftl)
+{
+  struct ftl_stats st;
+
+  ftl_get_stats (ftl, &st);
+  return st;
+}
+
+START_TEST (test_coalesce_and_hits)
+{
+  struct ftl *ftl = open_cache (16);
+  struct ftl_stats st;
+
+  for (uint64_t v = 1; v <= 10; v++)
+    write_page (ftl, 7, v, 0);
+  st = stats (ftl);
+  ck_assert_uint_eq (st.cache.size_bytes, 16 * PS);
+  ck_assert_uint_eq (st.cache.coalesced_pages, 9);
+  ck_assert_uint_eq (st.cache.dirty_bytes, PS);
+  ck_assert_uint_eq (st.host_write_pages, 10);
+  ck_assert_uint_eq (st.media_program_pages, 0);
+  ck_assert_uint_eq (st.mapped_pages, 1);
+  ck_assert_uint_eq (page_version (ftl, 7), 10);
+  ck_assert_uint_eq (stats (ftl).cache.hits, 1);
+
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  st = stats (ftl);
+  ck_assert_uint_eq (st.cache.destaged_pages, 1);
+  ck_assert_uint_eq (st.cache.dirty_bytes, 0);
+  ck_assert_uint_eq (st.cache.flush_waits, 1);
+  ck_assert_uint_eq (st.media_program_pages, 1);
+  ck_assert_uint_eq (st.mapped_pages, 1);
+  ck_assert_uint_ne (ftl->l2p[7], FTL_UNMAPPED);
+  /* Read from the log now. */
+  ck_assert_uint_eq (page_version (ftl, 7), 10);
+  ck_assert_uint_eq (stats (ftl).cache.hits, 1);
+  /* A flush with nothing to destage does not wait. */
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ck_assert_uint_eq (stats (ftl).cache.flush_waits, 1);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+START_TEST (test_power_cut_loses_only_unflushed)
+{
+  struct ftl *ftl = open_cache (64);
+
+  for (uint64_t l = 0; l < 10; l++)
+    write_page (ftl, l, 1, 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  for (uint64_t l = 0; l < 10; l++)
+    write_page (ftl, l, 2, 0);
+  write_page (ftl, 20, 2, 0);           /* never flushed: gone */
+  write_page (ftl, 3, 3, FTL_FUA);      /* FUA: it and all before it stay */
+  write_page (ftl, 4, 4, 0);            /* after the FUA: gone */
+  write_page (ftl, 21, 4, 0);
+  ck_assert_uint_eq (stats (ftl).cache.dirty_bytes, 2 * PS);
+  open_abandon (ftl);
+
+  ftl = open_cache (64);
+  for (uint64_t l = 0; l < 10; l++)
+    ck_assert_uint_eq (page_version (ftl, l), l == 3 ? 3 : 2);
+  ck_assert_uint_eq (page_version (ftl, 20), 2);
+  ck_assert_uint_eq (page_version (ftl, 21), 0);
+
+  /* Now with nothing flushed since: every cached page is lost. */
+  for (uint64_t l = 0; l < 10; l++)
+    write_page (ftl, l, 5, 0);
+  open_abandon (ftl);
+  ftl = open_cache (64);
+  for (uint64_t l = 0; l < 10; l++)
+    ck_assert_uint_eq (page_version (ftl, l), l == 3 ? 3 : 2);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+START_TEST (test_trim_drops_cached_pages)
+{
+  struct ftl *ftl = open_cache (16);
+  struct ftl_stats st;
+
+  write_page (ftl, 5, 1, 0);
+  write_page (ftl, 6, 1, 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  write_page (ftl, 5, 2, 0);
+  write_page (ftl, 6, 2, 0);
+  write_page (ftl, 9, 2, 0);            /* only in the cache */
+  ck_assert_int_eq (ftl_trim (ftl, 2 * PS, 5 * PS, 0), 0);
+  ck_assert_int_eq (ftl_zero (ftl, PS, 9 * PS, 0), 0);
+  st = stats (ftl);
+  ck_assert_uint_eq (st.cache.dropped_pages, 3);
+  ck_assert_uint_eq (st.cache.dirty_bytes, 0);
+  ck_assert_uint_eq (st.mapped_pages, 0);
+  ck_assert_uint_eq (page_version (ftl, 5), 0);
+  ck_assert_uint_eq (page_version (ftl, 6), 0);
+  ck_assert_uint_eq (page_version (ftl, 9), 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  /* Version 2 never reached the media (the pages programmed since are
+   * version 1 and the trim records).
+   */
+  ck_assert_uint_eq (stats (ftl).cache.destaged_pages, 2);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = open_cache (16);
+  ck_assert_uint_eq (page_version (ftl, 5), 0);
+  ck_assert_uint_eq (page_version (ftl, 6), 0);
+  ck_assert_uint_eq (page_version (ftl, 9), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+START_TEST (test_partial_pages_merge)
+{
+  struct ftl *ftl = open_cache (16);
+  uint8_t page[PS], want[PS], got[PS];
+
+  unit_fill_page (want, PS, 12, 1);
+  ck_assert_int_eq (ftl_write (ftl, want, PS, 12 * PS, 0), 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  /* 512 bytes into the page in the log: the rest comes from the log. */
+  memset (page, 0xa5, 512);
+  ck_assert_int_eq (ftl_write (ftl, page, 512, 12 * PS + 1024, 0), 0);
+  memset (want + 1024, 0xa5, 512);
+  /* Write zeroes over part of the cached page. */
+  ck_assert_int_eq (ftl_zero (ftl, 100, 12 * PS + 3000, 0), 0);
+  memset (want + 3000, 0, 100);
+  ck_assert_int_eq (ftl_read (ftl, got, PS, 12 * PS), 0);
+  ck_assert_mem_eq (got, want, PS);
+  ck_assert_uint_eq (stats (ftl).cache.dirty_bytes, PS);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = open_cache (16);
+  ck_assert_int_eq (ftl_read (ftl, got, PS, 12 * PS), 0);
+  ck_assert_mem_eq (got, want, PS);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+START_TEST (test_full_cache_writers_destage)
+{
+  struct ftl *ftl = open_cache (16);
+  struct ftl_stats st;
+
+  for (uint64_t l = 0; l < 200; l++)
+    write_page (ftl, l, 1, 0);
+  st = stats (ftl);
+  ck_assert_uint_gt (st.cache.write_waits, 0);
+  ck_assert_uint_le (st.cache.dirty_bytes, 16 * PS);
+  ck_assert_uint_eq (st.cache.destaged_pages * PS + st.cache.dirty_bytes,
+                     200 * PS);
+  ck_assert_uint_eq (st.media_program_pages, st.cache.destaged_pages);
+  /* Data in the log or in the cache: all of it counts as mapped. */
+  ck_assert_uint_eq (st.mapped_pages, 200);
+  for (uint64_t l = 0; l < 200; l++)
+    ck_assert_uint_eq (page_version (ftl, l), 1);
+  /* Closing destages the rest. */
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  for (uint64_t l = 0; l < 200; l++)
+    ck_assert_uint_eq (page_version (ftl, l), 1);
+  ck_assert_uint_eq (stats (ftl).mapped_pages, 200);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+struct ext { uint64_t off, len; bool hole; };
+static struct ext exts[16];
+static unsigned next_ext;
+
+static int
+collect (void *opaque, uint64_t off, uint64_t len, bool hole)
+{
+  ck_assert_uint_lt (next_ext, 16);
+  exts[next_ext++] = (struct ext) { off, len, hole };
+  return 0;
+}
+
+START_TEST (test_extents_see_cached_pages)
+{
+  struct ftl *ftl = open_cache (16);
+
+  write_page (ftl, 2, 1, 0);
+  next_ext = 0;
+  ck_assert_int_eq (ftl_extents (ftl, 4 * PS, 0, collect, NULL), 0);
+  ck_assert_uint_eq (next_ext, 3);
+  ck_assert (exts[0].hole && exts[0].off == 0 && exts[0].len == 2 * PS);
+  ck_assert (!exts[1].hole && exts[1].off == 2 * PS && exts[1].len == PS);
+  ck_assert (exts[2].hole && exts[2].off == 3 * PS && exts[2].len == PS);
+  ck_assert_uint_eq (ftl->l2p[2], FTL_UNMAPPED);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+START_TEST (test_bad_sizes)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = LP * PS, .page_size = PS,
+    .pages_per_block = 8, .op_percent = 100, .log = unit_log,
+    .io = unit_nosync_io (),
+  };
+  struct ftl *ftl;
+  char err[256];
+
+  ftl = open_cache (0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  o.logical_bytes = 0;
+  unit_quiet = true;
+  o.write_cache_bytes = 100;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -EINVAL);
+  ck_assert_msg (strstr (err, "write-cache must be 0 or at least one page"),
+                 "%s", err);
+  o.write_cache_bytes = LP * PS + PS;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -EINVAL);
+  ck_assert_msg (strstr (err, "larger than the disk"), "%s", err);
+  /* 32 spare blocks, 13 of which the FTL needs with 4 streams: 19 left,
+   * of which 200 pages would take 26 (25 blocks of pages, and one).
+   */
+  o.write_cache_bytes = 200 * PS;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -EINVAL);
+  ck_assert_msg (strstr (err, "needs 26 spare erase blocks to destage it, "
+                         "beyond the 13 the FTL needs; the image has 32 "
+                         "spare"), "%s", err);
+  /* The default: 1 MiB at least, but at most a quarter of those 19
+   * blocks (4 blocks of 8 pages).
+   */
+  o.write_cache_bytes = FTL_WRITE_CACHE_AUTO;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  ck_assert_uint_eq (stats (ftl).cache.size_bytes, 4 * 8 * PS);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ck_assert_uint_eq (ftl_default_write_cache (UINT64_C (1) << 30), 1 << 20);
+  ck_assert_uint_eq (ftl_default_write_cache (UINT64_C (16) << 30), 16 << 20);
+  ck_assert_uint_eq (ftl_default_write_cache (UINT64_C (1) << 40), 64 << 20);
+  unit_quiet = false;
+}
+END_TEST
+
+static Suite *
+cache_suite (void)
+{
+  Suite *s = suite_create ("cache");
+  TCase *tc = tcase_create ("cache");
+
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_add_checked_fixture (tc, setup, NULL);
+  tcase_set_timeout (tc, 60);
+  tcase_add_test (tc, test_coalesce_and_hits);
+  tcase_add_test (tc, test_power_cut_loses_only_unflushed);
+  tcase_add_test (tc, test_trim_drops_cached_pages);
+  tcase_add_test (tc, test_partial_pages_merge);
+  tcase_add_test (tc, test_full_cache_writers_destage);
+  tcase_add_test (tc, test_extents_see_cached_pages);
+  tcase_add_test (tc, test_bad_sizes);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (cache_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
