@@ -43,13 +43,17 @@ now_ns (void)
 }
 
 int
-destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer)
+destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer, uint32_t max)
 {
   struct cache_entry e[ALLOC_PROGRAM_MAX];
   int ticket, r;
   uint32_t n;
 
-  n = cache_pick (ftl, e, ALLOC_PROGRAM_MAX, max_ver, prefer, &ticket);
+  /* After a power cut nothing more reaches the media (powercut.c). */
+  if (ftl_is_powered_off (ftl))
+    return -EIO;
+  n = cache_pick (ftl, e, MIN (max, ALLOC_PROGRAM_MAX), max_ver, prefer,
+                  &ticket);
   if (n == 0)
     return 0;
   for (uint32_t i = 0; i < n; i++)
@@ -73,7 +77,7 @@ destage_until (struct ftl *ftl, uint64_t max_ver)
 
   for (int pass = 0; pass < 3; pass++) {
     do
-      r = destage_batch (ftl, max_ver, -1);
+      r = destage_batch (ftl, max_ver, -1, ALLOC_PROGRAM_MAX);
     while (r > 0);
     cache_wait_flights (ftl, max_ver);
     if (!cache_dirty_upto (ftl, max_ver))
@@ -130,8 +134,9 @@ destager (void *arg)
     bool idle = t - last_change >= DESTAGE_IDLE_NS;
     if (dirty_pages (ftl) >= c->start || (idle && dirty_pages (ftl) > 0)) {
       uint32_t target = idle ? 0 : c->low;
-      while (!stopping (ftl) && dirty_pages (ftl) > target) {
-        int r = destage_batch (ftl, UINT64_MAX, -1);
+      uint64_t d;
+      while (!stopping (ftl) && (d = dirty_pages (ftl)) > target) {
+        int r = destage_batch (ftl, UINT64_MAX, -1, d - target);
         if (r < 0) {
           log_msg (ftl, FTL_LOG_ERROR, "write cache: destaging: %s",
                    strerror (-r));

@@ -54,7 +54,7 @@
 
 #define FTL_CKPT_MAGIC         "FTLCKPT\0"   /* 8 bytes */
 #define FTL_CKPT_HDR_BYTES     256
-#define FTL_CKPT_NCOUNTERS     12
+#define FTL_CKPT_NCOUNTERS     14
 #define FTL_CKPT_MAP_ENTRY_BYTES 4          /* per logical page in the body */
 #define FTL_CKPT_BLOCK_BYTES   12           /* per erase block in the body */
 
@@ -101,6 +101,10 @@ enum ftl_ckpt_counter {
   FTL_CTR_HOST_WRITE, FTL_CTR_HOST_READ, FTL_CTR_HOST_TRIM, FTL_CTR_FLUSH,
   FTL_CTR_PROGRAM, FTL_CTR_MEDIA_READ, FTL_CTR_ERASE, FTL_CTR_GC_COPIED,
   FTL_CTR_GC_RUNS, FTL_CTR_CKPTS, FTL_CTR_GC_BG_RUNS, FTL_CTR_WL_MOVED,
+  /* Added within version 1, in header bytes that earlier images left
+   * zero (so they read as none counted yet).
+   */
+  FTL_CTR_POWER_CYCLES, FTL_CTR_UNSAFE_SHUTDOWNS,
   FTL_CTR__MAX
 };
 

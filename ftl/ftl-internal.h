@@ -283,6 +283,9 @@ struct ftl {
   int fd;
   bool readonly;
   bool closing;                 /* ftl_close is writing its last records */
+  bool powered_off;             /* atomic: ftl_power_cut (powercut.c) */
+  bool was_unclean;             /* recovery found no clean shutdown */
+  bool last_ckpt_clean;         /* ... and its checkpoint was a clean one */
   unsigned debug;
   ftl_log_fn log;
   void *log_opaque;
@@ -680,10 +683,12 @@ extern int write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n);
 extern int write_barrier (struct ftl *ftl);
 
 /* destage.c: batches from the write cache to the log. */
-/* One batch of pages written at or before max_ver; prefer a shard
- * (-1: any).  Returns the pages picked, 0 if none, or a negative errno.
+/* One batch of at most max pages written at or before max_ver; prefer
+ * a shard (-1: any).  Returns the pages picked, 0 if none, or a
+ * negative errno (-EIO after a power cut).
  */
-extern int destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer);
+extern int destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer,
+                          uint32_t max);
 /* Every page written at or before max_ver into the log (not synced). */
 extern int destage_until (struct ftl *ftl, uint64_t max_ver);
 /* Wake the destager thread if the cache is at its start watermark. */

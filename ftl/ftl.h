@@ -254,6 +254,35 @@ extern int ftl_flush (struct ftl *ftl);
  */
 extern int ftl_destage (struct ftl *ftl);
 
+/* A power cut, as when a drive is unplugged: the write cache's dirty
+ * pages are lost, except the destage writes that were in flight when
+ * the power went.  Those are a batch of the oldest dirty pages, up to
+ * 256 (how many is drawn from seed); a drive programs such a batch over
+ * its dies in any order, so a seeded subset of it reaches the media,
+ * and with tear the last page of that subset is torn: only some of its
+ * 512-byte sectors were programmed (it then fails its checksum, and
+ * the next open treats it as a write that never completed).  Then the
+ * handle is off: background work stops, every request fails with -EIO,
+ * and ftl_close writes nothing (the next open is a recovery, counted
+ * in health.unsafe_shutdowns).  Whatever a flush or a FUA write made
+ * durable survives.  Without a write cache nothing is in flight.
+ * Returns 0, or -EALREADY if the power is already off.
+ */
+struct ftl_power_cut {
+  uint64_t lost_pages;          /* dirty cached pages that did not
+                                 * reach the media whole (the torn one
+                                 * included) */
+  uint32_t in_flight;           /* pages being destaged at the cut */
+  uint32_t programmed;          /* ... of them that reached the media */
+  bool torn;                    /* the last of those was torn */
+  uint64_t torn_lpn;            /* its logical page */
+  uint32_t torn_bytes;          /* bytes of it that were programmed */
+};
+extern int ftl_power_cut (struct ftl *ftl, uint64_t seed, bool tear,
+                          struct ftl_power_cut *out);
+/* Has ftl_power_cut cut the power? */
+extern bool ftl_is_powered_off (struct ftl *ftl);
+
 /* Report the range [offset, offset+count) as runs of mapped data and
  * holes (unmapped pages, which read as zeros).  The callback is called
  * with runs in ascending order that cover the range exactly; it returns 0
@@ -347,6 +376,11 @@ struct ftl_stats {
                                  * for cached pages to reach the log */
     uint64_t write_waits;       /* writes that found the cache full */
   } cache;
+  struct {                      /* kept in the image, as NVMe's health
+                                 * log counts them */
+    uint64_t power_cycles;      /* read-write opens, this one included */
+    uint64_t unsafe_shutdowns;  /* opens that found no clean shutdown */
+  } health;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
 

@@ -170,6 +170,8 @@ wait_until (struct media *m, uint64_t t)
 static int
 gate (struct media *m)
 {
+  if (__atomic_load_n (&m->off, __ATOMIC_ACQUIRE))
+    return -EIO;
   if (m->fault) {
     fault_refresh (m->fault);
     uint64_t d = fault_delay (m->fault);
@@ -449,6 +451,24 @@ media_sync (struct media *m)
   if (r == 0)
     r = m->io->sync (m->io->opaque, m->fd);
   return untimed_end (m, r);
+}
+
+int
+media_tear (struct media *m, uint32_t ppn, uint32_t keep)
+{
+  uint32_t blk = media_ppn_block (m, ppn);
+
+  assert (blk < m->blocks && keep < m->page_size);
+  assert (media_ppn_page (m, ppn) < m->wp[blk]);
+  return m->io->pwrite (m->io->opaque, m->fd, m->zeros,
+                        m->page_size - keep,
+                        media_page_offset (m, ppn) + keep);
+}
+
+void
+media_power_off (struct media *m)
+{
+  __atomic_store_n (&m->off, true, __ATOMIC_RELEASE);
 }
 
 int

@@ -100,6 +100,9 @@ struct media {
   /* Counters (atomic). */
   uint64_t programs, reads, erases;
 
+  /* Set by media_power_off: every operation fails with -EIO. */
+  bool off;                     /* atomic */
+
   /* Optional (NULL: none), see media_attach. */
   struct timing *timing;
   struct deadline *dl;
@@ -117,6 +120,15 @@ extern void media_free (struct media *m);
  */
 extern void media_attach (struct media *m, struct timing *t,
                           struct deadline *dl, struct fault *f);
+
+/* A power cut (powercut.c).  media_tear leaves programmed page ppn as
+ * a program cut short leaves it: its first keep bytes written, the rest
+ * still erased (zeros); its OOB entry stays, so that the page fails its
+ * checksum.  media_power_off makes every later operation fail with
+ * -EIO, as a drive with no power does.
+ */
+extern int media_tear (struct media *m, uint32_t ppn, uint32_t keep);
+extern void media_power_off (struct media *m);
 
 /* Does the file answer?  Passes the fault gate without waiting (-EAGAIN
  * while a stall is injected) and reads the first sector of the file.

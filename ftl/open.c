@@ -646,6 +646,17 @@ step_in_use (struct ftl *ftl, struct open_ctx *c)
 
   if (ftl->readonly)
     return 0;
+  /* A power cycle, and an unsafe shutdown if the last session did not
+   * close.  That session's own power cycle is in the image only if it
+   * wrote a checkpoint; if the newest checkpoint is a clean one, it did
+   * not, and it is counted now.
+   */
+  ctr_add (ftl, FTL_CTR_POWER_CYCLES, 1);
+  if (ftl->was_unclean) {
+    ctr_add (ftl, FTL_CTR_UNSAFE_SHUTDOWNS, 1);
+    if (ftl->last_ckpt_clean)
+      ctr_add (ftl, FTL_CTR_POWER_CYCLES, 1);
+  }
   if (ftl->sb.state != FTL_SB_CLEAN) {
     r = ckpt_write (ftl, false);
     if (r < 0) {
@@ -786,7 +797,8 @@ ftl_close (struct ftl *ftl)
     return 0;
   ftl_stop_watchdog (ftl);
   ftl_stop_background (ftl);
-  if (!ftl->readonly) {
+  /* After a power cut nothing is written: the next open recovers. */
+  if (!ftl->readonly && !ftl_is_powered_off (ftl)) {
     /* The write cache's pages go to the log before anything closes. */
     if (ftl->cache.nslots)
       r = destage_until (ftl, UINT64_MAX);
@@ -813,6 +825,7 @@ void
 open_abandon (struct ftl *ftl)
 {
   ftl_stop_watchdog (ftl);
+  ftl_stop_background (ftl);
   free_handle (ftl);
 }
 

@@ -469,6 +469,8 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
              PRIu64 "; image %s", h.generation, h.seq,
              clean ? "shut down cleanly" : "not shut down cleanly: "
              "rolling the log forward");
+  ftl->was_unclean = !clean;
+  ftl->last_ckpt_clean = h.clean;
   if (!clean) {
     r = roll_forward (ftl, h.seq, errbuf, errlen);
     if (r < 0)

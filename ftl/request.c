@@ -156,7 +156,7 @@ cache_write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
       /* The shard is full: destage a batch from it here, or wait for
        * one in flight to complete.
        */
-      r = destage_batch (ftl, UINT64_MAX, shard);
+      r = destage_batch (ftl, UINT64_MAX, shard, ALLOC_PROGRAM_MAX);
       if (r < 0)
         return r;
       if (r == 0 && !cache_wait_slot (ftl, shard))
@@ -387,11 +387,20 @@ do_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
  * deadline tracker for its whole duration (deadline.h) ----
  */
 
+/* After a power cut (powercut.c) the disk answers nothing. */
+static int
+begin (struct ftl *ftl, enum ftl_op op, struct dl_ticket *t)
+{
+  if (ftl_is_powered_off (ftl))
+    return -EIO;
+  return dl_begin (&ftl->dl, op, t);
+}
+
 int
 ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
 {
   struct dl_ticket t;
-  int r = dl_begin (&ftl->dl, FTL_OP_READ, &t);
+  int r = begin (ftl, FTL_OP_READ, &t);
 
   if (r < 0)
     return r;
@@ -403,7 +412,7 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
            unsigned flags)
 {
   struct dl_ticket t;
-  int r = dl_begin (&ftl->dl, FTL_OP_WRITE, &t);
+  int r = begin (ftl, FTL_OP_WRITE, &t);
 
   if (r < 0)
     return r;
@@ -414,7 +423,7 @@ int
 ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
 {
   struct dl_ticket t;
-  int r = dl_begin (&ftl->dl, FTL_OP_TRIM, &t);
+  int r = begin (ftl, FTL_OP_TRIM, &t);
 
   if (r < 0)
     return r;
@@ -425,7 +434,7 @@ int
 ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
 {
   struct dl_ticket t;
-  int r = dl_begin (&ftl->dl, FTL_OP_WRITE, &t);
+  int r = begin (ftl, FTL_OP_WRITE, &t);
 
   if (r < 0)
     return r;
@@ -436,7 +445,7 @@ int
 ftl_flush (struct ftl *ftl)
 {
   struct dl_ticket t;
-  int r = dl_begin (&ftl->dl, FTL_OP_FLUSH, &t);
+  int r = begin (ftl, FTL_OP_FLUSH, &t);
 
   if (r < 0)
     return r;
@@ -446,7 +455,7 @@ ftl_flush (struct ftl *ftl)
 int
 ftl_destage (struct ftl *ftl)
 {
-  if (!ftl->cache.nslots)
+  if (!ftl->cache.nslots || ftl_is_powered_off (ftl))
     return 0;
   return destage_until (ftl, UINT64_MAX);
 }
@@ -456,7 +465,7 @@ ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
              ftl_extent_fn fn, void *opaque)
 {
   struct dl_ticket t;
-  int r = dl_begin (&ftl->dl, FTL_OP_EXTENTS, &t);
+  int r = begin (ftl, FTL_OP_EXTENTS, &t);
 
   if (r < 0)
     return r;

@@ -77,6 +77,8 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);
   cache_get_stats (ftl, st);
+  st->health.power_cycles = ctr (ftl, FTL_CTR_POWER_CYCLES);
+  st->health.unsafe_shutdowns = ctr (ftl, FTL_CTR_UNSAFE_SHUTDOWNS);
 }
 
 unsigned
@@ -304,6 +306,10 @@ render_counters (struct jw *w, const struct stats_view *v)
   jw_uint (w, "checkpoints", st->checkpoints);
   jw_uint (w, "mapped_pages", st->mapped_pages);
   jw_fixed (w, "waf", st->waf);
+  jw_begin (w, "health");
+  jw_uint (w, "power_cycles", st->health.power_cycles);
+  jw_uint (w, "unsafe_shutdowns", st->health.unsafe_shutdowns);
+  jw_end (w);
 }
 
 static void

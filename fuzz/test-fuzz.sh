@@ -16,4 +16,12 @@ if [ "${HAVE_LIBFUZZER:-no}" != yes ]; then
     echo "SKIP: $why"
     exit 77
 fi
+# Every module of the library is in the instrumented copy.
+for c in "${srcdir:-.}"/../ftl/*.c; do
+    m="$(basename "$c")"
+    if [ ! -f "${srcdir:-.}/lib/ftl-$m" ]; then
+        echo "FAIL: ftl/$m has no fuzz/lib/ftl-$m (add it to Makefile.am too)"
+        exit 1
+    fi
+done
 exec timeout -k 10 600 "${srcdir:-.}/run-fuzz.sh"

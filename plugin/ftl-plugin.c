@@ -28,6 +28,7 @@
 #include <nbdkit-plugin.h>
 
 #include "ftl.h"
+#include "powercut.h"
 #include "stats-thread.h"
 
 /* Debug flags: -D ftl.gc=1 and so on. */
@@ -299,6 +300,8 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     write_cache = v;
   }
+  else if (powercut_config (key, value, &b))
+    return b;
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
     fault_file = nbdkit_absolute_path (value);
@@ -379,7 +382,8 @@ ftl_plugin_config_complete (void)
   "channels=<N>                   Channels of the model (default 8).\n" \
   "dies=<N>                       Dies per channel of the model (default 4).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
-  "                               1M to 64M; 0 = every write reaches the image)."
+  "                               1M to 64M; 0 = every write reaches the image).\n" \
+  POWERCUT_CONFIG_HELP
 
 /* Pass the library's messages to nbdkit. */
 static void
@@ -581,6 +585,8 @@ ftl_plugin_pwrite (void *handle, const void *buf, uint32_t count,
   int r;
 
   assert ((flags & ~NBDKIT_FLAG_FUA) == 0);
+  if (powercut_write_request (ftl))
+    return fail (-EIO);
   r = ftl_write (ftl, buf, count, offset,
                  flags & NBDKIT_FLAG_FUA ? FTL_FUA : 0);
   return r < 0 ? fail (r) : 0;
@@ -606,6 +612,8 @@ ftl_plugin_trim (void *handle, uint32_t count, uint64_t offset,
   int r;
 
   assert ((flags & ~NBDKIT_FLAG_FUA) == 0);
+  if (powercut_write_request (ftl))
+    return fail (-EIO);
   r = ftl_trim (ftl, count, offset, flags & NBDKIT_FLAG_FUA ? FTL_FUA : 0);
   return r < 0 ? fail (r) : 0;
 }
@@ -622,6 +630,8 @@ ftl_plugin_zero (void *handle, uint32_t count, uint64_t offset,
 
   assert ((flags & ~(NBDKIT_FLAG_FUA | NBDKIT_FLAG_MAY_TRIM |
                      NBDKIT_FLAG_FAST_ZERO)) == 0);
+  if (powercut_write_request (ftl))
+    return fail (-EIO);
   if (flags & NBDKIT_FLAG_FUA)
     f |= FTL_FUA;
   if (flags & NBDKIT_FLAG_MAY_TRIM)
