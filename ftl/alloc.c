@@ -272,7 +272,8 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       atomic_max_u64 (&ftl->trim_seq_end[blk], lp->seq + 1);
     }
     else {
-      assert (lp->kind == FTL_OOB_DATA && lp->lpn < ftl->logical_pages);
+      assert ((lp->kind == FTL_OOB_DATA || lp->kind == FTL_OOB_POISON) &&
+              lp->lpn < ftl->logical_pages);
       o.lpn = lp->lpn;
       seq_sum += lp->seq;
       nseq++;

@@ -56,10 +56,15 @@ int
 ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
                        uint64_t clean_ckpt_gen)
 {
-  uint8_t buf[FTL_SB_SLOT];
+  /* The slot's first sector: the rest of the slot holds the
+   * durable-point record (format.h).
+   */
+  uint8_t buf[512];
   struct ftl_superblock sb = ftl->sb;
   int r;
 
+  static_assert (FTL_SB_BYTES <= sizeof buf &&
+                 sizeof buf <= FTL_DURABLE_OFFSET, "superblock sector");
   sb.generation++;
   sb.state = state;
   sb.clean_ckpt_gen = clean_ckpt_gen;

@@ -198,6 +198,48 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   return FTL_FMT_OK;
 }
 
+/* ---- durable-point record ---- */
+
+void
+fmt_durable_encode (const struct ftl_durable *d, uint8_t *buf)
+{
+  memset (buf, 0, FTL_DURABLE_BYTES);
+  memcpy (buf, FTL_DURABLE_MAGIC, 8);
+  put32le (buf + 8, FTL_FORMAT_VERSION);
+  put32le (buf + 12, FTL_DURABLE_BYTES);
+  put64le (buf + 24, d->generation);
+  put64le (buf + 32, d->seq);
+  put64le (buf + 40, d->uuid[0]);
+  put64le (buf + 48, d->uuid[1]);
+  put64le (buf + 16, struct_checksum (buf, FTL_DURABLE_BYTES, 16, 8));
+}
+
+enum ftl_fmt_status
+fmt_durable_decode (const uint8_t *buf, size_t len, struct ftl_durable *out)
+{
+  struct ftl_durable d;
+
+  if (len < FTL_DURABLE_BYTES)
+    return FTL_FMT_BAD_LENGTH;
+  if (all_zero (buf, FTL_DURABLE_BYTES))
+    return FTL_FMT_EMPTY;
+  if (memcmp (buf, FTL_DURABLE_MAGIC, 8) != 0)
+    return FTL_FMT_BAD_MAGIC;
+  d.version = get32le (buf + 8);
+  if (d.version == 0 || d.version > FTL_FORMAT_VERSION)
+    return FTL_FMT_BAD_VERSION;
+  if (get32le (buf + 12) != FTL_DURABLE_BYTES)
+    return FTL_FMT_BAD_LENGTH;
+  if (get64le (buf + 16) != struct_checksum (buf, FTL_DURABLE_BYTES, 16, 8))
+    return FTL_FMT_BAD_CHECKSUM;
+  d.generation = get64le (buf + 24);
+  d.seq = get64le (buf + 32);
+  d.uuid[0] = get64le (buf + 40);
+  d.uuid[1] = get64le (buf + 48);
+  *out = d;
+  return FTL_FMT_OK;
+}
+
 /* ---- checkpoint header and body entries ---- */
 
 void
@@ -428,7 +470,8 @@ fmt_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
   put32le (tmp + 20, 0);
   if (get32le (buf + 20) != (uint32_t) fmt_checksum (tmp, FTL_OOB_BYTES, 0))
     return FTL_FMT_BAD_CHECKSUM;
-  if (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM)
+  if (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM &&
+      buf[2] != FTL_OOB_POISON)
     return FTL_FMT_BAD_FIELD;
   out->kind = buf[2];
   out->lpn = out->trim_entries = 0;

@@ -52,6 +52,13 @@
 #define FTL_SB_SLOT            4096
 #define FTL_SB_BYTES           128          /* encoded length, version 1 */
 
+/* The durable-point record: in each superblock slot at this offset
+ * (the superblock itself is written in the slot's first sector only).
+ */
+#define FTL_DURABLE_MAGIC      "FTLDURPT"    /* 8 bytes */
+#define FTL_DURABLE_OFFSET     2048
+#define FTL_DURABLE_BYTES      64
+
 #define FTL_CKPT_MAGIC         "FTLCKPT\0"   /* 8 bytes */
 #define FTL_CKPT_HDR_BYTES     256
 #define FTL_CKPT_NCOUNTERS     14
@@ -94,6 +101,22 @@ struct ftl_superblock {
   uint64_t clean_ckpt_gen;      /* when clean: the checkpoint written last */
   uint64_t uuid[2];
   uint64_t created;             /* seconds since the epoch */
+};
+
+/* Durable-point record.  Every page of the log whose sequence number is
+ * below seq was programmed and synced: after a crash, such a page that
+ * fails its checksum is not a write cut short but durable data that
+ * was damaged (it reads as an error), while a page at or above seq may
+ * be a torn write (recovery drops it).  Written after the sync of a
+ * flush or a FUA write, then synced; the two copies (one per superblock
+ * slot) alternate by generation, the higher valid one wins.  Images that
+ * never recorded one have zeros there: seq 0.  Added within version 1.
+ */
+struct ftl_durable {
+  uint32_t version;
+  uint64_t generation;
+  uint64_t seq;
+  uint64_t uuid[2];             /* the image's (superblock uuid) */
 };
 
 /* Checkpoint header (the body follows it in the slot). */
@@ -141,8 +164,13 @@ struct ftl_block_header {
   uint64_t erase_seq;           /* sequence number when erased */
 };
 
-/* OOB entry. */
-enum ftl_oob_kind { FTL_OOB_DATA = 1, FTL_OOB_TRIM = 2 };
+/* OOB entry.  POISON stands for data that was lost: garbage collection
+ * found a valid page that failed its checksum (damaged after it was
+ * durable) and moved it as this, so that its logical page goes on
+ * reading as an error until it is rewritten or trimmed.  Its data page
+ * holds zeros.  (Added within version 1.)
+ */
+enum ftl_oob_kind { FTL_OOB_DATA = 1, FTL_OOB_TRIM = 2, FTL_OOB_POISON = 3 };
 
 struct ftl_oob {
   uint8_t kind;                 /* enum ftl_oob_kind */
@@ -185,6 +213,11 @@ extern void fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf);
 extern enum ftl_fmt_status fmt_sb_decode (const uint8_t *buf, size_t len,
                                           struct ftl_superblock *out,
                                           char *why, size_t whylen);
+
+extern void fmt_durable_encode (const struct ftl_durable *d, uint8_t *buf);
+extern enum ftl_fmt_status fmt_durable_decode (const uint8_t *buf,
+                                               size_t len,
+                                               struct ftl_durable *out);
 
 extern void fmt_ckpt_header_encode (const struct ftl_ckpt_header *h,
                                     uint8_t *buf);

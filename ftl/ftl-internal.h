@@ -278,6 +278,15 @@ struct bg {
   pthread_cond_t cond;
 };
 
+/* Sequence numbers reserved by programs in flight (durable.c). */
+#define SEQ_SLOTS 128
+struct seqreg {
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool used[SEQ_SLOTS];
+  uint64_t lo[SEQ_SLOTS];
+};
+
 struct ftl {
   char *path;
   int fd;
@@ -286,6 +295,15 @@ struct ftl {
   bool powered_off;             /* atomic: ftl_power_cut (powercut.c) */
   bool was_unclean;             /* recovery found no clean shutdown */
   bool last_ckpt_clean;         /* ... and its checkpoint was a clean one */
+
+  /* Durable points (durable.c). */
+  struct seqreg seqreg;
+  uint64_t synced_seq;          /* atomic: pages below are synced */
+  pthread_mutex_t durable_lock;
+  uint64_t durable_seq;         /* the record on the media (and what
+                                 * recovery loaded) */
+  uint64_t durable_gen;
+  uint64_t recovered_damaged;   /* durable pages recovery found damaged */
   unsigned debug;
   ftl_log_fn log;
   void *log_opaque;
@@ -517,6 +535,8 @@ extern void gc_free (struct ftl *ftl);
  * -ENOSPC when nothing can be reclaimed.
  */
 extern int gc_reclaim (struct ftl *ftl, uint32_t target, bool bg);
+/* Relocate what is valid in FULL block b and erase it (for tests). */
+extern int gc_reclaim_block (struct ftl *ftl, uint32_t b);
 /* Before a request takes blocks (holding no stripe lock): collect if
  * free blocks are at the low watermark.  urgent: the host could not
  * get a block above the reserve; collect up to it or fail with
@@ -603,6 +623,16 @@ extern int ckpt_write (struct ftl *ftl, bool clean);
 /* Write a checkpoint if one is due and no other thread writes one. */
 extern void ckpt_maybe (struct ftl *ftl);
 extern bool ckpt_due (struct ftl *ftl);
+
+/* durable.c: durable points (see there). */
+extern int durable_init (struct ftl *ftl);
+extern void durable_free (struct ftl *ftl);
+extern uint64_t seq_reserve (struct ftl *ftl, uint32_t k, int *slot);
+extern void seq_release (struct ftl *ftl, int slot);
+extern uint64_t durable_sample (struct ftl *ftl);
+extern void durable_synced (struct ftl *ftl, uint64_t sample);
+extern int durable_commit (struct ftl *ftl);
+extern int durable_load (struct ftl *ftl);
 
 /* recovery.c: load the newest checkpoint and roll the log forward. */
 extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);

@@ -428,7 +428,7 @@ partition_young (struct ftl *ftl, struct log_page *mv, uint32_t n)
  */
 static int
 read_batch (struct ftl *ftl, const struct gc_victim *v,
-            const struct log_page *mv, uint32_t n)
+            struct log_page *mv, uint32_t n)
 {
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *p = ftl->gc.buf + ((size_t) i << ftl->page_shift);
@@ -446,14 +446,27 @@ read_batch (struct ftl *ftl, const struct gc_victim *v,
     for (uint32_t j = 0; j < run; j++) {
       ob = v->oob
         + (size_t) media_ppn_page (&ftl->media, mv[i + j].from) * FTL_OOB_BYTES;
-      if (fmt_oob_decode (ob, FTL_OOB_BYTES, &o) != FTL_FMT_OK ||
-          o.data_checksum != fmt_checksum (p + ((size_t) j << ftl->page_shift),
-                                           ftl->page_size, mv[i + j].from)) {
-        log_msg (ftl, FTL_LOG_ERROR, "gc: page %u of block %u fails its "
-                 "checksum", media_ppn_page (&ftl->media, mv[i + j].from),
-                 v->block);
+      uint8_t *pj = p + ((size_t) j << ftl->page_shift);
+      if (fmt_oob_decode (ob, FTL_OOB_BYTES, &o) != FTL_FMT_OK) {
+        log_msg (ftl, FTL_LOG_ERROR, "gc: page %u of block %u: its OOB "
+                 "entry is damaged",
+                 media_ppn_page (&ftl->media, mv[i + j].from), v->block);
         return -EIO;
       }
+      if (o.data_checksum != fmt_checksum (pj, ftl->page_size,
+                                           mv[i + j].from)) {
+        /* A mapped page damaged after it was written: what it held is
+         * lost, and its logical page must go on reading as an error,
+         * never as something else: it moves as poison (format.h).
+         */
+        log_msg (ftl, FTL_LOG_WARN, "gc: logical page %u: page %u of "
+                 "block %u fails its checksum; moved as lost data",
+                 mv[i + j].lpn, media_ppn_page (&ftl->media, mv[i + j].from),
+                 v->block);
+        mv[i + j].kind = FTL_OOB_POISON;
+      }
+      if (mv[i + j].kind == FTL_OOB_POISON)
+        memset (pj, 0, ftl->page_size);
     }
     i += run - 1;
   }
@@ -522,7 +535,7 @@ choose_moves (struct ftl *ftl, struct gc_victim *v, struct log_page *mv,
     }
     else if (o.lpn < ftl->logical_pages && l2p_load (ftl, o.lpn) == ppn)
       mv[n++] = (struct log_page) {
-        .kind = FTL_OOB_DATA, .lpn = o.lpn, .seq = o.seq, .from = ppn };
+        .kind = o.kind, .lpn = o.lpn, .seq = o.seq, .from = ppn };
   }
   return n;
 }
@@ -640,6 +653,22 @@ reclaim_block (struct ftl *ftl, uint32_t victim)
   if (r < 0)
     return r;
   return victim_complete (ftl, &v);
+}
+
+int
+gc_reclaim_block (struct ftl *ftl, uint32_t b)
+{
+  int r;
+
+  assert (b < ftl->blocks);
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  gc_lock (ftl);
+  r = ftl->state[b] == FTL_BLK_FULL ? reclaim_block (ftl, b) : -EINVAL;
+  if (r >= 0)
+    r = flush_pending (ftl);
+  gc_unlock (ftl);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  return r < 0 ? r : 0;
 }
 
 /* Static wear leveling (wl.c chooses the block), only when the free

@@ -702,6 +702,7 @@ static const struct open_step open_steps[] = {
   { "timing",      NULL,          step_timing,     undo_timing },
   { "media",       NULL,          step_media,      undo_media },
   { "map",         map_init,      NULL,            map_free },
+  { "durable",     durable_init,  NULL,            durable_free },
   { "write cache", NULL,          step_cache,      cache_free },
   { "blocks",      alloc_init,    NULL,            alloc_free },
   { "trim log",    trimlog_init,  NULL,            trimlog_free },

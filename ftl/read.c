@@ -72,6 +72,8 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
                "erase block %u is damaged (%s)", lpn + i,
                media_ppn_page (m, ppn + i), blk,
                s != FTL_FMT_OK ? fmt_status_string (s) :
+               o.kind == FTL_OOB_POISON ? "its data was lost: it was "
+               "damaged after it was durable" :
                o.kind != FTL_OOB_DATA ? "it holds trim records" :
                o.lpn != lpn + i ? "it belongs to another logical page" :
                o.erase_count != ec ?

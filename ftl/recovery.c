@@ -14,7 +14,11 @@
  * Each OOB entry found there is checked (its own checksum, the block's
  * erase count, then the data page's checksum, so torn pages are dropped)
  * and becomes a log item: a data page (LPN -> PPN) or a page of trim
- * entries.  Items are applied in sequence order; trim entries older than
+ * entries.  A page that fails its data checksum is a torn write if it
+ * was written after the last durable point, and is dropped; before it,
+ * it is durable data damaged since, and stays mapped so that it reads
+ * as an error (durable.c), unless it is a torn copy whose original is
+ * intact.  Items are applied in sequence order; trim entries older than
  * the checkpoint are already in it and are skipped.  Then the valid
  * counts and the free pool are rebuilt from the map and the block table.
  *
@@ -39,6 +43,7 @@ struct item {
   uint32_t lpn;
   uint32_t count;               /* trim: pages; data: 0 */
   uint32_t ppn;                 /* data only */
+  bool damaged;                 /* data: durable, but fails its checksum */
 };
 
 struct items {
@@ -67,9 +72,12 @@ cmp_item (const void *a, const void *b)
   const struct item *x = a, *y = b;
   if (x->seq != y->seq)
     return x->seq < y->seq ? -1 : 1;
-  /* Same sequence number: two copies of one page (GC); either will do,
-   * prefer a stable order.
+  /* Same sequence number: two copies of one page (GC).  An intact one
+   * goes last, so that it is the one applied (a torn copy's original is
+   * still there); else either will do: a stable order.
    */
+  if (x->damaged != y->damaged)
+    return x->damaged ? -1 : 1;
   return x->ppn < y->ppn ? -1 : x->ppn > y->ppn;
 }
 
@@ -198,7 +206,7 @@ page_items (struct ftl *ftl, uint32_t b, uint32_t i, uint32_t ppn,
 {
   uint32_t n;
 
-  if (o->kind == FTL_OOB_DATA) {
+  if (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_POISON) {
     if (o->lpn >= ftl->logical_pages) {
       log_msg (ftl, FTL_LOG_WARN, "block %u page %u: logical page %u is "
                "beyond the disk; ignored", b, i, o->lpn);
@@ -223,6 +231,32 @@ page_items (struct ftl *ftl, uint32_t b, uint32_t i, uint32_t ppn,
       return r;
   }
   return 0;
+}
+
+/* A page that fails its checksum.  Written after the last durable
+ * point, it is a write cut short: dropped.  Below it, it was durable and
+ * was damaged since: its logical page must not fall back to an older
+ * version, so it stays mapped to it and reads as an error (durable.c).
+ */
+static int
+damaged_page (struct ftl *ftl, uint32_t b, uint32_t i, uint32_t ppn,
+              const struct ftl_oob *o, struct items *items)
+{
+  if (o->seq >= ftl->durable_seq) {
+    log_debug (ftl, FTL_DEBUG_RECOVERY, "block %u page %u: torn, dropped",
+               b, i);
+    return 0;
+  }
+  if (o->kind == FTL_OOB_TRIM) {
+    log_msg (ftl, FTL_LOG_ERROR, "erase block %u page %u: durable trim "
+             "records are damaged; the trims they recorded are lost", b, i);
+    return 0;
+  }
+  if (o->lpn >= ftl->logical_pages)
+    return 0;
+  return items_push (items, (struct item) {
+      .seq = o->seq, .lpn = o->lpn, .count = 0, .ppn = ppn,
+      .damaged = true });
 }
 
 /* Scan one block for log items written after the checkpoint. */
@@ -304,12 +338,14 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
         return r;
     }
     const uint8_t *page = data + ((size_t) (i - win) << ftl->page_shift);
+    /* Even a torn page's number is never given out again. */
+    *maxseq = MAX (*maxseq, o.seq);
     if (fmt_checksum (page, ftl->page_size, ppn) != o.data_checksum) {
-      log_debug (ftl, FTL_DEBUG_RECOVERY, "block %u page %u: torn, dropped",
-                 b, i);
+      r = damaged_page (ftl, b, i, ppn, &o, items);
+      if (r < 0)
+        return r;
       continue;
     }
-    *maxseq = MAX (*maxseq, o.seq);
     r = page_items (ftl, b, i, ppn, &o, page, trims, items, maxseq);
     if (r < 0)
       return r;
@@ -320,6 +356,32 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
   media_set_block (m, b, ec, wp);
   ftl->state[b] = wp == 0 ? FTL_BLK_FREE : FTL_BLK_FULL;
   return 0;
+}
+
+/* Does lpn map to an intact page of the same or a newer version than
+ * seq?  Then a damaged copy of seq is a torn GC copy of it (durable.c)
+ * and is not applied.  The page may be in a block not scanned (FULL
+ * and unchanged since the checkpoint): its OOB entry and data are read.
+ */
+static bool
+intact_version (struct ftl *ftl, uint32_t lpn, uint64_t seq, uint8_t *page)
+{
+  uint32_t ppn = ftl->l2p[lpn], blk;
+  uint8_t oob[FTL_OOB_BYTES];
+  struct ftl_oob o;
+
+  if (ppn == FTL_UNMAPPED)
+    return false;
+  blk = media_ppn_block (&ftl->media, ppn);
+  if (media_read_oob (&ftl->media, blk, media_ppn_page (&ftl->media, ppn),
+                      1, oob) < 0 ||
+      fmt_oob_decode (oob, sizeof oob, &o) != FTL_FMT_OK ||
+      (o.kind != FTL_OOB_DATA && o.kind != FTL_OOB_POISON) ||
+      o.lpn != lpn || o.seq < seq ||
+      o.erase_count != media_erase_count (&ftl->media, blk))
+    return false;
+  return media_read (&ftl->media, ppn, 1, page) == 0 &&
+    fmt_checksum (page, ftl->page_size, ppn) == o.data_checksum;
 }
 
 static int
@@ -356,11 +418,29 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
     /* In sequence order: the newest item for a page is applied last. */
     assert (i == 0 || items.v[i - 1].seq <= it->seq);
     assert ((uint64_t) it->lpn + MAX (it->count, 1) <= ftl->logical_pages);
-    if (it->count == 0)
+    if (it->count == 0) {
+      if (it->damaged) {
+        if (intact_version (ftl, it->lpn, it->seq, data)) {
+          log_debug (ftl, FTL_DEBUG_RECOVERY, "logical page %u: a torn "
+                     "copy; its original is intact", it->lpn);
+          continue;
+        }
+      }
       ftl->l2p[it->lpn] = it->ppn;
+    }
     else if (it->seq >= ckpt_seq)
       for (uint64_t l = it->lpn; l < (uint64_t) it->lpn + it->count; l++)
         ftl->l2p[l] = FTL_UNMAPPED;
+  }
+  /* The damaged pages that no newer version or trim replaced. */
+  for (size_t i = 0; i < items.n; i++) {
+    const struct item *it = &items.v[i];
+    if (it->damaged && ftl->l2p[it->lpn] == it->ppn) {
+      log_msg (ftl, FTL_LOG_WARN, "logical page %u: its durable version "
+               "(physical page %u) is damaged; it reads as an error until "
+               "it is rewritten or trimmed", it->lpn, it->ppn);
+      ftl->recovered_damaged++;
+    }
   }
   log_debug (ftl, FTL_DEBUG_RECOVERY, "rolled forward %zu log items",
              items.n);
@@ -458,6 +538,12 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
   r = load_checkpoint (ftl, &h, errbuf, errlen);
   if (r < 0)
     return r;
+  r = durable_load (ftl);
+  if (r < 0) {
+    snprintf (errbuf, errlen, "reading the durable-point record: %s",
+              strerror (-r));
+    return r;
+  }
   for (int i = 0; i < FTL_CTR__MAX; i++)
     ftl->ctr[i] = h.counters[i];
   ftl->next_seq = h.seq;

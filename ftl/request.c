@@ -221,10 +221,16 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
   ckpt_maybe_held (ftl);
   r = host_write (ftl, buf, count, offset);
   if (r == 0 && (flags & FTL_FUA)) {
+    uint64_t durable;
     if (ftl->cache.nslots)
       r = cache_flush (ftl);
+    durable = durable_sample (ftl);
     if (r == 0)
       r = media_sync (&ftl->media);
+    if (r == 0) {
+      durable_synced (ftl, durable);
+      r = durable_commit (ftl);
+    }
   }
   return r;
 }
@@ -336,6 +342,9 @@ sync_fua (struct ftl *ftl)
     r = write_barrier (ftl);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
   }
+  /* Recovery must know that these pages were durable (durable.c). */
+  if (r == 0)
+    r = durable_commit (ftl);
   return r;
 }
 

@@ -126,14 +126,19 @@ trimlog_barrier (struct ftl *ftl, uint32_t keep)
   /* Writing trim records is work done for everybody: a request's
    * deadline does not interrupt it (deadline.h), only the sync after.
    */
+  uint64_t durable;
+
   dl_hold ();
   r = trimlog_flush (ftl, keep);
   dl_release ();
+  /* Every page below this is programmed: durable after the sync. */
+  durable = durable_sample (ftl);
   if (r == 0)
     r = media_sync (&ftl->media);
   if (r < 0)
     return r;
   map_barrier_done (ftl, k);
+  durable_synced (ftl, durable);
   return 0;
 }
 

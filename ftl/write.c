@@ -82,13 +82,15 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
       return r;
     uint32_t k = MIN (n, alloc_frontier_room (ftl, f));
     k = MIN (k, ALLOC_PROGRAM_MAX);
-    uint64_t seq = __atomic_fetch_add (&ftl->next_seq, k, __ATOMIC_RELAXED);
+    int slot;
+    uint64_t seq = seq_reserve (ftl, k, &slot);
     for (uint32_t i = 0; i < k; i++)
       pages[i] = (struct log_page) {
         .kind = FTL_OOB_DATA, .lpn = lpn + i, .seq = seq + i,
         .from = FTL_UNMAPPED,
       };
     r = alloc_program (ftl, f, pages, k, data, NULL);
+    seq_release (ftl, slot);
     if (r < 0)
       return r;
     /* Part of the request is in the map: from now on an abort only
@@ -192,10 +194,12 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
       }
       if (k == 0)
         continue;
-      uint64_t seq = __atomic_fetch_add (&ftl->next_seq, k, __ATOMIC_RELAXED);
+      int slot;
+      uint64_t seq = seq_reserve (ftl, k, &slot);
       for (uint32_t j = 0; j < k; j++)
         pages[j].seq = seq + j;
       r = alloc_programv (ftl, f, pages, k, ptrs, NULL);
+      seq_release (ftl, slot);
       if (r < 0)
         break;
       for (uint32_t j = first; j < i; j++)

@@ -20,7 +20,8 @@ decode (const uint8_t *buf, size_t len)
   if (fmt_oob_decode (buf, len, &o) != FTL_FMT_OK)
     return;
   FUZZ_CHECK (len >= FTL_OOB_BYTES);
-  FUZZ_CHECK (o.kind == FTL_OOB_DATA || o.kind == FTL_OOB_TRIM);
+  FUZZ_CHECK (o.kind == FTL_OOB_DATA || o.kind == FTL_OOB_TRIM ||
+              o.kind == FTL_OOB_POISON);
   fmt_oob_encode (&o, again);
   FUZZ_CHECK (fmt_oob_decode (again, sizeof again, &o2) == FTL_FMT_OK);
   FUZZ_CHECK (o.kind == o2.kind && o.lpn == o2.lpn &&

@@ -209,4 +209,37 @@ for size in 100 6000 $(( ckpt[1] + 100 )) $(( data_offset + 5000 )) \
     refused 'truncated'
 done
 
+# 10. Never stale.  Page 3 rewritten and flushed, the server killed (the
+# next start rolls the log forward), then the new version's data page
+# damaged: page 3 fails with EIO, never reads as the version it
+# replaced, and check names it.  Rewritten without a flush (and without
+# a write cache, so that the page reaches the image) and damaged the
+# same way, it is a write cut short: page 3 reads as before.
+rewrite_kill_damage ()
+{
+    start_server "$sock" "$pid" file="$img" "$@"
+    timeout 60 nbdsh -u "$uri" -c "$flush_or_not"
+    kill_server "$pid"
+    $FTLCTL dump --lpn 3 "$img" > "$tmp/dump"
+    data_at="$(awk '/data offset:/ { print $3 }' "$tmp/dump")"
+    # The new version is in the image, in the log after the checkpoint.
+    [ "$data_at" != "$good_data_at" ] || fail "$case: page 3 did not move"
+    flip $(( data_at + 100 ))
+}
+$FTLCTL dump --lpn 3 "$good" > "$tmp/dump"
+good_data_at="$(awk '/data offset:/ { print $3 }' "$tmp/dump")"
+
+begin "flushed, killed, damaged"
+flush_or_not='h.pwrite(b"new version of page 3;" * 186 + b"\1" * 4, 3 * 4096)
+h.flush()'
+rewrite_kill_damage
+checked 4 'error: logical page 3 \(physical page [0-9]+: erase block [0-9]+, page [0-9]+\): data checksum mismatch'
+served 3
+
+begin "not flushed, killed, damaged"
+flush_or_not='h.pwrite(b"new version of page 3;" * 186 + b"\1" * 4, 3 * 4096)'
+rewrite_kill_damage write-cache=0
+checked 0 'clean'
+served
+
 echo "$0: all cases passed"

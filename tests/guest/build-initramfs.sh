@@ -15,7 +15,7 @@
 #   /lib/modules/*.ko     virtio (PCI, console, block) and nbd, with their
 #                         dependencies, uncompressed, listed in load order
 #                         in /lib/modules/load-order
-#   /usr/sbin, /usr/bin   nbd-client, socat, mkfs.ext4, e2fsck, util-linux's
+#   /usr/sbin, /usr/bin   nbd-client, socat, mkfs.ext4, e2fsck, sqlite3, util-linux's
 #                         blkdiscard and fstrim, with their shared libraries
 set -euo pipefail
 
@@ -99,6 +99,7 @@ copy_program /sbin/mke2fs /usr/sbin/mkfs.ext4
 copy_program /sbin/e2fsck /usr/sbin/e2fsck
 copy_program /sbin/blkdiscard /usr/sbin/blkdiscard
 copy_program /sbin/fstrim /usr/sbin/fstrim
+copy_program "$(command -v sqlite3 || echo /usr/bin/sqlite3)" /usr/bin/sqlite3
 [ -f /etc/mke2fs.conf ] && cp /etc/mke2fs.conf "$root/etc/"
 # libnl and nbd-client look up protocol and user names.
 echo "root:x:0:0:root:/:/bin/sh" > "$root/etc/passwd"

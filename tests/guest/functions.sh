@@ -26,7 +26,7 @@ guest_requires ()
 {
     local v
     requires qemu-system-x86_64 busybox nbd-client socat cpio gzip \
-        modprobe ldd mke2fs e2fsck fstrim blkdiscard timeout
+        modprobe ldd mke2fs e2fsck fstrim blkdiscard sqlite3 timeout
     # The newest cloud kernel installed, with its modules.
     kver=
     for v in $(ls /boot 2>/dev/null | sed -n 's/^vmlinuz-\(.*-cloud-amd64\)$/\1/p' |

@@ -957,6 +957,85 @@ START_TEST (test_damaged_data_page)
 }
 END_TEST
 
+/* Never stale: a page that was durable (flushed) and is damaged after
+ * a crash reads as an error, never as the version it replaced; a page
+ * never flushed that fails its checksum is a torn write and reads as
+ * its previous version.  A rewrite heals; garbage collection moves a
+ * damaged page as lost data, which still reads as an error after a
+ * restart.
+ */
+static uint64_t
+damage_after_kill (bool flush)
+{
+  struct ftl *ftl;
+  uint8_t page[PS4];
+  uint64_t off;
+
+  unlink (path);
+  ftl = unit_open (path, SIZE4, PS4, 8, 150, 0, unit_nosync_io ());
+  for (uint64_t l = 0; l < 20; l++) {
+    unit_fill_page (page, PS4, l, 1);
+    ck_assert_int_eq (ftl_write (ftl, page, PS4, l * PS4, 0), 0);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  unit_fill_page (page, PS4, 5, 2);
+  ck_assert_int_eq (ftl_write (ftl, page, PS4, 5 * PS4, 0), 0);
+  if (flush)
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+  off = media_page_offset (&ftl->media, ftl->l2p[5]);
+  open_abandon (ftl);
+  unit_flip_byte (path, off + 100, 0x04);
+  return off;
+}
+
+START_TEST (test_never_stale)
+{
+  struct ftl *ftl;
+  uint8_t page[PS4];
+  uint64_t lpn, v;
+
+  /* Not flushed: a torn write; the flushed version 1 is what remains. */
+  damage_after_kill (false);
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  ck_assert_uint_eq (ftl->recovered_damaged, 0);
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 5 * PS4), 0);
+  ck_assert_int_eq (unit_page_identify (page, PS4, &lpn, &v), 1);
+  ck_assert_uint_eq (v, 1);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* Flushed: the damage is reported, never version 1. */
+  damage_after_kill (true);
+  unit_quiet = true;
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  ck_assert_uint_eq (ftl->recovered_damaged, 1);
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 5 * PS4), -EIO);
+  /* The other pages read as before. */
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 6 * PS4), 0);
+  /* Garbage collection moves it as lost data: still an error, here and
+   * after a restart.
+   */
+  uint32_t from = ftl->l2p[5];
+  ck_assert_int_eq (gc_reclaim_block (ftl, media_ppn_block (&ftl->media,
+                                                            from)), 0);
+  ck_assert_uint_ne (ftl->l2p[5], from);
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 5 * PS4), -EIO);
+  ck_assert_msg (strstr (unit_last_error, "its data was lost"),
+                 "error: '%s'", unit_last_error);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 5 * PS4), -EIO);
+  /* A rewrite heals it. */
+  unit_fill_page (page, PS4, 5, 3);
+  ck_assert_int_eq (ftl_write (ftl, page, PS4, 5 * PS4, 0), 0);
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 5 * PS4), 0);
+  ck_assert_int_eq (unit_page_identify (page, PS4, &lpn, &v), 1);
+  ck_assert_uint_eq (v, 3);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  unit_quiet = false;
+}
+END_TEST
+
 static Suite *
 recovery_suite (void)
 {
@@ -989,6 +1068,7 @@ recovery_suite (void)
   tcase_add_test (tc, test_damaged_superblock);
   tcase_add_test (tc, test_truncated);
   tcase_add_test (tc, test_damaged_data_page);
+  tcase_add_test (tc, test_never_stale);
   suite_add_tcase (s, tc);
   return s;
 }

@@ -1,0 +1,2 @@
+/* The FTL library module durable.c, built with libFuzzer instrumentation. */
+#include "durable.c"
