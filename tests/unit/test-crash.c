@@ -44,6 +44,12 @@
  * recorded and cut at each of its events, and the image recovered
  * again: it must give exactly what the uninterrupted recovery gave.
  *
+ * A second, shorter workload runs with a write cache, whose pages
+ * reach the log in destage batches (background steps, writers that
+ * find the cache full, flushes and FUA writes), and is checked with
+ * the same model: flushes and FUA writes are its durability points,
+ * and anything written since may be lost, but never what they covered.
+ *
  * Each event is classified when it is issued (inside garbage
  * collection, wear leveling, a checkpoint, a superblock update, an
  * erase, an open or a close; and, inside a background step, what the
@@ -78,6 +84,7 @@
 
 static char base[256], start[256], img[256], img2[256], img3[256];
 static uint64_t seed;
+static uint64_t cache_bytes;    /* the write cache of the variant run */
 static long only = -1;          /* FTL_CRASH_EVENT: check one point */
 
 static void
@@ -117,7 +124,7 @@ open_image (const char *path, const struct ftl_io *io, char *err,
     .path = path, .logical_bytes = SIZE, .page_size = PS,
     .pages_per_block = PPB, .op_percent = OP, .streams = 1,
     .wl_threshold = WL, .log = debug ? debug_log : unit_log, .io = io,
-    .debug = debug ? ~0u : 0,
+    .debug = debug ? ~0u : 0, .write_cache_bytes = cache_bytes,
     .manual_background = true,
   };
   struct ftl *ftl = NULL;
@@ -743,18 +750,39 @@ walk_to (struct walk *w, size_t n)
             w->c->blocks * sizeof *w->ec_min);
 }
 
-/* What is enumerated: the size of the workload, the cuts at each crash
- * point, how often a recovery is crashed again, and the background work
- * that must have been cut.
+/* What is enumerated: the write cache, the size of the workload, the
+ * cuts at each crash point, how often a recovery is crashed again, and
+ * the background work that must have been cut.
  */
 struct variant {
   const char *name;
+  uint64_t cache_bytes;
   unsigned mix;                 /* random ops on each side of the reopen */
   const enum unit_cut_mode *modes;
   size_t nmodes;
   unsigned twice;               /* 1 in twice images: a second crash */
   unsigned must_cut;            /* 1 << enum bg_work */
+  bool volatile_cache;          /* writes that completed in the cache
+                                 * are lost at some cuts in order; with
+                                 * none, never */
 };
+
+/* Does a sector read other than the last write of data that completed
+ * to it (a lost write: allowed by the model only if it was not
+ * flushed)?  Trims and zeros are not counted: their records wait in
+ * memory for the next barrier, cache or not.
+ */
+static bool
+lost_write (const struct walk *w, const uint64_t *got)
+{
+  uint64_t v;
+
+  for (uint32_t s = 0; s < NSECT; s++)
+    if (w->m.last[s] != 0 && got[s] != w->m.last[s] &&
+        !(w->inflight && op_sets (w->inflight, s, &v)))
+      return true;
+  return false;
+}
 
 /* The op in progress at a crash point, for messages. */
 static const char *
@@ -783,6 +811,7 @@ crash_every_event (const struct variant *v)
   unsigned fg = 0, bg = 0, by_work[BG_WORK__MAX] = { 0 };
   unsigned steps_cut[BG_WORK__MAX] = { 0 };
   long last_step = -1;
+  unsigned lost_in_order = 0;
   size_t nops;
   long *op_start, *op_end;
   struct op *ops;
@@ -792,6 +821,7 @@ crash_every_event (const struct variant *v)
 
   printf ("%s: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", v->name,
           seed);
+  cache_bytes = v->cache_bytes;
   unit_fault_init (&f);
   unit_fault_init (&rec);
   ops = record (&f, &c, v->mix, &nops, &op_start, &op_end);
@@ -840,6 +870,11 @@ crash_every_event (const struct variant *v)
       /* A clean restart gives the same content. */
       check_image (img, NULL, NULL, NULL, w.ec_min, again, what);
       check_same (got, again, what);
+      /* Every write issued reached the file, in order (but the one
+       * in flight): only data still in a write cache can be missing.
+       */
+      if (mode == UNIT_CUT_ORDER && lost_write (&w, got))
+        lost_in_order++;
       cnt.images++;
       if (info.torn >= 0)
         cnt.torn++;
@@ -881,6 +916,8 @@ crash_every_event (const struct variant *v)
             by_work[k], steps_cut[k], work_names[k]);
   printf ("%s: %u crash points during recovery (%u images checked)\n",
           v->name, cnt.second, cnt.second_images);
+  printf ("%s: %u cuts with every issued write in the file lost a "
+          "completed write (in a write cache)\n", v->name, lost_in_order);
   for (int t = 0; t < NTAGS && only < 0; t++)
     ck_assert_msg (cnt.by_tag[t] > 0, "no crash point in %s", tag_names[t]);
   for (int k = BG_NONE + 1; k < BG_WORK__MAX && only < 0; k++)
@@ -888,6 +925,11 @@ crash_every_event (const struct variant *v)
       ck_assert_msg (steps_cut[k] > 0, "no crash point in a background "
                      "step doing %s", work_names[k]);
   ck_assert (only >= 0 || !v->twice || cnt.second > 100);
+  if (v->volatile_cache)
+    ck_assert (only >= 0 || lost_in_order > 100);
+  else
+    ck_assert_msg (lost_in_order == 0, "%u cuts lost a completed write "
+                   "with no write cache", lost_in_order);
   ck_assert (only >= 0 || cnt.multi_torn > 100);
 
   unit_disk_free (&d);
@@ -919,6 +961,30 @@ START_TEST (test_crash_every_event)
 }
 END_TEST
 
+/* The same with a write cache of 64 KiB (32 pages, half the disk):
+ * writes complete in the cache, and reach the log in destage batches,
+ * run by background steps, by writers that find the cache full, and
+ * by flushes and FUA writes, which are the only durability points.
+ * After a cut, every write that a completed flush (or FUA) covered
+ * must read back; a write not flushed may be lost, but a sector never
+ * reads older than its last flushed version, nor garbage.
+ */
+static const enum unit_cut_mode cache_modes[] = {
+  UNIT_CUT_ORDER, UNIT_CUT_SECTORS, UNIT_CUT_NONE,
+};
+
+START_TEST (test_crash_write_cache)
+{
+  static const struct variant v = {
+    .name = "crash, write cache", .cache_bytes = 64 * 1024, .mix = 120,
+    .modes = cache_modes,
+    .nmodes = sizeof cache_modes / sizeof cache_modes[0],
+    .must_cut = 1u << BG_DESTAGE | 1u << BG_GC | 1u << BG_CKPT,
+    .volatile_cache = true,
+  };
+  crash_every_event (&v);
+}
+END_TEST
 
 /* Does checkpoint slot i of img hold a whole checkpoint for this
  * geometry: a header that decodes and a body that matches its checksum?
@@ -971,6 +1037,7 @@ START_TEST (test_damaged_newest_checkpoint)
   ck_assert_uint_eq (LP * PS, SIZE);
   printf ("damaged checkpoint: seed %" PRIu64 "\n", seed);
   unit_fault_init (&f);
+  cache_bytes = 0;
   ops = record (&f, &c, 220, &nops, &op_start, &op_end);
   unit_disk_init (&d, &f, start);
   memset (&w, 0, sizeof w);
@@ -1050,6 +1117,7 @@ crash_suite (void)
   tcase_add_checked_fixture (tc, setup, NULL);
   tcase_set_timeout (tc, 600);
   tcase_add_test (tc, test_crash_every_event);
+  tcase_add_test (tc, test_crash_write_cache);
   tcase_add_test (tc, test_damaged_newest_checkpoint);
   suite_add_tcase (s, tc);
   return s;
