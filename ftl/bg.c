@@ -1,24 +1,37 @@
-/* nbdkit-ftl: the background thread: checkpoints, erases of drained
- * blocks, and garbage collection ahead of need.
+/* nbdkit-ftl: background work, one step at a time, and the thread that
+ * runs it.
  *
- * It sleeps until a writer finds the free pool at or below
- * gc.drain_target or a checkpoint due (bg_kick, bg_wake), or 100 ms
- * pass; then, in this order:
+ * A step (bg_step) does one unit of work, the first of these that has
+ * any:
  *
- *   1. writes the checkpoint if one is due (ckpt_maybe);
- *   2. erases drained blocks (nothing to copy) up to gc.drain_target
- *      free blocks (drain); when those left wait for a barrier, runs it
- *      here, outside gc.lock, while writers go on with the free blocks:
- *      a large sequential overwrite then seldom waits for a sync;
- *   3. while the pool is at or below gc.high, reclaims one victim at a
- *      time (watermark mode), or one slice at a time, yielding between
- *      slices while a request's deadline is near (deadline mode),
- *      holding ckpt_rw shared only for that victim (or slice).
+ *   1. the checkpoint, if one is due (ckpt_maybe);
+ *   2. while free blocks are at or below gc.drain_target: a batch of
+ *      erases of drained blocks (nothing to copy) that a barrier
+ *      covers; or, when those left wait for one, that barrier, run
+ *      outside gc.lock while writers go on with the free blocks (a
+ *      large sequential overwrite then seldom waits for a sync);
+ *   3. after a step that reclaimed a victim: a static wear leveling
+ *      move, if a block is due for one (gc_wear_level);
+ *   4. while free blocks are at or below gc.high: one victim (watermark
+ *      mode), or one slice after yielding while a request's deadline is
+ *      near (deadline mode), holding ckpt_rw shared only for it.
  *
- * Invariants: the thread holds no lock while it sleeps; bg.stop changes
- * under bg.lock, so a stop is never missed between the test and the
- * wait; the thread blocks every signal (they belong to the caller's
- * threads).
+ * The thread (started by ftl_start_background) loops over steps; it
+ * sleeps when a step finds nothing to do, until a writer finds the free
+ * pool at or below gc.drain_target or a checkpoint due (bg_kick,
+ * bg_wake) or 100 ms pass, and for 1 s after an error (a failed
+ * checkpoint, or nothing to reclaim) rather than try again at once.
+ * The write cache's destager is a thread of its own (destage.c).  With
+ * manual_background there are no threads: the caller steps
+ * (ftl_background_step), and a step then also destages one batch of
+ * the write cache's dirty pages, taking turns with the rest.
+ *
+ * Invariants: steps never overlap (bg.step_lock), so the state they
+ * keep between them (bg.drained_idle, bg.destage_first, gc.wl_after)
+ * has one writer; the thread holds no lock while it sleeps; bg.stop
+ * and bg.kicks change under bg.lock, so neither a stop nor a kick is
+ * missed between a step and the wait; the thread blocks every signal
+ * (they belong to the caller's threads).
  */
 
 #include <config.h>
@@ -30,12 +43,26 @@
 #include "ftl-internal.h"
 
 #define BG_YIELD_NS (500 * UINT64_C (1000))  /* one wait for a request */
+#define BG_IDLE_MS  100                       /* sleep when idle */
+#define BG_ERROR_MS 1000                      /* sleep after an error */
+#define BG_ERASES   8                         /* erases per step */
+
+/* What this thread's step is doing (bg_work_here). */
+static __thread enum bg_work work;
+
+enum bg_work
+bg_work_here (void)
+{
+  return work;
+}
 
 void
-bg_init (struct ftl *ftl)
+bg_init (struct ftl *ftl, bool manual)
 {
+  ftl->bg.manual = manual;
   pthread_mutex_init (&ftl->bg.lock, NULL);
   pthread_cond_init (&ftl->bg.cond, NULL);
+  pthread_mutex_init (&ftl->bg.step_lock, NULL);
 }
 
 void
@@ -43,18 +70,14 @@ bg_free (struct ftl *ftl)
 {
   pthread_mutex_destroy (&ftl->bg.lock);
   pthread_cond_destroy (&ftl->bg.cond);
-}
-
-static bool
-stopping (struct ftl *ftl)
-{
-  return __atomic_load_n (&ftl->bg.stop, __ATOMIC_ACQUIRE);
+  pthread_mutex_destroy (&ftl->bg.step_lock);
 }
 
 void
 bg_wake (struct ftl *ftl)
 {
   pthread_mutex_lock (&ftl->bg.lock);
+  ftl->bg.kicks++;
   pthread_cond_signal (&ftl->bg.cond);
   pthread_mutex_unlock (&ftl->bg.lock);
 }
@@ -66,39 +89,31 @@ bg_kick (struct ftl *ftl)
     bg_wake (ftl);
 }
 
-/* Erase drained blocks until more than gc.drain_target are free, a few
- * at a time under gc.lock; run the barrier they wait for outside it.
- * Returns 1 if it erased or synced anything, 0 if not, or a negative
- * errno.  Caller holds ckpt_rw shared.
+/* Step 2: erase up to BG_ERASES drained blocks that an earlier barrier
+ * covers; if none is covered and some wait for a barrier, run it (one
+ * serves them all; a trim page it writes leaves the blocks that
+ * clients' trims leave).  Returns 1 if it erased or synced, 0 if
+ * nothing is drained, or a negative errno.
  */
 static int
-drain (struct ftl *ftl)
+drain_step (struct ftl *ftl)
 {
-  int did = 0;
+  bool waiting;
+  int r;
 
-  while (alloc_nfree (ftl) <= ftl->gc.drain_target && !stopping (ftl)) {
-    bool waiting;
-    int r = gc_erase_drained (ftl, 8, ftl->gc.drain_target, &waiting);
-    if (r < 0)
-      return r;
-    if (r > 0)
-      did = 1;
-    if (!waiting) {
-      if (r == 0)
-        break;                  /* nothing drained */
-      continue;
-    }
-    /* Drained blocks wait for a barrier: one serves them all.  A trim
-     * page it writes leaves the blocks that clients' trims leave.
-     */
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  work = BG_ERASE;
+  r = gc_erase_drained (ftl, BG_ERASES, ftl->gc.drain_target, &waiting);
+  if (r == 0 && waiting) {
+    work = BG_BARRIER;
     r = gc_make_room (ftl, false);
     if (r == 0)
       r = gc_barrier (ftl, FTL_META_KEEP_BLOCKS);
-    if (r < 0)
-      return r;
-    did = 1;
+    if (r == 0)
+      r = 1;
   }
-  return did;
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  return r < 0 ? r : r > 0;
 }
 
 /* Deadline mode: before the next slice, wait while a request's deadline
@@ -111,12 +126,106 @@ yield (struct ftl *ftl)
 {
   uint64_t start = timing_now ();
 
-  while (!stopping (ftl) && gc_deadline_near (ftl) &&
-         alloc_nfree (ftl) > ftl->gc.low &&
+  while (!__atomic_load_n (&ftl->bg.stop, __ATOMIC_ACQUIRE) &&
+         gc_deadline_near (ftl) && alloc_nfree (ftl) > ftl->gc.low &&
          timing_now () - start < ftl->dl.timeout_ns) {
     __atomic_fetch_add (&ftl->gc.yields, 1, __ATOMIC_RELAXED);
     timing_sleep_until (timing_now () + BG_YIELD_NS);
   }
+}
+
+/* Step 4: one victim, or one slice of one.  Returns 1 if it did
+ * something, 0 if the free pool is above gc.high (and no victim is in
+ * progress), or a negative errno (-ENOSPC: nothing to reclaim).
+ */
+static int
+gc_step (struct ftl *ftl)
+{
+  bool slices = ftl->gc.mode == FTL_GC_DEADLINE;
+  int r;
+
+  if (alloc_nfree (ftl) > ftl->gc.high && !(slices && gc_in_progress (ftl)))
+    return 0;
+  work = BG_GC;
+  if (slices) {
+    yield (ftl);
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    r = gc_slice (ftl);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    return r;
+  }
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  r = gc_reclaim (ftl, ftl->gc.high, true);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  return r < 0 ? r : 1;
+}
+
+/* One unit of background work (see the top of the file), the write
+ * cache's aside.  Returns 1 if it did something, 0 if there was
+ * nothing to do, or a negative errno.  Caller holds bg.step_lock.
+ */
+static int
+bg_step (struct ftl *ftl)
+{
+  int r;
+
+  work = BG_CKPT;
+  r = ckpt_maybe (ftl);
+  if (r != 0)
+    return r;
+  if (wl_worn_out (ftl))
+    return 0;
+
+  if (alloc_nfree (ftl) <= ftl->gc.drain_target && !ftl->bg.drained_idle) {
+    r = drain_step (ftl);
+    if (r != 0)
+      return r;
+    ftl->bg.drained_idle = true;
+  }
+
+  work = BG_WL;
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  r = gc_wear_level (ftl);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  if (r != 0)
+    return r;
+
+  r = gc_step (ftl);
+  if (r == 0)
+    ftl->bg.drained_idle = false;       /* idle: look again next time */
+  return r;
+}
+
+int
+ftl_background_step (struct ftl *ftl)
+{
+  struct bg *bg = &ftl->bg;
+  int r;
+
+  if (!bg->manual)
+    return -EINVAL;
+  if (ftl->readonly)
+    return 0;
+  pthread_mutex_lock (&bg->step_lock);
+  /* The write cache and the rest take turns when both have work, as
+   * the destager and the background thread share the device.
+   */
+  bool destage_first = bg->destage_first && ftl->cache.nslots;
+  bg->destage_first = !bg->destage_first;
+  r = 0;
+  if (destage_first) {
+    work = BG_DESTAGE;
+    r = destage_step (ftl, ALLOC_PROGRAM_MAX);
+  }
+  if (r == 0)
+    r = bg_step (ftl);
+  if (r == 0 && !destage_first && ftl->cache.nslots) {
+    work = BG_DESTAGE;
+    r = destage_step (ftl, ALLOC_PROGRAM_MAX);
+  }
+  work = BG_NONE;
+  pthread_mutex_unlock (&bg->step_lock);
+  return r < 0 ? r : r > 0;
 }
 
 /* Wait on bg.cond (bg.lock held) for at most ms milliseconds. */
@@ -135,69 +244,34 @@ sleep_ms (struct ftl *ftl, unsigned ms)
   pthread_cond_timedwait (&ftl->bg.cond, &ftl->bg.lock, &ts);
 }
 
-/* One round of work (steps 2 and 3 above), without bg.lock.  Returns
- * 0, or a negative errno (-ENOSPC: nothing to reclaim).
- */
-static int
-collect (struct ftl *ftl, bool drain_first, bool *drained_idle)
-{
-  int r;
-
-  if (drain_first) {
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
-    r = drain (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
-    *drained_idle = r == 0;
-    if (r < 0)
-      return r;
-    if (alloc_nfree (ftl) > ftl->gc.high)
-      return 0;
-  }
-  if (ftl->gc.mode == FTL_GC_DEADLINE) {
-    yield (ftl);
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
-    r = gc_slice (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
-    return r < 0 ? r : 0;
-  }
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  r = gc_reclaim (ftl, ftl->gc.high, true);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
-  return r;
-}
-
 static void *
 background (void *arg)
 {
   struct ftl *ftl = arg;
-  bool drained_idle = false;    /* the last drain found nothing to do */
+  struct bg *bg = &ftl->bg;
 
-  pthread_mutex_lock (&ftl->bg.lock);
-  while (!ftl->bg.stop) {
-    bool drain_first = alloc_nfree (ftl) <= ftl->gc.drain_target &&
-      !drained_idle;
-    bool idle =
-      (alloc_nfree (ftl) > ftl->gc.high && !drain_first &&
-       !(ftl->gc.mode == FTL_GC_DEADLINE && gc_in_progress (ftl))) ||
-      wl_worn_out (ftl);
-    if (idle && !ckpt_due (ftl)) {
-      drained_idle = false;     /* kicked, or 100 ms: look again */
-      sleep_ms (ftl, 100);
-      continue;
-    }
-    pthread_mutex_unlock (&ftl->bg.lock);
+  pthread_mutex_lock (&bg->lock);
+  while (!bg->stop) {
+    uint64_t kicks = bg->kicks;
+    pthread_mutex_unlock (&bg->lock);
 
-    ckpt_maybe (ftl);
-    int r = idle ? 0 : collect (ftl, drain_first, &drained_idle);
+    pthread_mutex_lock (&bg->step_lock);
+    int r = bg_step (ftl);
+    work = BG_NONE;
+    pthread_mutex_unlock (&bg->step_lock);
 
-    pthread_mutex_lock (&ftl->bg.lock);
-    if (r < 0 && !ftl->bg.stop)
-      /* Nothing to reclaim now (or an error, already logged): wait for
-       * the next kick rather than spin.
+    pthread_mutex_lock (&bg->lock);
+    if (bg->stop)
+      break;
+    if (r < 0)
+      /* Nothing to reclaim now, or an error (already logged): wait
+       * rather than spin.
        */
-      sleep_ms (ftl, 1000);
+      sleep_ms (ftl, BG_ERROR_MS);
+    else if (r == 0 && bg->kicks == kicks)
+      sleep_ms (ftl, BG_IDLE_MS);       /* until kicked, or 100 ms */
   }
-  pthread_mutex_unlock (&ftl->bg.lock);
+  pthread_mutex_unlock (&bg->lock);
   return NULL;
 }
 
@@ -208,6 +282,11 @@ ftl_start_background (struct ftl *ftl)
 
   if (ftl->readonly || bg_running (ftl))
     return 0;
+  if (ftl->bg.manual) {
+    /* Requests leave the work to the caller's steps. */
+    __atomic_store_n (&ftl->bg.running, true, __ATOMIC_RELEASE);
+    return 0;
+  }
   r = destage_start (ftl);
   if (r < 0)
     return r;
@@ -232,10 +311,12 @@ ftl_stop_background (struct ftl *ftl)
   destage_stop (ftl);
   if (!bg_running (ftl))
     return;
-  pthread_mutex_lock (&ftl->bg.lock);
-  __atomic_store_n (&ftl->bg.stop, true, __ATOMIC_RELEASE);
-  pthread_cond_signal (&ftl->bg.cond);
-  pthread_mutex_unlock (&ftl->bg.lock);
-  pthread_join (ftl->bg.thread, NULL);
+  if (!ftl->bg.manual) {
+    pthread_mutex_lock (&ftl->bg.lock);
+    __atomic_store_n (&ftl->bg.stop, true, __ATOMIC_RELEASE);
+    pthread_cond_signal (&ftl->bg.cond);
+    pthread_mutex_unlock (&ftl->bg.lock);
+    pthread_join (ftl->bg.thread, NULL);
+  }
   __atomic_store_n (&ftl->bg.running, false, __ATOMIC_RELEASE);
 }

@@ -207,20 +207,27 @@ ckpt_due (struct ftl *ftl)
     >= ftl->ckpt_interval;
 }
 
-/* Called by the background thread, and by requests when there is
- * none or it is behind (request.c), with no lock held: write a
- * checkpoint once enough has been written since the last one, which
- * bounds the work of a recovery.  Only one thread does it; the others
- * go on.
+/* Called by background steps (bg.c), and by requests when there is
+ * no background thread or it is behind (request.c), with no lock held:
+ * write a checkpoint once enough has been written since the last one,
+ * which bounds the work of a recovery.  Only one thread does it; the
+ * others go on.  Returns 1 if it wrote one, 0 if none was due or
+ * another thread was writing one, or a negative errno (logged).
  */
-void
+int
 ckpt_maybe (struct ftl *ftl)
 {
+  int r = 0;
+
   if (!ckpt_due (ftl))
-    return;
+    return 0;
   if (pthread_mutex_trylock (&ftl->ckpt_lock) != 0)
-    return;
-  if (ckpt_due (ftl))
-    ckpt_write_locked (ftl, false);
+    return 0;
+  if (ckpt_due (ftl)) {
+    r = ckpt_write_locked (ftl, false);
+    if (r == 0)
+      r = 1;
+  }
   pthread_mutex_unlock (&ftl->ckpt_lock);
+  return r;
 }

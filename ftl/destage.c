@@ -10,7 +10,11 @@
  *                         the cache), until they are down to cache.low
  *                         (a quarter); and all of them once no write
  *                         came for DESTAGE_IDLE_NS, as a drive empties
- *                         its buffer when idle;
+ *                         its buffer when idle (one destage_step at a
+ *                         time);
+ *   a background step     with manual_background, in place of the
+ *                         thread: one destage_step whenever pages are
+ *                         dirty (bg.c);
  *   a writer              that finds its shard full (request affinity:
  *                         the request does the work it waits for);
  *   flush and FUA         every page written before them
@@ -89,18 +93,32 @@ destage_until (struct ftl *ftl, uint64_t max_ver)
   return r < 0 ? r : -EIO;
 }
 
+static uint64_t
+dirty_pages (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->cache.dirty, __ATOMIC_RELAXED);
+}
+
+int
+destage_step (struct ftl *ftl, uint32_t max)
+{
+  int r;
+
+  if (dirty_pages (ftl) == 0)
+    return 0;
+  r = destage_batch (ftl, UINT64_MAX, -1, max);
+  if (r < 0)
+    log_msg (ftl, FTL_LOG_ERROR, "write cache: destaging: %s",
+             strerror (-r));
+  return r;
+}
+
 /* ---- the destager thread ---- */
 
 static bool
 stopping (struct ftl *ftl)
 {
   return __atomic_load_n (&ftl->cache.stop, __ATOMIC_ACQUIRE);
-}
-
-static uint64_t
-dirty_pages (struct ftl *ftl)
-{
-  return __atomic_load_n (&ftl->cache.dirty, __ATOMIC_RELAXED);
 }
 
 static void *
@@ -136,12 +154,9 @@ destager (void *arg)
       uint32_t target = idle ? 0 : c->low;
       uint64_t d;
       while (!stopping (ftl) && (d = dirty_pages (ftl)) > target) {
-        int r = destage_batch (ftl, UINT64_MAX, -1, d - target);
-        if (r < 0) {
-          log_msg (ftl, FTL_LOG_ERROR, "write cache: destaging: %s",
-                   strerror (-r));
+        int r = destage_step (ftl, d - target);
+        if (r < 0)
           break;                /* try again at the next tick */
-        }
         if (r == 0)
           break;                /* all in flight with other threads */
       }

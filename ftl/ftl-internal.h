@@ -11,7 +11,8 @@
  *               trims, barriers
  *   cache.c     the write cache (pages in RAM, per-shard locks)
  *   read.c      reading host data from the log, checked page by page
- *   bg.c        the background thread: checkpoints, drains, GC
+ *   bg.c        background work, one step at a time: checkpoints,
+ *               drains, wear leveling, GC; the thread that runs it
  *   ckpt.c      checkpoints and superblock updates
  *   recovery.c  loading a checkpoint and rolling the log forward
  *   gc.c        victims, relocation, erases (struct gc)
@@ -49,7 +50,8 @@
  *                 exclusively for the instant of its snapshot.
  *
  * Lock order (take left before right, never the reverse):
- *   ckpt_lock -> ckpt_rw -> gc.lock -> trim_lock -> alloc_lock
+ *   bg.step_lock -> ckpt_lock -> ckpt_rw -> gc.lock -> trim_lock
+ *     -> alloc_lock
  *   ckpt_rw -> stripe locks (ascending) -> host frontier -> trim_lock
  *     -> alloc_lock
  * A request never holds a stripe or frontier lock while it collects
@@ -191,6 +193,9 @@ struct gc {
                                  * blocks (nothing to copy) up to this */
   bool moving_for_wl;           /* relocating for wear leveling, not to
                                  * free space (counted apart) */
+  bool wl_after;                /* background GC reclaimed a victim: its
+                                 * next step may move a block for wear
+                                 * leveling (gc_wear_level) */
   /* Within one gc_reclaim: victims relocated and drained, still FULL,
    * erased together after one barrier.
    */
@@ -269,13 +274,24 @@ struct wl {
   bool worn_out;                /* atomic: too few blocks left to write */
 };
 
-/* The background thread (bg.c). */
+/* Background work (bg.c). */
 struct bg {
+  bool manual;                  /* set at open: no threads, the caller
+                                 * steps (ftl_background_step) */
   pthread_t thread;
-  bool running;                 /* atomic */
+  bool running;                 /* atomic: started (a thread, or manual) */
   bool stop;                    /* atomic; changed under lock */
+  uint64_t kicks;               /* wakes so far (under lock) */
   pthread_mutex_t lock;
   pthread_cond_t cond;
+  /* One step at a time (the thread, or manual callers); what follows is
+   * under step_lock.
+   */
+  pthread_mutex_t step_lock;
+  bool drained_idle;            /* the last look for drained blocks found
+                                 * none: not again until a step is idle */
+  bool destage_first;           /* manual: whose turn it is, the write
+                                 * cache's or the rest's */
 };
 
 /* Sequence numbers reserved by programs in flight (durable.c). */
@@ -556,6 +572,12 @@ extern int gc_barrier (struct ftl *ftl, uint32_t keep);
  * slice, 0 if there was nothing to do, or a negative errno.
  */
 extern int gc_slice (struct ftl *ftl);
+/* After background GC reclaimed a victim (gc.wl_after): one static
+ * wear leveling move, if a block is due for one and no deadline is
+ * near.  Returns 1 if it moved a block, 0 if not, or a negative errno.
+ * Caller holds ckpt_rw shared.
+ */
+extern int gc_wear_level (struct ftl *ftl);
 /* Deadline mode: has a running request less than half its timeout
  * left?
  */
@@ -599,9 +621,18 @@ wl_worn_out (struct ftl *ftl)
   return __atomic_load_n (&ftl->wl.worn_out, __ATOMIC_ACQUIRE);
 }
 
-/* bg.c: the background thread (GC and checkpoints). */
-extern void bg_init (struct ftl *ftl);
+/* bg.c: background work and its thread. */
+extern void bg_init (struct ftl *ftl, bool manual);
 extern void bg_free (struct ftl *ftl);
+/* What a background step does; bg_work_here tells what the calling
+ * thread's step is doing (BG_NONE outside one).  Tests classify what
+ * the background writes; nothing in the FTL decides anything by it.
+ */
+enum bg_work {
+  BG_NONE, BG_CKPT, BG_ERASE, BG_BARRIER, BG_WL, BG_GC, BG_DESTAGE,
+  BG_WORK__MAX
+};
+extern enum bg_work bg_work_here (void);
 static inline bool
 bg_running (struct ftl *ftl)
 {
@@ -620,8 +651,10 @@ extern void ckpt_free (struct ftl *ftl);
 extern int ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
                                   uint64_t clean_ckpt_gen);
 extern int ckpt_write (struct ftl *ftl, bool clean);
-/* Write a checkpoint if one is due and no other thread writes one. */
-extern void ckpt_maybe (struct ftl *ftl);
+/* Write a checkpoint if one is due and no other thread writes one.
+ * Returns 1 if it wrote one, 0 if not, or a negative errno.
+ */
+extern int ckpt_maybe (struct ftl *ftl);
 extern bool ckpt_due (struct ftl *ftl);
 
 /* durable.c: durable points (see there). */
@@ -721,6 +754,11 @@ extern int destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer,
                           uint32_t max);
 /* Every page written at or before max_ver into the log (not synced). */
 extern int destage_until (struct ftl *ftl, uint64_t max_ver);
+/* One batch of the oldest dirty pages, if there are any: the
+ * destager's unit of work.  Returns the pages written, 0 if none were
+ * dirty (or all were in flight), or a negative errno (logged).
+ */
+extern int destage_step (struct ftl *ftl, uint32_t max);
 /* Wake the destager thread if the cache is at its start watermark. */
 extern void destage_kick (struct ftl *ftl);
 extern int destage_start (struct ftl *ftl);

@@ -191,6 +191,9 @@ struct ftl_options {
                                  * (every write goes to the log before
                                  * it completes); FTL_WRITE_CACHE_AUTO:
                                  * ftl_default_write_cache */
+  bool manual_background;       /* ftl_start_background starts no thread:
+                                 * the caller runs the background work
+                                 * with ftl_background_step (tests) */
 };
 
 /* The default write cache for a disk of logical_bytes: 1 MiB per GiB
@@ -307,6 +310,33 @@ extern bool ftl_is_read_only (struct ftl *ftl);
  */
 extern int ftl_start_background (struct ftl *ftl);
 extern void ftl_stop_background (struct ftl *ftl);
+
+/* The background work one unit at a time, for a handle opened with
+ * manual_background (tests that must decide when it runs, such as a
+ * crash-point enumeration).  ftl_start_background then starts no
+ * thread, neither the background thread nor the write cache's
+ * destager, but requests leave to the caller what they would leave to
+ * them; without it, requests do all the work themselves, as with no
+ * background thread.
+ *
+ * Each call does what the threads would do next, one unit of it: a
+ * checkpoint that is due, a batch of erases of blocks with nothing
+ * left to copy, the barrier (a sync) such blocks wait for, a wear
+ * leveling move after a victim was reclaimed, one victim (or, with
+ * FTL_GC_DEADLINE, one slice) of garbage collection while free blocks
+ * are at or below the high watermark, or one batch of the write
+ * cache's dirty pages to the log (whenever there are any: steps and
+ * the rest of the work take turns).  Calls may overlap requests from
+ * other threads; calls from several threads run one at a time.
+ *
+ * Returns 1 if it did something, 0 if there was nothing to do (a
+ * caller that loops until 0 has done all the background work there
+ * is for now), or a negative errno: -EINVAL if the handle was not
+ * opened with manual_background, -ENOSPC if garbage collection found
+ * nothing to reclaim, or the error of the work (a failed checkpoint:
+ * the next call tries it again).
+ */
+extern int ftl_background_step (struct ftl *ftl);
 
 /* The deadline watchdog: a thread that runs the timeout handler for
  * requests past their deadline (see deadline.h).  Does nothing when

@@ -26,8 +26,10 @@
  * (gc_erase_drained), running their barrier itself outside gc.lock.
  *
  * Who runs it: a request that finds the free pool at the low watermark
- * (gc_make_room, before it takes its stripe locks), and the background
- * thread, which keeps the pool above the high watermark.  Everything
+ * (gc_make_room, before it takes its stripe locks), and background
+ * steps (bg.c), which keep the pool above the high watermark one
+ * victim (or slice) per step and leave the wear leveling move that
+ * follows a victim to the next step (gc.wl_after).  Everything
  * here runs under gc.lock, with ckpt_rw held shared by the caller and no
  * stripe or frontier lock (GC moves mappings by compare-and-swap and
  * owns its own frontiers, gcw and gcf).
@@ -673,7 +675,8 @@ gc_reclaim_block (struct ftl *ftl, uint32_t b)
 
 /* Static wear leveling (wl.c chooses the block), only when the free
  * pool is above the low watermark, so that it never competes with host
- * writes for the last free blocks.  Caller holds gc.lock.
+ * writes for the last free blocks.  Returns 1 if it moved a block, 0
+ * if none was due, or a negative errno.  Caller holds gc.lock.
  */
 static int
 wear_level (struct ftl *ftl)
@@ -690,15 +693,17 @@ wear_level (struct ftl *ftl)
   ftl->gc.moving_for_wl = true;
   r = reclaim_block (ftl, b);
   ftl->gc.moving_for_wl = false;
-  return r;
+  return r < 0 ? r : 1;
 }
 
 /* ---- entry points ---- */
 
 /* One step of a collection: erase or sync for a drained block, else
- * reclaim one victim.  Returns 1 if a victim was reclaimed, 0 if a
- * drained block was handled, or a negative errno (-ENOSPC: nothing to
- * reclaim).  Caller holds gc.lock.
+ * reclaim one victim, then (foreground GC that is not in a hurry) make
+ * a wear leveling move; the background thread leaves that move to its
+ * next step (gc.wl_after).  Returns 1 if a victim was reclaimed, 0 if
+ * a drained block was handled, or a negative errno (-ENOSPC: nothing
+ * to reclaim).  Caller holds gc.lock.
  */
 static int
 reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
@@ -731,7 +736,9 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
              alloc_nfree (ftl),
              victim == ftl->gc.cur.block ? " (in progress)" : "");
   r = reclaim_block (ftl, victim);
-  if (r == 0 && !hurry)
+  if (r == 0 && bg)
+    ftl->gc.wl_after = true;
+  else if (r == 0 && !hurry)
     r = wear_level (ftl);
   return r < 0 ? r : 1;
 }
@@ -860,8 +867,7 @@ gc_slice (struct ftl *ftl)
     __atomic_store_n (&v->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
     if (r == 0) {
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
-      if (!gc_deadline_near (ftl))
-        r = wear_level (ftl);
+      gc->wl_after = true;
     }
   }
   else if (r < 0)                 /* starts again from its OOB entries */
@@ -869,6 +875,21 @@ gc_slice (struct ftl *ftl)
   if (r == 0)
     r = 1;
  out:
+  gc_unlock (ftl);
+  return r;
+}
+
+int
+gc_wear_level (struct ftl *ftl)
+{
+  int r = 0;
+
+  gc_lock (ftl);
+  if (ftl->gc.wl_after) {
+    ftl->gc.wl_after = false;
+    if (!gc_deadline_near (ftl))
+      r = wear_level (ftl);
+  }
   gc_unlock (ftl);
   return r;
 }

@@ -588,8 +588,7 @@ step_cache (struct ftl *ftl, struct open_ctx *c)
 static int
 step_background (struct ftl *ftl, struct open_ctx *c)
 {
-  (void) c;
-  bg_init (ftl);
+  bg_init (ftl, c->o->manual_background);
   return 0;
 }
 

@@ -4,9 +4,16 @@
  * zeros, flushes, FUA, enough churn for garbage collection, wear
  * leveling moves, checkpoints, and a clean close and reopen in the
  * middle) runs once through the fault-injection layer (helpers.h),
- * which records every backing write and sync.  Then, for every
- * event index n, the backing file is rebuilt as a power cut during
- * event n would leave it, five ways:
+ * which records every backing write and sync.  The handle is opened
+ * with manual_background: no thread runs, and the background work
+ * (checkpoints, erases of drained blocks, barriers, wear leveling
+ * moves, garbage collection) runs in steps (ftl_background_step) that
+ * the workload places between its requests, seeded; the requests
+ * leave that work to the steps, as they would to the thread, and do
+ * it themselves only when the steps fall behind.  So the power is also
+ * cut inside each kind of background work, at every one of its writes
+ * and syncs.  Then, for every event index n, the backing file is
+ * rebuilt as a power cut during event n would leave it, five ways:
  *
  *   in order   the writes since the last sync reached the file, event n
  *              torn at a random byte;
@@ -37,11 +44,19 @@
  * recorded and cut at each of its events, and the image recovered
  * again: it must give exactly what the uninterrupted recovery gave.
  *
+ * A second, shorter workload runs with a write cache, whose pages
+ * reach the log in destage batches (background steps, writers that
+ * find the cache full, flushes and FUA writes), and is checked with
+ * the same model: flushes and FUA writes are its durability points,
+ * and anything written since may be lost, but never what they covered.
+ *
  * Each event is classified when it is issued (inside garbage
  * collection, wear leveling, a checkpoint, a superblock update, an
- * erase, an open or a close), and the number of crash points in each
- * category is printed.  FTL_CRASH_SEED=N in the environment replays a
- * run; the seed is always printed.
+ * erase, an open or a close; and, inside a background step, what the
+ * step was doing: bg_work_here), and the number of crash points in
+ * each category is printed; every kind of background step must have
+ * been cut.  FTL_CRASH_SEED=N in the environment replays a run; the
+ * seed is always printed.
  */
 
 #include <config.h>
@@ -69,6 +84,7 @@
 
 static char base[256], start[256], img[256], img2[256], img3[256];
 static uint64_t seed;
+static uint64_t cache_bytes;    /* the write cache of the variant run */
 static long only = -1;          /* FTL_CRASH_EVENT: check one point */
 
 static void
@@ -108,16 +124,31 @@ open_image (const char *path, const struct ftl_io *io, char *err,
     .path = path, .logical_bytes = SIZE, .page_size = PS,
     .pages_per_block = PPB, .op_percent = OP, .streams = 1,
     .wl_threshold = WL, .log = debug ? debug_log : unit_log, .io = io,
-    .debug = debug ? ~0u : 0,
+    .debug = debug ? ~0u : 0, .write_cache_bytes = cache_bytes,
+    .manual_background = true,
   };
   struct ftl *ftl = NULL;
   *rp = ftl_open (&o, &ftl, err, errlen);
   return ftl;
 }
 
+/* Open the image the workload runs on: background work is left to its
+ * steps (OP_STEP), which run no thread.
+ */
+static struct ftl *
+open_workload (const char *path, const struct ftl_io *io, char *err,
+               size_t errlen, int *rp)
+{
+  struct ftl *ftl = open_image (path, io, err, errlen, rp);
+
+  if (*rp == 0)
+    ck_assert_int_eq (ftl_start_background (ftl), 0);
+  return ftl;
+}
+
 /* ---- the workload ---- */
 
-enum op_kind { OP_WRITE, OP_TRIM, OP_ZERO, OP_FLUSH, OP_REOPEN };
+enum op_kind { OP_WRITE, OP_TRIM, OP_ZERO, OP_FLUSH, OP_REOPEN, OP_STEP };
 
 struct op {
   enum op_kind kind;
@@ -186,10 +217,35 @@ mix (struct op **ops, size_t *n, size_t *cap, uint64_t *rng, unsigned count)
   }
 }
 
+/* Background steps after the ops, from their own generator (the ops
+ * stay those of the seed): none after most, one after a quarter, two
+ * or three after an eighth.
+ */
 static struct op *
-make_workload (uint64_t s, size_t *nops)
+add_steps (const struct op *ops, size_t nops, uint64_t s, size_t *n)
 {
-  struct op *ops = NULL;
+  struct op *out = NULL;
+  size_t cap = 0;
+  uint64_t rng = s ^ 0x5DEECE66DULL;
+
+  *n = 0;
+  for (size_t i = 0; i < nops; i++) {
+    unsigned k = unit_rnd (&rng) % 8;
+    add (&out, n, &cap, ops[i]);
+    for (unsigned j = 0; j < (k < 5 ? 0 : k < 7 ? 1 : 2 + k % 2); j++)
+      add (&out, n, &cap, (struct op) { .kind = OP_STEP });
+  }
+  return out;
+}
+
+/* The workload: fill the disk and flush, then a random mix of mixn
+ * ops, a clean close and reopen, and another mix, with background
+ * steps between the ops.
+ */
+static struct op *
+make_workload (uint64_t s, unsigned mixn, size_t *nops)
+{
+  struct op *ops = NULL, *stepped;
   size_t n = 0, cap = 0;
   uint64_t rng = s;
 
@@ -198,11 +254,12 @@ make_workload (uint64_t s, size_t *nops)
     add (&ops, &n, &cap, (struct op) { .kind = OP_WRITE, .sector = p * SPP,
                                        .n = 4 * SPP });
   add (&ops, &n, &cap, (struct op) { .kind = OP_FLUSH });
-  mix (&ops, &n, &cap, &rng, 220);
+  mix (&ops, &n, &cap, &rng, mixn);
   add (&ops, &n, &cap, (struct op) { .kind = OP_REOPEN });
-  mix (&ops, &n, &cap, &rng, 220);
-  *nops = n;
-  return ops;
+  mix (&ops, &n, &cap, &rng, mixn);
+  stepped = add_steps (ops, n, s, nops);
+  free (ops);
+  return stepped;
 }
 
 /* The whole pages inside an op's range, as the FTL trims them. */
@@ -231,7 +288,7 @@ op_sets (const struct op *o, uint32_t s, uint64_t *v)
     *v = 0;
     trim_pages (o, &first, &end);
     return s / SPP >= first && s / SPP < end;
-  case OP_FLUSH: case OP_REOPEN:
+  case OP_FLUSH: case OP_REOPEN: case OP_STEP:
     return false;
   }
   abort ();
@@ -259,6 +316,9 @@ run_op (struct ftl *ftl, const struct op *o)
     return ftl_zero (ftl, count, off, o->flags);
   case OP_FLUSH:
     return ftl_flush (ftl);
+  case OP_STEP:
+    r = ftl_background_step (ftl);
+    return r < 0 ? r : 0;
   case OP_REOPEN:                /* done by the caller */
     break;
   }
@@ -333,11 +393,26 @@ enum {
   TAG_GC = 1 << 0, TAG_WL = 1 << 1, TAG_CKPT = 1 << 2, TAG_SB = 1 << 3,
   TAG_ERASE = 1 << 4, TAG_OPEN = 1 << 5, TAG_CLOSE = 1 << 6,
   NTAGS = 7,
+  /* Above the tags: what the background step that issued the event
+   * was doing (enum bg_work; BG_NONE in requests, opens and closes).
+   */
+  TAG_WORK_SHIFT = 8,
 };
 static const char *tag_names[NTAGS] = {
   "garbage collection", "wear leveling", "checkpoint", "superblock update",
   "erase", "open", "close",
 };
+static const char *work_names[BG_WORK__MAX] = {
+  [BG_CKPT] = "checkpoint", [BG_ERASE] = "erases",
+  [BG_BARRIER] = "barrier", [BG_WL] = "wear leveling",
+  [BG_GC] = "garbage collection", [BG_DESTAGE] = "destage",
+};
+
+static enum bg_work
+ev_work (const struct unit_ev *e)
+{
+  return e->tag >> TAG_WORK_SHIFT;
+}
 
 struct ctx {
   struct ftl *ftl;              /* when a handle is open */
@@ -356,7 +431,7 @@ static unsigned
 classify (void *arg, const struct unit_ev *e)
 {
   struct ctx *c = arg;
-  unsigned tag = c->phase;
+  unsigned tag = c->phase | bg_work_here () << TAG_WORK_SHIFT;
 
   if (c->ftl && gc_running_here (c->ftl)) {
     tag |= TAG_GC;
@@ -509,13 +584,16 @@ pending_writes (const struct unit_fault *f, size_t n)
   return np;
 }
 
-/* Record the workload; returns the ops and fills f. */
+/* Record the workload of mixn random ops on each side of the reopen;
+ * returns the ops and fills f.
+ */
 static struct op *
-record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_start,
-        long **op_end)
+record (struct unit_fault *f, struct ctx *c, unsigned mixn, size_t *nops,
+        long **op_start, long **op_end)
 {
   struct ftl *ftl;
-  struct op *ops = make_workload (seed, nops);
+  struct op *ops = make_workload (seed, mixn, nops);
+  unsigned steps = 0, idle = 0;
   uint8_t check[SIZE];
   char err[256];
   int r;
@@ -538,7 +616,7 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_start,
   *op_start = calloc (*nops + 1, sizeof **op_start);
   *op_end = calloc (*nops + 1, sizeof **op_end);
   c->phase = TAG_OPEN;
-  ftl = open_image (base, &f->io, err, sizeof err, &r);
+  ftl = open_workload (base, &f->io, err, sizeof err, &r);
   ck_assert_msg (r == 0, "open: %s", err);
   c->phase = 0;
   c->ftl = ftl;
@@ -555,15 +633,28 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_start,
       ck_assert_int_eq (r, 0);
       (*op_end)[i] = f->n;
       c->phase = TAG_OPEN;
-      ftl = open_image (base, &f->io, err, sizeof err, &r);
+      ftl = open_workload (base, &f->io, err, sizeof err, &r);
       ck_assert_msg (r == 0, "reopen: %s", err);
       c->phase = 0;
       c->ftl = ftl;
     }
     else {
+      size_t n0 = f->n;
       r = run_op (ftl, &ops[i]);
       ck_assert_msg (r == 0, "op %zu failed: %s", i, strerror (-r));
       (*op_end)[i] = f->n;
+      /* Background steps write only inside steps, and always say
+       * what they are doing.
+       */
+      for (size_t k = n0; k < f->n; k++)
+        ck_assert_msg ((ops[i].kind == OP_STEP) == (ev_work (&f->ev[k])
+                                                    != BG_NONE),
+                       "op %zu, event %zu: background work %d", i, k,
+                       ev_work (&f->ev[k]));
+      if (ops[i].kind == OP_STEP) {
+        steps++;
+        idle += f->n == n0;
+      }
     }
   }
   /* The run itself must read back as the model's last values. */
@@ -581,10 +672,13 @@ record (struct unit_fault *f, struct ctx *c, size_t *nops, long **op_start,
     }
     model_free (&m);
   }
-  printf ("crash: workload of %zu ops: %zu backing writes and syncs; %" PRIu64 " gc runs, %" PRIu64 " pages moved by wear "
+  printf ("crash: workload of %zu ops (%u background steps, %u of them "
+          "idle): %zu backing writes and syncs; %" PRIu64 " gc runs (%"
+          PRIu64 " in the background), %" PRIu64 " pages moved by wear "
           "leveling, %" PRIu64 " checkpoints, %" PRIu64 " erases (%" PRIu64
           " without a sync of their own)\n",
-          *nops, f->n, ftl->ctr[FTL_CTR_GC_RUNS], ftl->ctr[FTL_CTR_WL_MOVED],
+          *nops, steps, idle, f->n, ftl->ctr[FTL_CTR_GC_RUNS],
+          ftl->ctr[FTL_CTR_GC_BG_RUNS], ftl->ctr[FTL_CTR_WL_MOVED],
           ftl->ctr[FTL_CTR_CKPTS], ftl->ctr[FTL_CTR_ERASE]
           + ftl->media.erases, ftl->gc.erases_unsynced);
   c->ftl = NULL;
@@ -656,13 +750,68 @@ walk_to (struct walk *w, size_t n)
             w->c->blocks * sizeof *w->ec_min);
 }
 
-START_TEST (test_crash_every_event)
+/* What is enumerated: the write cache, the size of the workload, the
+ * cuts at each crash point, how often a recovery is crashed again, and
+ * the background work that must have been cut.
+ */
+struct variant {
+  const char *name;
+  uint64_t cache_bytes;
+  unsigned mix;                 /* random ops on each side of the reopen */
+  const enum unit_cut_mode *modes;
+  size_t nmodes;
+  unsigned twice;               /* 1 in twice images: a second crash */
+  unsigned must_cut;            /* 1 << enum bg_work */
+  bool volatile_cache;          /* writes that completed in the cache
+                                 * are lost at some cuts in order; with
+                                 * none, never */
+};
+
+/* Does a sector read other than the last write of data that completed
+ * to it (a lost write: allowed by the model only if it was not
+ * flushed)?  Trims and zeros are not counted: their records wait in
+ * memory for the next barrier, cache or not.
+ */
+static bool
+lost_write (const struct walk *w, const uint64_t *got)
+{
+  uint64_t v;
+
+  for (uint32_t s = 0; s < NSECT; s++)
+    if (w->m.last[s] != 0 && got[s] != w->m.last[s] &&
+        !(w->inflight && op_sets (w->inflight, s, &v)))
+      return true;
+  return false;
+}
+
+/* The op in progress at a crash point, for messages. */
+static const char *
+op_name (const struct op *o, const struct unit_ev *e)
+{
+  static const char *names[] = {
+    [OP_WRITE] = "write", [OP_TRIM] = "trim", [OP_ZERO] = "zero",
+    [OP_FLUSH] = "flush", [OP_REOPEN] = "close and open",
+    [OP_STEP] = "background step",
+  };
+  if (!o)
+    return "between ops";
+  if (o->kind == OP_STEP && e && ev_work (e) != BG_NONE)
+    return work_names[ev_work (e)];
+  return names[o->kind];
+}
+
+static void
+crash_every_event (const struct variant *v)
 {
   static struct walk w;
   struct unit_fault f, rec;
   struct unit_disk d;
   struct ctx c = { 0 };
   struct counts cnt = { 0 };
+  unsigned fg = 0, bg = 0, by_work[BG_WORK__MAX] = { 0 };
+  unsigned steps_cut[BG_WORK__MAX] = { 0 };
+  long last_step = -1;
+  unsigned lost_in_order = 0;
   size_t nops;
   long *op_start, *op_end;
   struct op *ops;
@@ -670,10 +819,12 @@ START_TEST (test_crash_every_event)
   double t0 = unit_now ();
   char what[512];
 
-  printf ("crash: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", seed);
+  printf ("%s: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", v->name,
+          seed);
+  cache_bytes = v->cache_bytes;
   unit_fault_init (&f);
   unit_fault_init (&rec);
-  ops = record (&f, &c, &nops, &op_start, &op_end);
+  ops = record (&f, &c, v->mix, &nops, &op_start, &op_end);
   unit_disk_init (&d, &f, start);
   memset (&w, 0, sizeof w);
   w = (struct walk) { .ops = ops, .nops = nops, .op_start = op_start,
@@ -687,13 +838,9 @@ START_TEST (test_crash_every_event)
     if (only >= 0 && (long) n != only)
       continue;
 
-    static const enum unit_cut_mode modes[] = {
-      UNIT_CUT_ORDER, UNIT_CUT_RANDOM, UNIT_CUT_SECTORS, UNIT_CUT_SECTORS,
-      UNIT_CUT_NONE,
-    };
     unsigned pending = pending_writes (&f, n);
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-      enum unit_cut_mode mode = modes[i];
+    for (size_t i = 0; i < v->nmodes; i++) {
+      enum unit_cut_mode mode = v->modes[i];
       struct unit_cut_info info;
       if (mode != UNIT_CUT_ORDER && pending == 0)
         continue;               /* the same file as in order */
@@ -701,17 +848,18 @@ START_TEST (test_crash_every_event)
         continue;
       unit_disk_cut (&d, n, mode, &rng, img, &info);
       ck_assert_uint_eq (info.pending, pending);
-      snprintf (what, sizeof what, "seed %" PRIu64 ", crash at event %zu of "
-                "%zu (op %zu, tags 0x%x; %s: %u of %u pending writes "
-                "applied, %u torn, the last torn: %ld at %" PRIu64 ")", seed,
-                n, f.n, w.k, e ? e->tag : 0,
+      snprintf (what, sizeof what, "%s: seed %" PRIu64 ", crash at event "
+                "%zu of %zu (op %zu: %s; tags 0x%x; %s: %u of %u pending "
+                "writes applied, %u torn, the last torn: %ld at %" PRIu64
+                ")", v->name, seed, n, f.n, w.k,
+                op_name (w.inflight, e), e ? e->tag : 0,
                 mode == UNIT_CUT_ORDER ? "in order" :
                 mode == UNIT_CUT_NONE ? "all lost" :
                 mode == UNIT_CUT_RANDOM ? "random" : "random, sectors",
                 info.applied, info.pending, info.torn_writes, info.torn,
                 info.torn_at);
       /* A sample gets its recovery recorded and crashed again. */
-      bool twice = unit_rnd (&rng) % 16 == 0;
+      bool twice = v->twice && unit_rnd (&rng) % v->twice == 0;
       if (twice)
         unit_copy_file (img, img2);
       unit_fault_reset (&rec);
@@ -722,6 +870,11 @@ START_TEST (test_crash_every_event)
       /* A clean restart gives the same content. */
       check_image (img, NULL, NULL, NULL, w.ec_min, again, what);
       check_same (got, again, what);
+      /* Every write issued reached the file, in order (but the one
+       * in flight): only data still in a write cache can be missing.
+       */
+      if (mode == UNIT_CUT_ORDER && lost_write (&w, got))
+        lost_in_order++;
       cnt.images++;
       if (info.torn >= 0)
         cnt.torn++;
@@ -737,20 +890,46 @@ START_TEST (test_crash_every_event)
     for (int t = 0; t < NTAGS; t++)
       if (e && (e->tag & (1u << t)))
         cnt.by_tag[t]++;
+    if (e && ev_work (e) != BG_NONE) {
+      bg++;
+      by_work[ev_work (e)]++;
+      if (e->op != last_step) {
+        steps_cut[ev_work (e)]++;
+        last_step = e->op;
+      }
+    }
+    else if (e)
+      fg++;
   }
 
-  printf ("crash: %u crash points (every event), %u images checked (%u with "
-          "a torn write, %u with several, %u writes torn in all; %u with "
+  printf ("%s: %u crash points (every event: %u in requests, opens and "
+          "closes, %u in background steps), %u images checked (%u with a "
+          "torn write, %u with several, %u writes torn in all; %u with "
           "lost writes; %u random subsets of pending writes) in %.1f s\n",
-          cnt.points, cnt.images, cnt.torn, cnt.multi_torn, cnt.torn_writes,
-          cnt.dropped, cnt.subsets, unit_now () - t0);
+          v->name, cnt.points, fg, bg, cnt.images, cnt.torn, cnt.multi_torn,
+          cnt.torn_writes, cnt.dropped, cnt.subsets, unit_now () - t0);
   for (int t = 0; t < NTAGS; t++)
-    printf ("crash:   %5u crash points in %s\n", cnt.by_tag[t], tag_names[t]);
-  printf ("crash: %u crash points during recovery (%u images checked)\n",
-          cnt.second, cnt.second_images);
+    printf ("%s:   %5u crash points in %s\n", v->name, cnt.by_tag[t],
+            tag_names[t]);
+  for (int k = BG_NONE + 1; k < BG_WORK__MAX; k++)
+    printf ("%s:   %5u crash points in %u background steps: %s\n", v->name,
+            by_work[k], steps_cut[k], work_names[k]);
+  printf ("%s: %u crash points during recovery (%u images checked)\n",
+          v->name, cnt.second, cnt.second_images);
+  printf ("%s: %u cuts with every issued write in the file lost a "
+          "completed write (in a write cache)\n", v->name, lost_in_order);
   for (int t = 0; t < NTAGS && only < 0; t++)
     ck_assert_msg (cnt.by_tag[t] > 0, "no crash point in %s", tag_names[t]);
-  ck_assert (only >= 0 || cnt.second > 100);
+  for (int k = BG_NONE + 1; k < BG_WORK__MAX && only < 0; k++)
+    if (v->must_cut & (1u << k))
+      ck_assert_msg (steps_cut[k] > 0, "no crash point in a background "
+                     "step doing %s", work_names[k]);
+  ck_assert (only >= 0 || !v->twice || cnt.second > 100);
+  if (v->volatile_cache)
+    ck_assert (only >= 0 || lost_in_order > 100);
+  else
+    ck_assert_msg (lost_in_order == 0, "%u cuts lost a completed write "
+                   "with no write cache", lost_in_order);
   ck_assert (only >= 0 || cnt.multi_torn > 100);
 
   unit_disk_free (&d);
@@ -762,6 +941,49 @@ START_TEST (test_crash_every_event)
   free (ops);
   free (c.snap_ev);
   free (c.snap_ec);
+}
+
+static const enum unit_cut_mode all_modes[] = {
+  UNIT_CUT_ORDER, UNIT_CUT_RANDOM, UNIT_CUT_SECTORS, UNIT_CUT_SECTORS,
+  UNIT_CUT_NONE,
+};
+
+START_TEST (test_crash_every_event)
+{
+  static const struct variant v = {
+    .name = "crash", .mix = 220,
+    .modes = all_modes, .nmodes = sizeof all_modes / sizeof all_modes[0],
+    .twice = 16,
+    .must_cut = 1u << BG_GC | 1u << BG_WL | 1u << BG_CKPT | 1u << BG_ERASE
+      | 1u << BG_BARRIER,
+  };
+  crash_every_event (&v);
+}
+END_TEST
+
+/* The same with a write cache of 8 pages (an eighth of the disk, as
+ * much as its spare allows): writes complete in the cache, and reach
+ * the log in destage batches, run by background steps, by writers that
+ * find the cache full, and by flushes and FUA writes, which are the
+ * only durability points.
+ * After a cut, every write that a completed flush (or FUA) covered
+ * must read back; a write not flushed may be lost, but a sector never
+ * reads older than its last flushed version, nor garbage.
+ */
+static const enum unit_cut_mode cache_modes[] = {
+  UNIT_CUT_ORDER, UNIT_CUT_SECTORS, UNIT_CUT_NONE,
+};
+
+START_TEST (test_crash_write_cache)
+{
+  static const struct variant v = {
+    .name = "crash, write cache", .cache_bytes = 8 * PS, .mix = 120,
+    .modes = cache_modes,
+    .nmodes = sizeof cache_modes / sizeof cache_modes[0],
+    .must_cut = 1u << BG_DESTAGE | 1u << BG_GC | 1u << BG_CKPT,
+    .volatile_cache = true,
+  };
+  crash_every_event (&v);
 }
 END_TEST
 
@@ -816,7 +1038,8 @@ START_TEST (test_damaged_newest_checkpoint)
   ck_assert_uint_eq (LP * PS, SIZE);
   printf ("damaged checkpoint: seed %" PRIu64 "\n", seed);
   unit_fault_init (&f);
-  ops = record (&f, &c, &nops, &op_start, &op_end);
+  cache_bytes = 0;
+  ops = record (&f, &c, 220, &nops, &op_start, &op_end);
   unit_disk_init (&d, &f, start);
   memset (&w, 0, sizeof w);
   w = (struct walk) { .ops = ops, .nops = nops, .op_start = op_start,
@@ -895,6 +1118,7 @@ crash_suite (void)
   tcase_add_checked_fixture (tc, setup, NULL);
   tcase_set_timeout (tc, 600);
   tcase_add_test (tc, test_crash_every_event);
+  tcase_add_test (tc, test_crash_write_cache);
   tcase_add_test (tc, test_damaged_newest_checkpoint);
   suite_add_tcase (s, tc);
   return s;

@@ -7,7 +7,8 @@
  * FULL block's at that instant.  And an erase starts with a write of
  * zeros over the block's OOB entries, so a write hook records which
  * blocks were erased and in what order, and whether for wear leveling
- * (ftl->gc.moving_for_wl set).
+ * (ftl->gc.moving_for_wl set), and by which kind of background step
+ * (bg_work_here), if any.
  * The tests are single-threaded, so the handle's fields are stable
  * while the callback reads them.
  *
@@ -60,6 +61,7 @@ static struct {
   uint64_t data_offset, block_bytes, meta_bytes;
   uint32_t erased[MAX_TRACE];
   bool wl[MAX_TRACE];           /* erased for wear leveling */
+  enum bg_work work[MAX_TRACE]; /* ... by a background step doing this */
   unsigned syncs;               /* syncs so far */
   unsigned syncs_before[MAX_TRACE]; /* ... when each erase began */
   unsigned n;
@@ -76,6 +78,7 @@ trace_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
                            trace.meta_bytes, off, len, buf)) {
     if (trace.n < MAX_TRACE) {
       trace.wl[trace.n] = trace.ftl && trace.ftl->gc.moving_for_wl;
+      trace.work[trace.n] = bg_work_here ();
       trace.syncs_before[trace.n] = trace.syncs;
       trace.erased[trace.n++] = (off - trace.data_offset) / trace.block_bytes;
     }
@@ -738,6 +741,217 @@ START_TEST (test_erase_after_barrier)
 }
 END_TEST
 
+/* ---- background steps (ftl_background_step) ---- */
+
+/* 1024 pages in blocks of 16 with 50% over-provisioning: 96 blocks, 32
+ * spare, so that the high watermark is above the low one.
+ */
+#define BG_LPAGES 1024
+
+static struct ftl *
+open_manual (enum ftl_gc_mode mode, uint32_t wl_threshold)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = BG_LPAGES * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = 50, .streams = 1,
+    .gc_mode = mode, .wl_threshold = wl_threshold, .log = gc_log,
+    .io = &trace_io, .manual_background = true,
+  };
+  struct ftl *ftl;
+  char err[256];
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  trace.ftl = ftl;
+  trace.data_offset = ftl->sb.data_offset;
+  trace.block_bytes = ftl->media.block_bytes;
+  trace.meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
+  ck_assert_uint_gt (ftl->gc.high, ftl->gc.low);
+  /* No thread: requests leave to the steps what they leave to it. */
+  ck_assert_int_eq (ftl_start_background (ftl), 0);
+  ck_assert (!ftl->cache.running);
+  return ftl;
+}
+
+/* Overwrite n pages, hot_pct% of the writes on the first tenth of
+ * the disk, the rest anywhere.
+ */
+static void
+bg_overwrite (struct ftl *ftl, struct ref *r, uint64_t *rng, unsigned n,
+              unsigned hot_pct)
+{
+  for (unsigned i = 0; i < n; i++)
+    write_pages (ftl, r, unit_rnd (rng) % 100 < hot_pct
+                 ? unit_rnd (rng) % (BG_LPAGES / 10)
+                 : unit_rnd (rng) % BG_LPAGES, 1);
+}
+
+/* Fill the disk, then overwrite it until foreground GC has run and
+ * free blocks are at or below the high watermark: with a background,
+ * writes collect only at the low one.
+ */
+static void
+bg_fill (struct ftl *ftl, struct ref *r, uint64_t *rng)
+{
+  ref_init (r, BG_LPAGES);
+  write_pages (ftl, r, 0, BG_LPAGES);
+  bg_overwrite (ftl, r, rng, 2 * BG_LPAGES, 90);
+  ck_assert_uint_gt (ftl->ctr[FTL_CTR_GC_RUNS], 0);
+  ck_assert_uint_le (alloc_nfree (ftl), ftl->gc.high);
+}
+
+/* Step until a step finds nothing to do; at most max steps.  Each
+ * step does one unit of work: GC copies at most one victim's pages
+ * (or, in slices, GC_SLICE's), and every erase in it is of the kind
+ * the step does.  Returns the steps that did something.
+ */
+static unsigned
+step_until_idle (struct ftl *ftl, unsigned max, uint64_t max_copies)
+{
+  unsigned steps = 0;
+
+  for (;;) {
+    struct ftl_stats a, b;
+    unsigned n0 = trace.n;
+    ftl_get_stats (ftl, &a);
+    int r = ftl_background_step (ftl);
+    ftl_get_stats (ftl, &b);
+    ck_assert_msg (r == 0 || r == 1, "step %u: %s", steps, strerror (-r));
+    ck_assert (bg_work_here () == BG_NONE);
+    ck_assert_uint_le ((b.gc_copied_pages + b.wl_moved_pages)
+                       - (a.gc_copied_pages + a.wl_moved_pages), max_copies);
+    for (unsigned i = n0 + 1; i < trace.n; i++)
+      ck_assert_msg (trace.work[i] == trace.work[n0], "step %u erased "
+                     "block %u doing %d, then block %u doing %d", steps,
+                     trace.erased[n0], trace.work[n0], trace.erased[i],
+                     trace.work[i]);
+    if (r == 0) {
+      ck_assert_uint_eq (trace.n, n0);
+      ck_assert_uint_eq (b.media_program_pages, a.media_program_pages);
+      break;
+    }
+    ck_assert_uint_lt (++steps, max);
+  }
+  return steps;
+}
+
+/* GC run by steps: they free blocks above the high watermark, one
+ * victim per step, relocating what is still valid, and the next step
+ * after a victim may make a wear leveling move; a due checkpoint is
+ * a step of its own; then steps find nothing to do.  The data
+ * survives, and a restart.
+ */
+START_TEST (test_background_steps)
+{
+  struct ftl *ftl = open_manual (FTL_GC_WATERMARK, 4);
+  struct ref r;
+  uint64_t rng = 21 + seed_offset;
+  struct ftl_stats a, b;
+
+  uint64_t victims = 0, copied = 0, moved = 0;
+  unsigned steps = 0, erases = 0, wl = 0;
+
+  bg_fill (ftl, &r, &rng);
+  /* Rounds of writes, each followed by steps until they are idle:
+   * after each round, more than gc.high blocks are free, and the
+   * writes of the next round leave it to the steps (they collect at
+   * gc.low only).
+   */
+  for (unsigned round = 0; round < 20; round++) {
+    unsigned n0 = trace.n;
+    ftl_get_stats (ftl, &a);
+    steps += step_until_idle (ftl, 1000, 16);
+    ftl_get_stats (ftl, &b);
+    ck_assert_uint_gt (alloc_nfree (ftl), ftl->gc.high);
+    victims += b.gc_background_runs - a.gc_background_runs;
+    copied += b.gc_copied_pages - a.gc_copied_pages;
+    moved += b.wl_moved_pages - a.wl_moved_pages;
+    /* What the steps erased, they erased in steps of their kind (a
+     * barrier step may collect first, as a writer would, when free
+     * blocks are at the low watermark).
+     */
+    for (unsigned i = n0; i < trace.n; i++) {
+      enum bg_work w = trace.work[i];
+      ck_assert_msg (w == BG_BARRIER ||
+                     (trace.wl[i] ? w == BG_WL : w == BG_GC || w == BG_ERASE),
+                     "erase %u (block %u, wear leveling %d) in a step "
+                     "doing %d", i, trace.erased[i], trace.wl[i], w);
+      wl += trace.wl[i] && w == BG_WL;
+      erases++;
+    }
+    bg_overwrite (ftl, &r, &rng, 4 * 16, 50);
+  }
+  printf ("background steps: %u steps: %" PRIu64 " victims, %" PRIu64
+          " pages relocated, %" PRIu64 " moved for wear leveling, %u "
+          "erases (%u for wear leveling)\n", steps, victims, copied, moved,
+          erases, wl);
+  ck_assert_uint_ge (steps, victims);
+  ck_assert_uint_gt (victims, 20);
+  ck_assert_uint_gt (copied, 0);
+  ck_assert_uint_gt (wl, 0);
+  ck_assert_uint_gt (moved, 0);
+  verify_all (ftl, &r);
+
+  /* Requests leave a due checkpoint to the steps (up to twice the
+   * interval); one step writes it, and nothing else.
+   */
+  while (!ckpt_due (ftl))
+    write_pages (ftl, &r, unit_rnd (&rng) % (BG_LPAGES / 10), 1);
+  write_pages (ftl, &r, 0, 1);
+  ftl_get_stats (ftl, &a);
+  ck_assert_int_eq (ftl_background_step (ftl), 1);
+  ftl_get_stats (ftl, &b);
+  ck_assert_uint_eq (b.checkpoints, a.checkpoints + 1);
+  ck_assert_uint_eq (b.media_erases, a.media_erases);
+  ck_assert (!ckpt_due (ftl));
+  step_until_idle (ftl, 1000, 16);
+  ck_assert_int_eq (ftl_background_step (ftl), 0);
+
+  verify_all (ftl, &r);
+  ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  /* Steps only with manual_background. */
+  ck_assert_int_eq (ftl_background_step (ftl), -EINVAL);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
+/* Deadline mode: a GC step is one slice, at most GC_SLICE (8) pages
+ * relocated; steps go on until the high watermark.
+ */
+START_TEST (test_background_slices)
+{
+  struct ftl *ftl = open_manual (FTL_GC_DEADLINE, UINT32_MAX);
+  struct ref r;
+  uint64_t rng = 23 + seed_offset;
+  struct ftl_stats a, b;
+
+  bg_fill (ftl, &r, &rng);
+  ftl_get_stats (ftl, &a);
+  unsigned steps = step_until_idle (ftl, 2000, 8);
+  ftl_get_stats (ftl, &b);
+  printf ("background slices: %u steps, %" PRIu64 " slices, %" PRIu64
+          " pages relocated, from %u to %u free blocks\n", steps,
+          b.gc_slices - a.gc_slices, b.gc_copied_pages - a.gc_copied_pages,
+          a.blocks_free, b.blocks_free);
+  ck_assert_uint_gt (alloc_nfree (ftl), ftl->gc.high);
+  ck_assert_uint_gt (b.gc_slices - a.gc_slices,
+                     b.gc_background_runs - a.gc_background_runs);
+  ck_assert_uint_le (b.gc_slices - a.gc_slices, steps);
+  ck_assert_uint_gt (b.gc_copied_pages, a.gc_copied_pages);
+  ck_assert (!gc_in_progress (ftl));
+  verify_all (ftl, &r);
+  ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
 static Suite *
 gc_suite (void)
 {
@@ -756,6 +970,8 @@ gc_suite (void)
   tcase_add_test (tc, test_waf_uniform);
   tcase_add_test (tc, test_gc_with_trims);
   tcase_add_test (tc, test_erase_after_barrier);
+  tcase_add_test (tc, test_background_steps);
+  tcase_add_test (tc, test_background_slices);
   suite_add_tcase (s, tc);
   return s;
 }
