@@ -139,6 +139,17 @@ test $patched -ge 1
 refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 2, this program reads up to 1\\)" \
     file="$tmp/newer.img"
 
+# Version 0 is not a newer format: no version writes it.  Both copies
+# patched to version 0 are damaged copies (their checksums no longer
+# match).
+cp "$disk" "$tmp/zero-version.img"
+for sb in 0 4096; do
+    printf '\x00\x00\x00\x00' |
+        dd of="$tmp/zero-version.img" bs=1 seek=$((sb + 8)) conv=notrunc status=none
+done
+refuse "$tmp/zero-version.img" "$tmp/zero-version.img: both superblock copies are damaged \(copy A: checksum mismatch; copy B: checksum mismatch\)" \
+    file="$tmp/zero-version.img"
+
 # A geometry too small to hold the metadata and the spare blocks.
 refuse "$tmp/tiny.img" "$tmp/tiny.img: impossible geometry: size 65536 with op=28% and 256 pages per block gives 0 spare erase blocks, but at least 10 are needed .*" \
     file="$tmp/tiny.img" size=64K pages-per-block=256
