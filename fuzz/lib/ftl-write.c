@@ -1,0 +1,2 @@
+/* The FTL library module write.c, built with libFuzzer instrumentation. */
+#include "write.c"
