@@ -5,6 +5,7 @@
  *
  *   request.c   the request path (ftl_read, ftl_write, ftl_trim, ...)
  *   open.c      ftl_open (a table of steps with undos), ftl_close
+ *   create.c    a new image: its geometry, formatting the file
  *   destage.c   from the write cache to the log: batches, the destager
  *               thread, flushes
  *   write.c     host data into the log: write-through, cached batches,
@@ -600,6 +601,12 @@ extern int ckpt_write (struct ftl *ftl, bool clean);
 /* Write a checkpoint if one is due and no other thread writes one. */
 extern void ckpt_maybe (struct ftl *ftl);
 extern bool ckpt_due (struct ftl *ftl);
+
+/* create.c: format fd, an empty file, as a new image with the geometry
+ * that the options o give; errbuf says why it cannot.
+ */
+extern int create_image (int fd, const struct ftl_options *o, char *errbuf,
+                         size_t errlen);
 
 /* recovery.c: load the newest checkpoint and roll the log forward. */
 extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);
