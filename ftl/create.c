@@ -70,11 +70,12 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   return 0;
 }
 
-/* Write a new, empty image through the backing-file operations io: an
- * empty checkpoint, synced, then the superblocks, synced.  Until the
- * first superblock is written the file holds no superblock and is
- * refused as not an image; after that both checkpoint slot 0 and the
- * superblock it names are complete.
+/* Write a new, empty image through the backing-file operations io: the
+ * file's size, then an empty checkpoint in slot 0, synced, then
+ * superblock copy A, synced, then copy B, synced.  The superblock is
+ * the commit: until copy A is whole the file holds no superblock; once
+ * either copy is whole, checkpoint slot 0 is too.  As with every later
+ * superblock update (ckpt.c), at most one copy is ever being written.
  */
 static int
 format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
@@ -97,10 +98,11 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   uint8_t *ck;
   int r;
 
-  if (ftruncate (fd, size) == -1) {
+  r = media_io_set_size (io, fd, size);
+  if (r < 0) {
     snprintf (errbuf, errlen, "setting the image size to %" PRIu64 ": %s",
-              size, strerror (errno));
-    return -errno;
+              size, strerror (-r));
+    return r;
   }
   ck = calloc (1, sb->ckpt_bytes);
   if (!ck)
@@ -115,12 +117,10 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   free (ck);
   if (r == 0)
     r = io->sync (io->opaque, fd);
-  if (r == 0) {
-    memset (sbbuf, 0, sizeof sbbuf);
-    fmt_sb_encode (sb, sbbuf);
-    r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, 0);
-    if (r == 0)
-      r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, FTL_SB_SLOT);
+  memset (sbbuf, 0, sizeof sbbuf);
+  fmt_sb_encode (sb, sbbuf);
+  for (int i = 0; i < 2 && r == 0; i++) {
+    r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, i * FTL_SB_SLOT);
     if (r == 0)
       r = io->sync (io->opaque, fd);
   }
@@ -134,6 +134,7 @@ int
 create_image (int fd, const struct ftl_options *o, char *errbuf,
               size_t errlen)
 {
+  const struct ftl_io *io = o->io ? o->io : &media_default_io;
   struct ftl_superblock sb;
   int r;
 
@@ -149,9 +150,8 @@ create_image (int fd, const struct ftl_options *o, char *errbuf,
   }
   r = new_geometry (o, &sb, errbuf, errlen);
   if (r == 0)
-    r = format_image (fd, o->io ? o->io : &media_default_io, &sb,
-                      errbuf, errlen);
-  if (r < 0 && ftruncate (fd, 0) == -1) {
+    r = format_image (fd, io, &sb, errbuf, errlen);
+  if (r < 0 && media_io_set_size (io, fd, 0) < 0) {
     /* leave it empty as it was, if we can */
   }
   return r;

@@ -84,13 +84,33 @@ default_sync (void *opaque, int fd)
   return 0;
 }
 
+static int
+default_set_size (void *opaque, int fd, uint64_t size)
+{
+  if (size > INT64_MAX)
+    return -EFBIG;
+  while (ftruncate (fd, size) == -1)
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
+
 const struct ftl_io media_default_io = {
   .pwrite = default_pwrite,
   .pread  = default_pread,
   .sync   = default_sync,
   .opaque = NULL,
   .pwritev = default_pwritev,
+  .set_size = default_set_size,
 };
+
+int
+media_io_set_size (const struct ftl_io *io, int fd, uint64_t size)
+{
+  if (io->set_size)
+    return io->set_size (io->opaque, fd, size);
+  return default_set_size (NULL, fd, size);
+}
 
 int
 media_init (struct media *m, int fd, const struct ftl_io *io,

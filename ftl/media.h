@@ -58,10 +58,12 @@
 
 #include "format.h"
 
-/* Backing-file operations.  The defaults call pwrite, pwritev, pread
- * and fdatasync; tests replace them to inject faults and crashes.  Each
- * returns 0 or a negative errno; short transfers are errors.  pwritev
- * may be NULL: the pieces are then written one pwrite each.
+/* Backing-file operations.  The defaults call pwrite, pwritev, pread,
+ * fdatasync and ftruncate; tests replace them to inject faults and
+ * crashes.  Each returns 0 or a negative errno; short transfers are
+ * errors.  pwritev may be NULL: the pieces are then written one pwrite
+ * each.  set_size serves the creation of an image (create.c) and may be
+ * NULL: the default is used (media_io_set_size).
  */
 struct iovec;
 /* Pages one program may take (media_program), and so iovecs at most. */
@@ -73,8 +75,15 @@ struct ftl_io {
   void *opaque;
   int (*pwritev) (void *opaque, int fd, const struct iovec *iov, int iovcnt,
                   off_t off);
+  /* Set the size of the file: bytes beyond the old size read as zeros.
+   * Durable after the next sync.
+   */
+  int (*set_size) (void *opaque, int fd, uint64_t size);
 };
 extern const struct ftl_io media_default_io;
+
+/* io's set_size, or the default if it is NULL. */
+extern int media_io_set_size (const struct ftl_io *io, int fd, uint64_t size);
 
 struct timing;
 struct deadline;
