@@ -129,7 +129,7 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   return r;
 }
 
-/* Format an empty file as a new image. */
+/* Format an empty file as a new image, and sync its directory. */
 int
 create_image (int fd, const struct ftl_options *o, char *errbuf,
               size_t errlen)
@@ -151,6 +151,15 @@ create_image (int fd, const struct ftl_options *o, char *errbuf,
   r = new_geometry (o, &sb, errbuf, errlen);
   if (r == 0)
     r = format_image (fd, io, &sb, errbuf, errlen);
+  /* The file's name too must survive a power cut, once the open that
+   * created the image has returned.
+   */
+  if (r == 0) {
+    r = media_io_sync_dir (io, o->path);
+    if (r < 0)
+      snprintf (errbuf, errlen, "syncing the directory of the new image: "
+                "%s", strerror (-r));
+  }
   if (r < 0 && media_io_set_size (io, fd, 0) < 0) {
     /* leave it empty as it was, if we can */
   }

@@ -603,7 +603,8 @@ extern void ckpt_maybe (struct ftl *ftl);
 extern bool ckpt_due (struct ftl *ftl);
 
 /* create.c: format fd, an empty file, as a new image with the geometry
- * that the options o give; errbuf says why it cannot.
+ * that the options o give, then sync the directory that holds it;
+ * errbuf says why it cannot.
  */
 extern int create_image (int fd, const struct ftl_options *o, char *errbuf,
                          size_t errlen);

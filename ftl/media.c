@@ -95,6 +95,33 @@ default_set_size (void *opaque, int fd, uint64_t size)
   return 0;
 }
 
+/* fsync the directory that holds path. */
+static int
+default_sync_dir (void *opaque, const char *path)
+{
+  const char *slash = strrchr (path, '/');
+  char *dir;
+  int fd, r = 0;
+
+  if (!slash)
+    dir = strdup (".");
+  else
+    dir = strndup (path, slash == path ? 1 : (size_t) (slash - path));
+  if (!dir)
+    return -ENOMEM;
+  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free (dir);
+  if (fd == -1)
+    return -errno;
+  /* Some file systems cannot sync a directory (EINVAL): they have
+   * nothing to offer, and the image is still usable.
+   */
+  if (fsync (fd) == -1 && errno != EINVAL)
+    r = -errno;
+  close (fd);
+  return r;
+}
+
 const struct ftl_io media_default_io = {
   .pwrite = default_pwrite,
   .pread  = default_pread,
@@ -102,6 +129,7 @@ const struct ftl_io media_default_io = {
   .opaque = NULL,
   .pwritev = default_pwritev,
   .set_size = default_set_size,
+  .sync_dir = default_sync_dir,
 };
 
 int
@@ -110,6 +138,14 @@ media_io_set_size (const struct ftl_io *io, int fd, uint64_t size)
   if (io->set_size)
     return io->set_size (io->opaque, fd, size);
   return default_set_size (NULL, fd, size);
+}
+
+int
+media_io_sync_dir (const struct ftl_io *io, const char *path)
+{
+  if (io->sync_dir)
+    return io->sync_dir (io->opaque, path);
+  return default_sync_dir (NULL, path);
 }
 
 int

@@ -101,6 +101,12 @@ nosync (void *opaque, int fd)
   return 0;
 }
 
+static int
+nosync_dir (void *opaque, const char *path)
+{
+  return 0;
+}
+
 static struct ftl_io nosync_io;
 
 static void
@@ -108,6 +114,7 @@ nosync_io_init (void)
 {
   nosync_io = media_default_io;
   nosync_io.sync = nosync;
+  nosync_io.sync_dir = nosync_dir;
 }
 
 const struct ftl_io *

@@ -30,9 +30,10 @@ extern void unit_dir_remove (void);
 extern void unit_dir_clean (void);
 extern void unit_path (char *buf, size_t len, const char *name);
 
-/* The real file I/O with fdatasync replaced by a no-op: for tests whose
- * subject is not durability ordering (a killed process loses nothing
- * that reached the page cache, so syncs only cost time there).
+/* The real file I/O with fdatasync, and the sync of a new image's
+ * directory, replaced by no-ops: for tests whose subject is not
+ * durability ordering (a killed process loses nothing that reached the
+ * page cache, so syncs only cost time there).
  */
 extern const struct ftl_io *unit_nosync_io (void);
 
