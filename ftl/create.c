@@ -1,6 +1,32 @@
 /* nbdkit-ftl: creating an image: the geometry of a new image from the
- * options, and formatting an empty file as that image.  Called by
- * open.c; see format.h for the layout it writes.
+ * options, formatting a file as that image, and telling what a
+ * creation cut short leaves.  Called by open.c; see format.h for the
+ * layout it writes.
+ *
+ * Creating an image writes, in order (format_image), each step
+ * durable before the next begins:
+ *
+ *   size      the file's size: bytes not written read as zeros
+ *   slot 0    an empty checkpoint                              sync
+ *   copy A    the superblock, which names checkpoint slot 0    sync
+ *   copy B    the superblock again                             sync
+ *   name      the directory that holds the file                sync
+ *
+ * The superblock is the commit: an image opens once a copy of it is
+ * whole.  A power cut before that leaves one of these, which is never
+ * opened as an image, and never formatted again unless it provably
+ * holds nothing:
+ *
+ *   no file, or an empty one, or nothing but zeros: a blank file;
+ *       given a size, the image is created in it (again)
+ *   zeros where both superblock copies go, and our checkpoint where
+ *       slot 0 goes; or copy A torn and copy B all zeros: an image
+ *       whose creation was cut short (CREATE_CUT_SHORT, open.c and
+ *       create_examine); refused, and left as it is
+ *
+ * Zeros where the superblocks go do not prove that a file is ours
+ * (other formats leave their first 8 KiB empty too, e.g. a ZFS vdev):
+ * only a file with nothing at all in it is formatted without asking.
  */
 
 #include <config.h>
@@ -14,6 +40,15 @@
 #include <unistd.h>
 
 #include "ftl-internal.h"
+
+/* Where a new image with pages of ps bytes puts checkpoint slot 0: at
+ * the first page after the two superblock copies.
+ */
+static uint64_t
+ckpt_slot0_offset (uint32_t ps)
+{
+  return ROUND_UP (2 * FTL_SB_SLOT, ps);
+}
 
 /* Work out the geometry of a new image from the options. */
 static int
@@ -58,7 +93,7 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   sb->meta_pages = fmt_meta_pages (ps, ppb);
   sb->logical_bytes = o->logical_bytes;
   sb->ckpt_bytes = fmt_ckpt_bytes (ps, lpages, blocks);
-  sb->ckpt_offset[0] = ROUND_UP (2 * FTL_SB_SLOT, ps);
+  sb->ckpt_offset[0] = ckpt_slot0_offset (ps);
   sb->ckpt_offset[1] = sb->ckpt_offset[0] + sb->ckpt_bytes;
   sb->data_offset = sb->ckpt_offset[1] + sb->ckpt_bytes;
   sb->state = FTL_SB_CLEAN;
@@ -129,28 +164,32 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   return r;
 }
 
-/* Format an empty file as a new image, and sync its directory. */
+/* Format a blank file (empty, or old_size bytes of zeros) as a new
+ * image, and sync its directory.
+ */
 int
-create_image (int fd, const struct ftl_options *o, char *errbuf,
-              size_t errlen)
+create_image (int fd, const struct ftl_options *o, uint64_t old_size,
+              char *errbuf, size_t errlen)
 {
   const struct ftl_io *io = o->io ? o->io : &media_default_io;
+  const char *what = old_size ? "holds only zeros" : "is empty";
   struct ftl_superblock sb;
   int r;
 
   if (!o->logical_bytes) {
-    snprintf (errbuf, errlen, "the file is empty: give a size to create "
-              "a new image");
+    snprintf (errbuf, errlen, "the file %s: give a size to create a new "
+              "image", what);
     return -EINVAL;
   }
   if (o->readonly) {
-    snprintf (errbuf, errlen, "the file is empty and a new image cannot "
-              "be created read-only");
+    snprintf (errbuf, errlen, "the file %s and a new image cannot be "
+              "created read-only", what);
     return -EROFS;
   }
   r = new_geometry (o, &sb, errbuf, errlen);
-  if (r == 0)
-    r = format_image (fd, io, &sb, errbuf, errlen);
+  if (r < 0)
+    return r;
+  r = format_image (fd, io, &sb, errbuf, errlen);
   /* The file's name too must survive a power cut, once the open that
    * created the image has returned.
    */
@@ -160,8 +199,102 @@ create_image (int fd, const struct ftl_options *o, char *errbuf,
       snprintf (errbuf, errlen, "syncing the directory of the new image: "
                 "%s", strerror (-r));
   }
+  /* Leave the file blank, as it was (empty), if we can. */
   if (r < 0 && media_io_set_size (io, fd, 0) < 0) {
-    /* leave it empty as it was, if we can */
+    /* nothing more to do */
   }
   return r;
+}
+
+/* Are bytes [off, end) of the file zeros?  1: yes, 0: no, or a
+ * negative errno.
+ */
+static int
+range_is_zero (int fd, uint8_t *buf, size_t chunk, uint64_t off,
+               uint64_t end)
+{
+  while (off < end) {
+    ssize_t n = pread (fd, buf, MIN (chunk, end - off), off);
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1)
+      return -errno;
+    if (n == 0)                         /* shorter than it was */
+      return 1;
+    if (!all_zero (buf, n))
+      return 0;
+    off += n;
+  }
+  return 1;
+}
+
+/* Does the file hold only zeros?  1: yes, 0: no, or a negative errno.
+ * Holes are skipped (SEEK_DATA), where the file system knows them.
+ */
+static int
+file_is_zero (int fd, uint64_t size)
+{
+  const size_t chunk = 65536;
+  uint8_t *buf = malloc (chunk);
+  uint64_t off = 0;
+  int r = 1;
+
+  if (!buf)
+    return -ENOMEM;
+  while (off < size && r == 1) {
+    off_t data = lseek (fd, off, SEEK_DATA), end = size;
+    if (data == -1 && errno == ENXIO)
+      break;                            /* a hole up to the end */
+    if (data == -1 && errno != EINVAL) {
+      r = -errno;
+      break;
+    }
+    if (data == -1)                     /* no SEEK_DATA: read it all */
+      data = off;
+    else if ((end = lseek (fd, data, SEEK_HOLE)) == -1) {
+      r = -errno;
+      break;
+    }
+    r = range_is_zero (fd, buf, chunk, data, end);
+    off = end;
+  }
+  free (buf);
+  return r;
+}
+
+/* Is our checkpoint's magic where a new image puts slot 0, for some
+ * page size?
+ */
+static bool
+ckpt_magic_found (int fd, uint64_t size)
+{
+  for (uint32_t ps = FTL_MIN_PAGE_SIZE; ps <= FTL_MAX_PAGE_SIZE; ps *= 2) {
+    uint64_t off = ckpt_slot0_offset (ps);
+    char m[8];
+    if (off + sizeof m <= size && pread (fd, m, sizeof m, off) == sizeof m &&
+        memcmp (m, FTL_CKPT_MAGIC, sizeof m) == 0)
+      return true;
+  }
+  return false;
+}
+
+int
+create_examine (int fd, uint64_t size, bool *blank, char *errbuf,
+                size_t errlen)
+{
+  int r = file_is_zero (fd, size);
+
+  *blank = r == 1;
+  if (r < 0) {
+    snprintf (errbuf, errlen, "reading the file: %s", strerror (-r));
+    return r;
+  }
+  if (r == 1)
+    return 0;
+  if (ckpt_magic_found (fd, size))
+    snprintf (errbuf, errlen, "%s", CREATE_CUT_SHORT);
+  else
+    snprintf (errbuf, errlen, "not an nbdkit-ftl image (no superblock "
+              "found)");
+  return -EINVAL;
 }

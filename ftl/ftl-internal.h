@@ -602,12 +602,22 @@ extern int ckpt_write (struct ftl *ftl, bool clean);
 extern void ckpt_maybe (struct ftl *ftl);
 extern bool ckpt_due (struct ftl *ftl);
 
-/* create.c: format fd, an empty file, as a new image with the geometry
- * that the options o give, then sync the directory that holds it;
- * errbuf says why it cannot.
+/* create.c: format fd, a blank file (empty, or old_size bytes of
+ * zeros), as a new image with the geometry that the options o give,
+ * then sync the directory that holds it; errbuf says why it cannot.
  */
-extern int create_image (int fd, const struct ftl_options *o, char *errbuf,
-                         size_t errlen);
+extern int create_image (int fd, const struct ftl_options *o,
+                         uint64_t old_size, char *errbuf, size_t errlen);
+/* A file of size bytes whose superblock copies are both all zeros:
+ * blank (only zeros: sets *blank, returns 0), or -EINVAL with errbuf
+ * saying whether it is an image whose creation was cut short or not an
+ * image.
+ */
+extern int create_examine (int fd, uint64_t size, bool *blank,
+                           char *errbuf, size_t errlen);
+/* What is said of an image whose creation was cut short. */
+#define CREATE_CUT_SHORT "an incomplete image (creation was cut short): " \
+  "remove the file to create the image again"
 
 /* recovery.c: load the newest checkpoint and roll the log forward. */
 extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);

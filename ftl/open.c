@@ -71,18 +71,23 @@ log_debug (struct ftl *ftl, unsigned category, const char *fs, ...)
 
 /* ---- opening ---- */
 
-/* Read both superblock copies and keep the newest valid one. */
+/* Read both superblock copies and keep the newest valid one.  When
+ * neither is valid, *zero_sbs says whether both read as zeros: then the
+ * file may be blank, or an image whose creation was cut short before
+ * its superblock (create_examine tells).
+ */
 static int
 read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
-                 char *errbuf, size_t errlen)
+                 bool *zero_sbs, char *errbuf, size_t errlen)
 {
   uint8_t buf[FTL_SB_SLOT];
   struct ftl_superblock s[2];
   enum ftl_fmt_status st[2];
   char why[2][128];
-  bool magic = false;
+  bool magic[2], zero[2];
   int best = -1;
 
+  *zero_sbs = false;
   for (int i = 0; i < 2; i++) {
     ssize_t n = pread (fd, buf, sizeof buf, i * FTL_SB_SLOT);
     if (n < 0) {
@@ -90,20 +95,28 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
                 strerror (errno));
       return -errno;
     }
-    if (i == 0)
-      magic = n >= 8 && memcmp (buf, FTL_SB_MAGIC, 8) == 0;
+    magic[i] = n >= 8 && memcmp (buf, FTL_SB_MAGIC, 8) == 0;
+    zero[i] = all_zero (buf, MIN (n, FTL_SB_BYTES));
     st[i] = fmt_sb_decode (buf, n, &s[i], why[i], sizeof why[i]);
     if (st[i] == FTL_FMT_OK && (best == -1 ||
                                 s[i].generation > s[best].generation))
       best = i;
   }
   if (best == -1) {
-    if (magic && file_size < 2 * FTL_SB_SLOT)
+    *zero_sbs = zero[0] && zero[1];
+    if (magic[0] && file_size < 2 * FTL_SB_SLOT)
       snprintf (errbuf, errlen, "the image is truncated: %" PRIu64 " bytes, "
                 "too short to hold its superblocks", file_size);
     else if (st[0] == FTL_FMT_BAD_VERSION || st[1] == FTL_FMT_BAD_VERSION)
       snprintf (errbuf, errlen, "the image has a newer format (%s)",
                 why[st[0] == FTL_FMT_BAD_VERSION ? 0 : 1]);
+    /* Copy A torn, copy B never written: only the creation of an image
+     * writes copy B after copy A (create.c); every later update leaves
+     * one copy whole.
+     */
+    else if (magic[0] && zero[1] &&
+             (st[0] == FTL_FMT_BAD_LENGTH || st[0] == FTL_FMT_BAD_CHECKSUM))
+      snprintf (errbuf, errlen, "%s", CREATE_CUT_SHORT);
     else if ((st[0] == FTL_FMT_BAD_MAGIC || st[0] == FTL_FMT_EMPTY ||
               st[0] == FTL_FMT_BAD_LENGTH) &&
              (st[1] == FTL_FMT_BAD_MAGIC || st[1] == FTL_FMT_EMPTY ||
@@ -266,10 +279,15 @@ open_file (struct ftl *ftl, struct open_ctx *c)
   return 0;
 }
 
+/* Open the file and read its superblock; format it first if it is
+ * blank (create.c says which files are).
+ */
 static int
 step_file (struct ftl *ftl, struct open_ctx *c)
 {
   struct stat st;
+  uint64_t size;
+  bool zero_sbs, blank;
   int r;
 
   r = open_file (ftl, c);
@@ -283,17 +301,31 @@ step_file (struct ftl *ftl, struct open_ctx *c)
     snprintf (c->err, c->errlen, "not a regular file");
     return -EINVAL;
   }
-  if (st.st_size == 0) {
-    r = create_image (ftl->fd, c->o, c->err, c->errlen);
+  size = st.st_size;
+  blank = size == 0;
+  if (!blank) {
+    r = read_superblock (ftl->fd, size, &ftl->sb, &zero_sbs, c->err,
+                         c->errlen);
+    if (r < 0 && zero_sbs)
+      r = create_examine (ftl->fd, size, &blank, c->err, c->errlen);
+    if (r < 0)
+      return r;
+  }
+  if (blank) {
+    r = create_image (ftl->fd, c->o, size, c->err, c->errlen);
     if (r == 0 && fstat (ftl->fd, &st) == -1)
       r = -errno;
     if (r < 0)
       return r;
+    if (size > 0)
+      log_msg (ftl, FTL_LOG_WARN, "%s held only zeros (%" PRIu64 " bytes): "
+               "a new image was created in it", ftl->path, size);
+    r = read_superblock (ftl->fd, st.st_size, &ftl->sb, &zero_sbs, c->err,
+                         c->errlen);
+    if (r < 0)
+      return r;
   }
-  r = read_superblock (ftl->fd, st.st_size, &ftl->sb, c->err, c->errlen);
-  if (r == 0)
-    r = check_options (c->o, &ftl->sb, c->err, c->errlen);
-  return r;
+  return check_options (c->o, &ftl->sb, c->err, c->errlen);
 }
 
 static void
