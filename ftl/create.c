@@ -19,9 +19,9 @@
  *
  *   no file, or an empty one, or nothing but zeros: a blank file;
  *       given a size, the image is created in it (again)
- *   zeros where both superblock copies go, and our checkpoint where
- *       slot 0 goes; or copy A torn and copy B all zeros: an image
- *       whose creation was cut short (CREATE_CUT_SHORT, open.c and
+ *   no valid superblock copy, copy B all zeros, and the empty
+ *       checkpoint (or the start of it) where slot 0 goes: an image
+ *       whose creation was cut short (CREATE_CUT_SHORT,
  *       create_examine); refused, and left as it is
  *
  * Zeros where the superblocks go do not prove that a file is ours
@@ -262,39 +262,49 @@ file_is_zero (int fd, uint64_t size)
   return r;
 }
 
-/* Is our checkpoint's magic where a new image puts slot 0, for some
- * page size?
+/* Is there the empty checkpoint of a creation where a new image puts
+ * checkpoint slot 0, for some page size: its magic, and either a torn
+ * header or a whole one of generation 1?  (A whole one of a later
+ * generation belongs to an image that was used.)
  */
 static bool
-ckpt_magic_found (int fd, uint64_t size)
+creation_ckpt_found (int fd, uint64_t size)
 {
   for (uint32_t ps = FTL_MIN_PAGE_SIZE; ps <= FTL_MAX_PAGE_SIZE; ps *= 2) {
     uint64_t off = ckpt_slot0_offset (ps);
-    char m[8];
-    if (off + sizeof m <= size && pread (fd, m, sizeof m, off) == sizeof m &&
-        memcmp (m, FTL_CKPT_MAGIC, sizeof m) == 0)
+    uint8_t hb[FTL_CKPT_HDR_BYTES] = { 0 };
+    struct ftl_ckpt_header h;
+    ssize_t n;
+
+    if (off + 8 > size)
+      continue;
+    n = pread (fd, hb, sizeof hb, off);
+    if (n < 8 || memcmp (hb, FTL_CKPT_MAGIC, 8) != 0)
+      continue;
+    if (fmt_ckpt_header_decode (hb, sizeof hb, &h) != FTL_FMT_OK ||
+        h.generation == 1)
       return true;
   }
   return false;
 }
 
 int
-create_examine (int fd, uint64_t size, bool *blank, char *errbuf,
-                size_t errlen)
+create_examine (int fd, uint64_t size, bool sbs_zero, bool *blank,
+                char *errbuf, size_t errlen)
 {
-  int r = file_is_zero (fd, size);
-
-  *blank = r == 1;
-  if (r < 0) {
-    snprintf (errbuf, errlen, "reading the file: %s", strerror (-r));
-    return r;
+  *blank = false;
+  if (sbs_zero) {
+    int r = file_is_zero (fd, size);
+    if (r < 0) {
+      snprintf (errbuf, errlen, "reading the file: %s", strerror (-r));
+      return r;
+    }
+    if (r == 1) {
+      *blank = true;
+      return 0;
+    }
   }
-  if (r == 1)
-    return 0;
-  if (ckpt_magic_found (fd, size))
+  if (creation_ckpt_found (fd, size))
     snprintf (errbuf, errlen, "%s", CREATE_CUT_SHORT);
-  else
-    snprintf (errbuf, errlen, "not an nbdkit-ftl image (no superblock "
-              "found)");
   return -EINVAL;
 }

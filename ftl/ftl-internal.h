@@ -608,13 +608,13 @@ extern bool ckpt_due (struct ftl *ftl);
  */
 extern int create_image (int fd, const struct ftl_options *o,
                          uint64_t old_size, char *errbuf, size_t errlen);
-/* A file of size bytes whose superblock copies are both all zeros:
- * blank (only zeros: sets *blank, returns 0), or -EINVAL with errbuf
- * saying whether it is an image whose creation was cut short or not an
- * image.
+/* A file of size bytes with no valid superblock copy, copy B all zeros
+ * (and copy A too if sbs_zero): blank (only zeros: sets *blank, returns
+ * 0), or -EINVAL, with errbuf replaced if it is an image whose creation
+ * was cut short (left as the caller wrote it otherwise).
  */
-extern int create_examine (int fd, uint64_t size, bool *blank,
-                           char *errbuf, size_t errlen);
+extern int create_examine (int fd, uint64_t size, bool sbs_zero,
+                           bool *blank, char *errbuf, size_t errlen);
 /* What is said of an image whose creation was cut short. */
 #define CREATE_CUT_SHORT "an incomplete image (creation was cut short): " \
   "remove the file to create the image again"

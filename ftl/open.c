@@ -72,22 +72,23 @@ log_debug (struct ftl *ftl, unsigned category, const char *fs, ...)
 /* ---- opening ---- */
 
 /* Read both superblock copies and keep the newest valid one.  When
- * neither is valid, *zero_sbs says whether both read as zeros: then the
- * file may be blank, or an image whose creation was cut short before
- * its superblock (create_examine tells).
+ * neither is valid nor newer, *zero_copies has bit i set if copy i reads
+ * as zeros: with copy B never written the file may be blank, or an
+ * image whose creation was cut short (create_examine tells).
  */
 static int
 read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
-                 bool *zero_sbs, char *errbuf, size_t errlen)
+                 unsigned *zero_copies, char *errbuf, size_t errlen)
 {
   uint8_t buf[FTL_SB_SLOT];
   struct ftl_superblock s[2];
   enum ftl_fmt_status st[2];
   char why[2][128];
-  bool magic[2], zero[2];
+  bool magic = false;
+  unsigned zero = 0;
   int best = -1;
 
-  *zero_sbs = false;
+  *zero_copies = 0;
   for (int i = 0; i < 2; i++) {
     ssize_t n = pread (fd, buf, sizeof buf, i * FTL_SB_SLOT);
     if (n < 0) {
@@ -95,28 +96,24 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
                 strerror (errno));
       return -errno;
     }
-    magic[i] = n >= 8 && memcmp (buf, FTL_SB_MAGIC, 8) == 0;
-    zero[i] = all_zero (buf, MIN (n, FTL_SB_BYTES));
+    if (i == 0)
+      magic = n >= 8 && memcmp (buf, FTL_SB_MAGIC, 8) == 0;
+    if (all_zero (buf, MIN (n, FTL_SB_BYTES)))
+      zero |= 1u << i;
     st[i] = fmt_sb_decode (buf, n, &s[i], why[i], sizeof why[i]);
     if (st[i] == FTL_FMT_OK && (best == -1 ||
                                 s[i].generation > s[best].generation))
       best = i;
   }
   if (best == -1) {
-    *zero_sbs = zero[0] && zero[1];
-    if (magic[0] && file_size < 2 * FTL_SB_SLOT)
+    if (magic && file_size < 2 * FTL_SB_SLOT)
       snprintf (errbuf, errlen, "the image is truncated: %" PRIu64 " bytes, "
                 "too short to hold its superblocks", file_size);
-    else if (st[0] == FTL_FMT_BAD_VERSION || st[1] == FTL_FMT_BAD_VERSION)
+    else if (st[0] == FTL_FMT_BAD_VERSION || st[1] == FTL_FMT_BAD_VERSION) {
       snprintf (errbuf, errlen, "the image has a newer format (%s)",
                 why[st[0] == FTL_FMT_BAD_VERSION ? 0 : 1]);
-    /* Copy A torn, copy B never written: only the creation of an image
-     * writes copy B after copy A (create.c); every later update leaves
-     * one copy whole.
-     */
-    else if (magic[0] && zero[1] &&
-             (st[0] == FTL_FMT_BAD_LENGTH || st[0] == FTL_FMT_BAD_CHECKSUM))
-      snprintf (errbuf, errlen, "%s", CREATE_CUT_SHORT);
+      return -EINVAL;
+    }
     else if ((st[0] == FTL_FMT_BAD_MAGIC || st[0] == FTL_FMT_EMPTY ||
               st[0] == FTL_FMT_BAD_LENGTH) &&
              (st[1] == FTL_FMT_BAD_MAGIC || st[1] == FTL_FMT_EMPTY ||
@@ -128,6 +125,7 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
                 "(copy A: %s%s%s; copy B: %s%s%s)",
                 fmt_status_string (st[0]), why[0][0] ? ", " : "", why[0],
                 fmt_status_string (st[1]), why[1][0] ? ", " : "", why[1]);
+    *zero_copies = zero;
     return -EINVAL;
   }
   *sb = s[best];
@@ -287,7 +285,8 @@ step_file (struct ftl *ftl, struct open_ctx *c)
 {
   struct stat st;
   uint64_t size;
-  bool zero_sbs, blank;
+  unsigned zero_copies;
+  bool blank;
   int r;
 
   r = open_file (ftl, c);
@@ -304,10 +303,11 @@ step_file (struct ftl *ftl, struct open_ctx *c)
   size = st.st_size;
   blank = size == 0;
   if (!blank) {
-    r = read_superblock (ftl->fd, size, &ftl->sb, &zero_sbs, c->err,
+    r = read_superblock (ftl->fd, size, &ftl->sb, &zero_copies, c->err,
                          c->errlen);
-    if (r < 0 && zero_sbs)
-      r = create_examine (ftl->fd, size, &blank, c->err, c->errlen);
+    if (r < 0 && (zero_copies & 2))
+      r = create_examine (ftl->fd, size, zero_copies == 3, &blank, c->err,
+                          c->errlen);
     if (r < 0)
       return r;
   }
@@ -320,8 +320,8 @@ step_file (struct ftl *ftl, struct open_ctx *c)
     if (size > 0)
       log_msg (ftl, FTL_LOG_WARN, "%s held only zeros (%" PRIu64 " bytes): "
                "a new image was created in it", ftl->path, size);
-    r = read_superblock (ftl->fd, st.st_size, &ftl->sb, &zero_sbs, c->err,
-                         c->errlen);
+    r = read_superblock (ftl->fd, st.st_size, &ftl->sb, &zero_copies,
+                         c->err, c->errlen);
     if (r < 0)
       return r;
   }

@@ -173,8 +173,9 @@ refuse "$tmp/other.img" "$tmp/other.img: not an nbdkit-ftl image \\(no superbloc
 
 # Cut after the checkpoint, before superblock copy A: zeros where both
 # copies go (the first 8 KiB), the checkpoint after them.  And cut
-# while copy A was written: only its first 100 bytes, copy B zeros.
-# Both are refused, with or without size=, and left as they are.
+# while copy A was written: only its first 100 bytes, or 3 (inside its
+# magic), copy B zeros.  Each is refused, with or without size=, and
+# left as it is.
 incomplete='an incomplete image \(creation was cut short\): remove the file to create the image again'
 timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/cut.img" size=64M --run 'exit 0'
 dd if=/dev/zero of="$tmp/cut.img" bs=4096 count=2 conv=notrunc status=none
@@ -185,6 +186,8 @@ timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/cut.img" size=64M --run 'exit 0'
 dd if=/dev/zero of="$tmp/cut.img" bs=1 seek=100 count=$((8192 - 100)) \
     conv=notrunc status=none
 refuse "$tmp/cut.img" "$tmp/cut.img: $incomplete" file="$tmp/cut.img" size=64M
+dd if=/dev/zero of="$tmp/cut.img" bs=1 seek=3 count=97 conv=notrunc status=none
+refuse "$tmp/cut.img" "$tmp/cut.img: $incomplete" file="$tmp/cut.img"
 # As the message says: remove the file, and the image is created again.
 rm "$tmp/cut.img"
 timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/cut.img" size=64M \
