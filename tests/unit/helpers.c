@@ -497,22 +497,24 @@ extend_len (size_t *len, uint64_t to)
     *len = to;
 }
 
-/* Apply a random subset of the 512-byte sectors of a write event to img
- * (the pieces of the write between the file's 512-byte boundaries).
- * Returns the bytes applied.
+/* Apply a subset of the 512-byte sectors of a write event to img (the
+ * pieces of the write between the file's 512-byte boundaries): a
+ * random one (rng), or piece i if bit i of mask is set.  Returns the
+ * bytes applied.
  */
 static uint64_t
 apply_sectors (uint8_t *img, size_t cap, size_t *len, const struct unit_ev *e,
-               uint64_t *rng)
+               uint64_t *rng, uint64_t mask)
 {
   uint64_t applied = 0;
+  unsigned i = 0;
 
   ck_assert_uint_le (e->off + e->len, cap);
-  for (uint64_t p = e->off; p < e->off + e->len; ) {
+  for (uint64_t p = e->off; p < e->off + e->len; i++) {
     uint64_t q = (p / 512 + 1) * 512;
     if (q > e->off + e->len)
       q = e->off + e->len;
-    if (unit_rnd (rng) & 1) {
+    if (rng ? unit_rnd (rng) & 1 : i < 64 && (mask >> i) & 1) {
       memcpy (img + p, e->data + (p - e->off), q - p);
       applied += q - p;
       extend_len (len, q);
@@ -559,6 +561,8 @@ name_durable (const struct unit_disk *d, size_t n)
 /* How a cut treats what is pending, beyond what its mode says. */
 struct cut_how {
   int64_t tear;                 /* >= 0: event n torn after so many bytes */
+  bool use_mask;                /* event n: only the sectors in mask */
+  uint64_t mask;
   int sizes;                    /* 1, 0: pending size changes kept, lost;
                                  * -1: as the mode says */
 };
@@ -645,9 +649,18 @@ disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
   for (size_t i = 0; i < nap; i++) {
     const struct unit_ev *e = &f->ev[pend[i]];
     uint64_t bytes = e->len;
+    if (how->use_mask && pend[i] == n) {
+      bytes = apply_sectors (d->scratch, d->cap, &len, e, NULL, how->mask);
+      if (bytes < e->len) {
+        info->torn = pend[i];
+        info->torn_at = bytes;
+        info->torn_writes++;
+      }
+      continue;
+    }
     if (mode == UNIT_CUT_SECTORS) {
       if (unit_rnd (rng) % 2 == 0) {
-        bytes = apply_sectors (d->scratch, d->cap, &len, e, rng);
+        bytes = apply_sectors (d->scratch, d->cap, &len, e, rng, 0);
         if (bytes > 0 && bytes < e->len) {
           info->torn = pend[i];
           info->torn_at = bytes;
@@ -719,4 +732,24 @@ unit_disk_cut_at (struct unit_disk *d, size_t n, uint64_t bytes,
   ck_assert_int_eq (d->f->ev[n].kind, UNIT_EV_PWRITE);
   ck_assert_uint_le (bytes, d->f->ev[n].len);
   disk_cut (d, n, UNIT_CUT_ORDER, &rng, &how, path, info);
+}
+
+void
+unit_disk_cut_sectors (struct unit_disk *d, size_t n, uint64_t mask,
+                       bool keep_sizes, const char *path,
+                       struct unit_cut_info *info)
+{
+  const struct cut_how how = { .tear = -1, .use_mask = true, .mask = mask,
+                               .sizes = keep_sizes };
+  uint64_t rng = 1;
+
+  ck_assert_uint_lt (n, d->f->n);
+  ck_assert_int_eq (d->f->ev[n].kind, UNIT_EV_PWRITE);
+  disk_cut (d, n, UNIT_CUT_ORDER, &rng, &how, path, info);
+}
+
+unsigned
+unit_ev_sectors (const struct unit_ev *e)
+{
+  return e->len ? (e->off + e->len + 511) / 512 - e->off / 512 : 0;
 }

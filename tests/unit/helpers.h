@@ -216,6 +216,15 @@ extern void unit_disk_cut (struct unit_disk *d, size_t n,
 extern void unit_disk_cut_at (struct unit_disk *d, size_t n, uint64_t bytes,
                               bool keep_sizes, const char *path,
                               struct unit_cut_info *info);
+/* The same, with only the sectors of event n whose bits are set in mask
+ * reaching the file (bit i: the write's i-th piece between the file's
+ * 512-byte boundaries; unit_ev_sectors counts them).
+ */
+extern void unit_disk_cut_sectors (struct unit_disk *d, size_t n,
+                                   uint64_t mask, bool keep_sizes,
+                                   const char *path,
+                                   struct unit_cut_info *info);
+extern unsigned unit_ev_sectors (const struct unit_ev *e);
 /* The index of the last sync before event n, or -1. */
 extern long unit_fault_last_sync (const struct unit_fault *f, size_t n);
 
