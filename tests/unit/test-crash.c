@@ -1438,6 +1438,60 @@ START_TEST (test_crash_during_creation)
 }
 END_TEST
 
+/* The storage fails during the creation of an image, from each of its
+ * events on (every write, sync, size change and directory sync fails
+ * with EIO): the open fails with a message that names the step, and
+ * the file it created is removed.
+ */
+START_TEST (test_create_io_errors)
+{
+  struct unit_fault f, rec;
+  struct ftl *ftl;
+  char path[256], err[256];
+  int r;
+
+  unit_quiet = true;
+  unit_path (path, sizeof path, "failing.img");
+  unit_fault_init (&rec);
+  ftl = open_image (path, &rec.io, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "creating the image: %s", err);
+  open_abandon (ftl);
+  ck_assert_int_eq (unlink (path), 0);
+
+  /* The image is written, its directory synced, then it is marked in
+   * use.
+   */
+  size_t dir = 0;
+  while (dir < rec.n && rec.ev[dir].kind != UNIT_EV_SYNC_DIR)
+    dir++;
+  ck_assert_uint_lt (dir, rec.n);
+
+  unit_fault_init (&f);
+  for (size_t k = 0; k < rec.n; k++) {
+    const char *want =
+      k > dir ? "marking the image in use: " :
+      k == dir ? "syncing the directory of the new image: " :
+      rec.ev[k].kind == UNIT_EV_RESIZE ? "setting the image size to " :
+      "writing the new image: ";
+
+    unit_fault_reset (&f);
+    f.limit = k;
+    ftl = open_image (path, &f.io, err, sizeof err, &r);
+    ck_assert_msg (r < 0, "event %zu failed, and the open succeeded", k);
+    ck_assert_msg (strncmp (err, want, strlen (want)) == 0 &&
+                   strstr (err, strerror (EIO)) != NULL,
+                   "event %zu failed: '%s', expected '%s...%s'", k, err,
+                   want, strerror (EIO));
+    ck_assert_msg (access (path, F_OK) == -1,
+                   "event %zu failed, and the file is left", k);
+  }
+  printf ("creation: the storage failed from each of %zu events on: "
+          "refused, no file left\n", rec.n);
+  unit_fault_free (&f);
+  unit_fault_free (&rec);
+}
+END_TEST
+
 static Suite *
 crash_suite (void)
 {
@@ -1457,6 +1511,7 @@ crash_suite (void)
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, test_power_cut_model);
   tcase_add_test (tc, test_crash_during_creation);
+  tcase_add_test (tc, test_create_io_errors);
   suite_add_tcase (s, tc);
   return s;
 }
