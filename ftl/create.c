@@ -23,6 +23,8 @@
  *       checkpoint (or the start of it) where slot 0 goes: an image
  *       whose creation was cut short (CREATE_CUT_SHORT,
  *       create_examine); refused, and left as it is
+ *   a checkpoint torn without its first sector: not told apart from
+ *       other files, refused as not an image
  *
  * Zeros where the superblocks go do not prove that a file is ours
  * (other formats leave their first 8 KiB empty too, e.g. a ZFS vdev):
