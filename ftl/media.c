@@ -84,6 +84,7 @@ default_sync (void *opaque, int fd)
   return 0;
 }
 
+/* ftruncate: bytes beyond the old end read as zeros. */
 static int
 default_set_size (void *opaque, int fd, uint64_t size)
 {

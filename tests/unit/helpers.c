@@ -567,6 +567,10 @@ struct cut_how {
                                  * -1: as the mode says */
 };
 
+/* The file after a power cut during event n, written to path (or path
+ * removed): unit_disk_cut and its variants (helpers.h), how saying what
+ * the variant fixes.
+ */
 static void
 disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
           uint64_t *rng, const struct cut_how *how, const char *path,

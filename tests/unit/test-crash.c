@@ -1055,6 +1055,9 @@ creation_record (struct creation *cr, const char *path)
   ck_assert_ptr_nonnull (cr->buf);
 }
 
+/* What the file a cut left (len bytes in cr->buf, if present) is; *ours
+ * says whether a partial one shows that our creation was cut short.
+ */
 static enum pre_state
 pre_state (const struct creation *cr, bool present, uint64_t len,
            bool *ours)
