@@ -125,7 +125,7 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   if (memcmp (buf, FTL_SB_MAGIC, 8) != 0)
     return FTL_FMT_BAD_MAGIC;
   sb.version = get32le (buf + 8);
-  if (sb.version == 0 || sb.version > FTL_FORMAT_VERSION) {
+  if (sb.version > FTL_FORMAT_VERSION) {
     if (why)
       snprintf (why, whylen, "format version %u, this program reads up to %u",
                 sb.version, FTL_FORMAT_VERSION);
@@ -136,6 +136,8 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
     return FTL_FMT_BAD_LENGTH;
   if (get64le (buf + 16) != struct_checksum (buf, length, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
+  if (sb.version == 0)
+    BAD ("format version 0");
 
   sb.generation = get64le (buf + 24);
   sb.page_size = get32le (buf + 32);
@@ -275,12 +277,14 @@ fmt_ckpt_header_decode (const uint8_t *buf, size_t len,
   if (memcmp (buf, FTL_CKPT_MAGIC, 8) != 0)
     return FTL_FMT_BAD_MAGIC;
   h.version = get32le (buf + 8);
-  if (h.version == 0 || h.version > FTL_FORMAT_VERSION)
+  if (h.version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
   if (get32le (buf + 12) != FTL_CKPT_HDR_BYTES)
     return FTL_FMT_BAD_LENGTH;
   if (get64le (buf + 16) != struct_checksum (buf, FTL_CKPT_HDR_BYTES, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
+  if (h.version == 0)
+    return FTL_FMT_BAD_FIELD;
   h.generation = get64le (buf + 24);
   h.seq = get64le (buf + 32);
   h.body_bytes = get64le (buf + 40);
@@ -427,10 +431,12 @@ fmt_blkhdr_decode (const uint8_t *buf, size_t len,
   if (get32le (buf) != FTL_BLKHDR_MAGIC)
     return FTL_FMT_BAD_MAGIC;
   version = get16le (buf + 4);
-  if (version == 0 || version > FTL_FORMAT_VERSION)
+  if (version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
   if (get64le (buf + 24) != fmt_checksum (buf, 24, 0))
     return FTL_FMT_BAD_CHECKSUM;
+  if (version == 0)
+    return FTL_FMT_BAD_FIELD;
   out->erase_count = get32le (buf + 8);
   out->erase_seq = get64le (buf + 16);
   return FTL_FMT_OK;
@@ -464,14 +470,14 @@ fmt_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
     return FTL_FMT_EMPTY;
   if (get16le (buf) != FTL_OOB_MAGIC)
     return FTL_FMT_BAD_MAGIC;
-  if (buf[3] == 0 || buf[3] > FTL_FORMAT_VERSION)
+  if (buf[3] > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
   memcpy (tmp, buf, FTL_OOB_BYTES);
   put32le (tmp + 20, 0);
   if (get32le (buf + 20) != (uint32_t) fmt_checksum (tmp, FTL_OOB_BYTES, 0))
     return FTL_FMT_BAD_CHECKSUM;
-  if (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM &&
-      buf[2] != FTL_OOB_POISON)
+  if (buf[3] == 0 || (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM &&
+                      buf[2] != FTL_OOB_POISON))
     return FTL_FMT_BAD_FIELD;
   out->kind = buf[2];
   out->lpn = out->trim_entries = 0;
@@ -524,7 +530,7 @@ fmt_trim_page_decode (const uint8_t *page, uint32_t page_size,
     return FTL_FMT_EMPTY;
   if (get16le (page + 4) != FTL_TRIM_MAGIC)
     return FTL_FMT_BAD_MAGIC;
-  if (version == 0 || version > FTL_FORMAT_VERSION)
+  if (version > FTL_FORMAT_VERSION)
     return FTL_FMT_BAD_VERSION;
   if (count == 0 || count > fmt_trim_page_capacity (page_size))
     return FTL_FMT_BAD_LENGTH;
@@ -532,6 +538,8 @@ fmt_trim_page_decode (const uint8_t *page, uint32_t page_size,
       fmt_checksum (page + FTL_TRIM_HDR_BYTES,
                     (size_t) count * FTL_TRIM_ENTRY_BYTES, get64le (page)))
     return FTL_FMT_BAD_CHECKSUM;
+  if (version == 0)
+    return FTL_FMT_BAD_FIELD;
   /* Validate every entry before writing any to out. */
   for (uint32_t i = 0; i < count; i++)
     if (get32le (page + FTL_TRIM_HDR_BYTES + i * FTL_TRIM_ENTRY_BYTES + 4) == 0)

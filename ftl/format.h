@@ -194,7 +194,10 @@ enum ftl_fmt_status {
   FTL_FMT_OK = 0,
   FTL_FMT_EMPTY,                /* all zero bytes: never written */
   FTL_FMT_BAD_MAGIC,
-  FTL_FMT_BAD_VERSION,          /* newer than this program */
+  FTL_FMT_BAD_VERSION,          /* newer than this program (version 0,
+                                 * which no writer writes, is damage:
+                                 * the length or checksum that follows it
+                                 * is bad, or else BAD_FIELD) */
   FTL_FMT_BAD_LENGTH,
   FTL_FMT_BAD_CHECKSUM,
   FTL_FMT_BAD_FIELD,            /* a field out of range */

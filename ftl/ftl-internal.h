@@ -5,6 +5,7 @@
  *
  *   request.c   the request path (ftl_read, ftl_write, ftl_trim, ...)
  *   open.c      ftl_open (a table of steps with undos), ftl_close
+ *   create.c    a new image: its geometry, formatting the file
  *   destage.c   from the write cache to the log: batches, the destager
  *               thread, flushes
  *   write.c     host data into the log: write-through, cached batches,
@@ -666,6 +667,23 @@ extern uint64_t durable_sample (struct ftl *ftl);
 extern void durable_synced (struct ftl *ftl, uint64_t sample);
 extern int durable_commit (struct ftl *ftl);
 extern int durable_load (struct ftl *ftl);
+
+/* create.c: format fd, a blank file (empty, or old_size bytes of
+ * zeros), as a new image with the geometry that the options o give,
+ * then sync the directory that holds it; errbuf says why it cannot.
+ */
+extern int create_image (int fd, const struct ftl_options *o,
+                         uint64_t old_size, char *errbuf, size_t errlen);
+/* A file of size bytes with no valid superblock copy, copy B all zeros
+ * (and copy A too if sbs_zero): blank (only zeros: sets *blank, returns
+ * 0), or -EINVAL, with errbuf replaced if it is an image whose creation
+ * was cut short (left as the caller wrote it otherwise).
+ */
+extern int create_examine (int fd, uint64_t size, bool sbs_zero,
+                           bool *blank, char *errbuf, size_t errlen);
+/* What is said of an image whose creation was cut short. */
+#define CREATE_CUT_SHORT "an incomplete image (creation was cut short): " \
+  "remove the file to create the image again"
 
 /* recovery.c: load the newest checkpoint and roll the log forward. */
 extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);

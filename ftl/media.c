@@ -84,13 +84,70 @@ default_sync (void *opaque, int fd)
   return 0;
 }
 
+/* ftruncate: bytes beyond the old end read as zeros. */
+static int
+default_set_size (void *opaque, int fd, uint64_t size)
+{
+  if (size > INT64_MAX)
+    return -EFBIG;
+  while (ftruncate (fd, size) == -1)
+    if (errno != EINTR)
+      return -errno;
+  return 0;
+}
+
+/* fsync the directory that holds path. */
+static int
+default_sync_dir (void *opaque, const char *path)
+{
+  const char *slash = strrchr (path, '/');
+  char *dir;
+  int fd, r = 0;
+
+  if (!slash)
+    dir = strdup (".");
+  else
+    dir = strndup (path, slash == path ? 1 : (size_t) (slash - path));
+  if (!dir)
+    return -ENOMEM;
+  fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  free (dir);
+  if (fd == -1)
+    return -errno;
+  /* Some file systems cannot sync a directory (EINVAL): they have
+   * nothing to offer, and the image is still usable.
+   */
+  if (fsync (fd) == -1 && errno != EINVAL)
+    r = -errno;
+  close (fd);
+  return r;
+}
+
 const struct ftl_io media_default_io = {
   .pwrite = default_pwrite,
   .pread  = default_pread,
   .sync   = default_sync,
   .opaque = NULL,
   .pwritev = default_pwritev,
+  .set_size = default_set_size,
+  .sync_dir = default_sync_dir,
 };
+
+int
+media_io_set_size (const struct ftl_io *io, int fd, uint64_t size)
+{
+  if (io->set_size)
+    return io->set_size (io->opaque, fd, size);
+  return default_set_size (NULL, fd, size);
+}
+
+int
+media_io_sync_dir (const struct ftl_io *io, const char *path)
+{
+  if (io->sync_dir)
+    return io->sync_dir (io->opaque, path);
+  return default_sync_dir (NULL, path);
+}
 
 int
 media_init (struct media *m, int fd, const struct ftl_io *io,

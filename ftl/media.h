@@ -58,10 +58,13 @@
 
 #include "format.h"
 
-/* Backing-file operations.  The defaults call pwrite, pwritev, pread
- * and fdatasync; tests replace them to inject faults and crashes.  Each
- * returns 0 or a negative errno; short transfers are errors.  pwritev
- * may be NULL: the pieces are then written one pwrite each.
+/* Backing-file operations.  The defaults call pwrite, pwritev, pread,
+ * fdatasync and ftruncate, and fsync on the file's directory; tests
+ * replace them to inject faults and crashes.  Each returns 0 or a
+ * negative errno; short transfers are errors.  pwritev may be NULL:
+ * the pieces are then written one pwrite each.  set_size and sync_dir
+ * serve the creation of an image (create.c) and may be NULL: the
+ * defaults are used (media_io_set_size, media_io_sync_dir).
  */
 struct iovec;
 /* Pages one program may take (media_program), and so iovecs at most. */
@@ -73,8 +76,20 @@ struct ftl_io {
   void *opaque;
   int (*pwritev) (void *opaque, int fd, const struct iovec *iov, int iovcnt,
                   off_t off);
+  /* Set the size of the file: bytes beyond the old size read as zeros.
+   * Durable after the next sync.
+   */
+  int (*set_size) (void *opaque, int fd, uint64_t size);
+  /* Make the directory entry of the file at path durable (a sync of the
+   * file makes its data durable, not its name).
+   */
+  int (*sync_dir) (void *opaque, const char *path);
 };
 extern const struct ftl_io media_default_io;
+
+/* io's set_size and sync_dir, or the defaults where they are NULL. */
+extern int media_io_set_size (const struct ftl_io *io, int fd, uint64_t size);
+extern int media_io_sync_dir (const struct ftl_io *io, const char *path);
 
 struct timing;
 struct deadline;

@@ -5,8 +5,9 @@
  * fails, the steps done so far are undone in reverse order; free_handle
  * undoes them all.  In order:
  *
- *   file          open (or create and format) the backing file, lock it,
- *                 read the superblocks, check the options against them
+ *   file          open the backing file (creating and formatting it if
+ *                 needed, create.c), lock it, read the superblocks, check
+ *                 the options against them
  *   geometry      derive sizes and the number of host streams
  *   fault, deadline, timing      the leaf modules
  *   media, map, blocks, trim log, gc, wear, background, checkpoints
@@ -35,9 +36,7 @@
 #endif
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ftl-internal.h"
@@ -70,136 +69,26 @@ log_debug (struct ftl *ftl, unsigned category, const char *fs, ...)
   ftl->log (ftl->log_opaque, FTL_LOG_DEBUG, msg);
 }
 
-/* ---- creating an image ---- */
-
-/* Work out the geometry of a new image from the options. */
-static int
-new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
-              char *errbuf, size_t errlen)
-{
-  uint32_t ps = o->page_size ? o->page_size : FTL_DEFAULT_PAGE_SIZE;
-  uint32_t ppb = o->pages_per_block ? o->pages_per_block
-    : FTL_DEFAULT_PAGES_PER_BLOCK;
-  double op = o->op_percent > 0 ? o->op_percent : FTL_DEFAULT_OP_PERCENT;
-  unsigned streams = o->streams ? o->streams : 1;
-  uint64_t lpages, data_blocks, blocks;
-
-  if (o->logical_bytes % 512 != 0) {
-    snprintf (errbuf, errlen, "size %" PRIu64 " is not a multiple of 512",
-              o->logical_bytes);
-    return -EINVAL;
-  }
-  lpages = DIV_ROUND_UP (o->logical_bytes, ps);
-  data_blocks = DIV_ROUND_UP (lpages, ppb);
-  blocks = (uint64_t) ((double) lpages * (1.0 + op / 100.0) / ppb + 0.999999);
-  if (lpages >= FTL_PAGES_LIMIT || blocks * ppb >= FTL_PAGES_LIMIT) {
-    snprintf (errbuf, errlen, "size %" PRIu64 " is too large for page size "
-              "%u (at most 2^32 - 2 physical pages)", o->logical_bytes, ps);
-    return -EINVAL;
-  }
-  if (blocks < data_blocks + FTL_MIN_SPARE_BLOCKS (streams)) {
-    snprintf (errbuf, errlen, "impossible geometry: size %" PRIu64 " with "
-              "op=%g%% and %u pages per block gives %" PRIu64 " spare erase "
-              "blocks, but at least %u are needed (raise size or op, or "
-              "lower pages-per-block)", o->logical_bytes, op, ppb,
-              blocks - data_blocks, FTL_MIN_SPARE_BLOCKS (streams));
-    return -EINVAL;
-  }
-
-  memset (sb, 0, sizeof *sb);
-  sb->version = FTL_FORMAT_VERSION;
-  sb->generation = 1;
-  sb->page_size = ps;
-  sb->pages_per_block = ppb;
-  sb->blocks = blocks;
-  sb->meta_pages = fmt_meta_pages (ps, ppb);
-  sb->logical_bytes = o->logical_bytes;
-  sb->ckpt_bytes = fmt_ckpt_bytes (ps, lpages, blocks);
-  sb->ckpt_offset[0] = ROUND_UP (2 * FTL_SB_SLOT, ps);
-  sb->ckpt_offset[1] = sb->ckpt_offset[0] + sb->ckpt_bytes;
-  sb->data_offset = sb->ckpt_offset[1] + sb->ckpt_bytes;
-  sb->state = FTL_SB_CLEAN;
-  sb->op_ppm = (uint32_t) (op * 10000.0 + 0.5);
-  sb->clean_ckpt_gen = 1;
-  if (getrandom (sb->uuid, sizeof sb->uuid, 0) != sizeof sb->uuid)
-    sb->uuid[0] = time (NULL) ^ getpid ();
-  sb->created = time (NULL);
-  return 0;
-}
-
-/* Write a new, empty image through the backing-file operations io: an
- * empty checkpoint, synced, then the superblocks, synced.  Until the
- * first superblock is written the file holds no superblock and is
- * refused as not an image; after that both checkpoint slot 0 and the
- * superblock it names are complete.
- */
-static int
-format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
-              char *errbuf, size_t errlen)
-{
-  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
-  uint64_t size = sb->data_offset + (uint64_t) sb->blocks
-    * (sb->meta_pages + sb->pages_per_block) * sb->page_size;
-  struct ftl_ckpt_header h = {
-    .version = FTL_FORMAT_VERSION,
-    .generation = 1,
-    .seq = 1,
-    .body_bytes = fmt_ckpt_body_bytes (lpages, sb->blocks),
-    .logical_pages = lpages,
-    .blocks = sb->blocks,
-    .pages_per_block = sb->pages_per_block,
-    .clean = 1,
-  };
-  uint8_t sbbuf[FTL_SB_SLOT];
-  uint8_t *ck;
-  int r;
-
-  if (ftruncate (fd, size) == -1) {
-    snprintf (errbuf, errlen, "setting the image size to %" PRIu64 ": %s",
-              size, strerror (errno));
-    return -errno;
-  }
-  ck = calloc (1, sb->ckpt_bytes);
-  if (!ck)
-    return -ENOMEM;
-  /* All logical pages unmapped; all blocks free with erase count 0. */
-  for (uint64_t lpn = 0; lpn < lpages; lpn++)
-    fmt_ckpt_map_encode (FTL_UNMAPPED, ck + FTL_CKPT_HDR_BYTES
-                         + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
-  h.body_checksum = fmt_checksum (ck + FTL_CKPT_HDR_BYTES, h.body_bytes, 0);
-  fmt_ckpt_header_encode (&h, ck);
-  r = io->pwrite (io->opaque, fd, ck, sb->ckpt_bytes, sb->ckpt_offset[0]);
-  free (ck);
-  if (r == 0)
-    r = io->sync (io->opaque, fd);
-  if (r == 0) {
-    memset (sbbuf, 0, sizeof sbbuf);
-    fmt_sb_encode (sb, sbbuf);
-    r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, 0);
-    if (r == 0)
-      r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, FTL_SB_SLOT);
-    if (r == 0)
-      r = io->sync (io->opaque, fd);
-  }
-  if (r < 0)
-    snprintf (errbuf, errlen, "writing the new image: %s", strerror (-r));
-  return r;
-}
-
 /* ---- opening ---- */
 
-/* Read both superblock copies and keep the newest valid one. */
+/* Read both superblock copies and keep the newest valid one.  When
+ * neither is valid nor newer, *zero_copies has bit i set if copy i reads
+ * as zeros: with copy B never written the file may be blank, or an
+ * image whose creation was cut short (create_examine tells).
+ */
 static int
 read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
-                 char *errbuf, size_t errlen)
+                 unsigned *zero_copies, char *errbuf, size_t errlen)
 {
   uint8_t buf[FTL_SB_SLOT];
   struct ftl_superblock s[2];
   enum ftl_fmt_status st[2];
   char why[2][128];
   bool magic = false;
+  unsigned zero = 0;
   int best = -1;
 
+  *zero_copies = 0;
   for (int i = 0; i < 2; i++) {
     ssize_t n = pread (fd, buf, sizeof buf, i * FTL_SB_SLOT);
     if (n < 0) {
@@ -209,6 +98,8 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
     }
     if (i == 0)
       magic = n >= 8 && memcmp (buf, FTL_SB_MAGIC, 8) == 0;
+    if (all_zero (buf, MIN (n, FTL_SB_BYTES)))
+      zero |= 1u << i;
     st[i] = fmt_sb_decode (buf, n, &s[i], why[i], sizeof why[i]);
     if (st[i] == FTL_FMT_OK && (best == -1 ||
                                 s[i].generation > s[best].generation))
@@ -218,9 +109,11 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
     if (magic && file_size < 2 * FTL_SB_SLOT)
       snprintf (errbuf, errlen, "the image is truncated: %" PRIu64 " bytes, "
                 "too short to hold its superblocks", file_size);
-    else if (st[0] == FTL_FMT_BAD_VERSION || st[1] == FTL_FMT_BAD_VERSION)
+    else if (st[0] == FTL_FMT_BAD_VERSION || st[1] == FTL_FMT_BAD_VERSION) {
       snprintf (errbuf, errlen, "the image has a newer format (%s)",
                 why[st[0] == FTL_FMT_BAD_VERSION ? 0 : 1]);
+      return -EINVAL;
+    }
     else if ((st[0] == FTL_FMT_BAD_MAGIC || st[0] == FTL_FMT_EMPTY ||
               st[0] == FTL_FMT_BAD_LENGTH) &&
              (st[1] == FTL_FMT_BAD_MAGIC || st[1] == FTL_FMT_EMPTY ||
@@ -232,6 +125,7 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
                 "(copy A: %s%s%s; copy B: %s%s%s)",
                 fmt_status_string (st[0]), why[0][0] ? ", " : "", why[0],
                 fmt_status_string (st[1]), why[1][0] ? ", " : "", why[1]);
+    *zero_copies = zero;
     return -EINVAL;
   }
   *sb = s[best];
@@ -383,38 +277,16 @@ open_file (struct ftl *ftl, struct open_ctx *c)
   return 0;
 }
 
-/* Format an empty file as a new image. */
-static int
-create_image (struct ftl *ftl, struct open_ctx *c)
-{
-  const struct ftl_options *o = c->o;
-  struct ftl_superblock sb;
-  int r;
-
-  if (!o->logical_bytes) {
-    snprintf (c->err, c->errlen, "the file is empty: give a size to create "
-              "a new image");
-    return -EINVAL;
-  }
-  if (o->readonly) {
-    snprintf (c->err, c->errlen, "the file is empty and a new image cannot "
-              "be created read-only");
-    return -EROFS;
-  }
-  r = new_geometry (o, &sb, c->err, c->errlen);
-  if (r == 0)
-    r = format_image (ftl->fd, o->io ? o->io : &media_default_io, &sb,
-                      c->err, c->errlen);
-  if (r < 0 && ftruncate (ftl->fd, 0) == -1) {
-    /* leave it empty as it was, if we can */
-  }
-  return r;
-}
-
+/* Open the file and read its superblock; format it first if it is
+ * blank (create.c says which files are).
+ */
 static int
 step_file (struct ftl *ftl, struct open_ctx *c)
 {
   struct stat st;
+  uint64_t size;
+  unsigned zero_copies;
+  bool blank;
   int r;
 
   r = open_file (ftl, c);
@@ -428,17 +300,32 @@ step_file (struct ftl *ftl, struct open_ctx *c)
     snprintf (c->err, c->errlen, "not a regular file");
     return -EINVAL;
   }
-  if (st.st_size == 0) {
-    r = create_image (ftl, c);
+  size = st.st_size;
+  blank = size == 0;
+  if (!blank) {
+    r = read_superblock (ftl->fd, size, &ftl->sb, &zero_copies, c->err,
+                         c->errlen);
+    if (r < 0 && (zero_copies & 2))
+      r = create_examine (ftl->fd, size, zero_copies == 3, &blank, c->err,
+                          c->errlen);
+    if (r < 0)
+      return r;
+  }
+  if (blank) {
+    r = create_image (ftl->fd, c->o, size, c->err, c->errlen);
     if (r == 0 && fstat (ftl->fd, &st) == -1)
       r = -errno;
     if (r < 0)
       return r;
+    if (size > 0)
+      log_msg (ftl, FTL_LOG_WARN, "%s held only zeros (%" PRIu64 " bytes): "
+               "a new image was created in it", ftl->path, size);
+    r = read_superblock (ftl->fd, st.st_size, &ftl->sb, &zero_copies,
+                         c->err, c->errlen);
+    if (r < 0)
+      return r;
   }
-  r = read_superblock (ftl->fd, st.st_size, &ftl->sb, c->err, c->errlen);
-  if (r == 0)
-    r = check_options (c->o, &ftl->sb, c->err, c->errlen);
-  return r;
+  return check_options (c->o, &ftl->sb, c->err, c->errlen);
 }
 
 static void

@@ -139,6 +139,60 @@ test $patched -ge 1
 refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 2, this program reads up to 1\\)" \
     file="$tmp/newer.img"
 
+# Version 0 is not a newer format: no version writes it.  Both copies
+# patched to version 0 are damaged copies (their checksums no longer
+# match).
+cp "$disk" "$tmp/zero-version.img"
+for sb in 0 4096; do
+    printf '\x00\x00\x00\x00' |
+        dd of="$tmp/zero-version.img" bs=1 seek=$((sb + 8)) conv=notrunc status=none
+done
+refuse "$tmp/zero-version.img" "$tmp/zero-version.img: both superblock copies are damaged \(copy A: checksum mismatch; copy B: checksum mismatch\)" \
+    file="$tmp/zero-version.img"
+
+# A power cut while an image was being created.  Creation writes the
+# file's size, an empty checkpoint, superblock copy A, then copy B,
+# each synced before the next.  Cut before anything but the size
+# reached the file, the file holds only zeros: without size= it is
+# refused; with size= the image is created in it (it holds nothing to
+# lose).
+truncate -s 1M "$tmp/zeros.img"
+refuse "$tmp/zeros.img" "$tmp/zeros.img: the file holds only zeros: give a size to create a new image" \
+    file="$tmp/zeros.img"
+timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/zeros.img" size=64M \
+    --run 'nbdsh -u "$uri" -c "h.pwrite(b\"z\" * 4096, 0); h.flush()"'
+timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/zeros.img" \
+    --run 'nbdsh -u "$uri" -c "assert h.pread(4096, 0) == b\"z\" * 4096"'
+
+# Zeros where the superblocks go do not make a file ours (a ZFS vdev
+# leaves its first 8 KiB empty too): with data after them, it is not
+# an image, and it is not formatted.
+{ head -c 8192 /dev/zero; seq -f 'user data %06g' 4000; } > "$tmp/other.img"
+refuse "$tmp/other.img" "$tmp/other.img: not an nbdkit-ftl image \\(no superblock found\\)" \
+    file="$tmp/other.img" size=64M
+
+# Cut after the checkpoint, before superblock copy A: zeros where both
+# copies go (the first 8 KiB), the checkpoint after them.  And cut
+# while copy A was written: only its first 100 bytes, or 3 (inside its
+# magic), copy B zeros.  Each is refused, with or without size=, and
+# left as it is.
+incomplete='an incomplete image \(creation was cut short\): remove the file to create the image again'
+timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/cut.img" size=64M --run 'exit 0'
+dd if=/dev/zero of="$tmp/cut.img" bs=4096 count=2 conv=notrunc status=none
+refuse "$tmp/cut.img" "$tmp/cut.img: $incomplete" file="$tmp/cut.img"
+refuse "$tmp/cut.img" "$tmp/cut.img: $incomplete" file="$tmp/cut.img" size=64M
+rm "$tmp/cut.img"
+timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/cut.img" size=64M --run 'exit 0'
+dd if=/dev/zero of="$tmp/cut.img" bs=1 seek=100 count=$((8192 - 100)) \
+    conv=notrunc status=none
+refuse "$tmp/cut.img" "$tmp/cut.img: $incomplete" file="$tmp/cut.img" size=64M
+dd if=/dev/zero of="$tmp/cut.img" bs=1 seek=3 count=97 conv=notrunc status=none
+refuse "$tmp/cut.img" "$tmp/cut.img: $incomplete" file="$tmp/cut.img"
+# As the message says: remove the file, and the image is created again.
+rm "$tmp/cut.img"
+timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/cut.img" size=64M \
+    --run 'nbdsh -u "$uri" -c "assert h.pread(4096, 0) == bytes(4096)"'
+
 # A geometry too small to hold the metadata and the spare blocks.
 refuse "$tmp/tiny.img" "$tmp/tiny.img: impossible geometry: size 65536 with op=28% and 256 pages per block gives 0 spare erase blocks, but at least 10 are needed .*" \
     file="$tmp/tiny.img" size=64K pages-per-block=256

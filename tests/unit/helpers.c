@@ -101,6 +101,12 @@ nosync (void *opaque, int fd)
   return 0;
 }
 
+static int
+nosync_dir (void *opaque, const char *path)
+{
+  return 0;
+}
+
 static struct ftl_io nosync_io;
 
 static void
@@ -108,6 +114,7 @@ nosync_io_init (void)
 {
   nosync_io = media_default_io;
   nosync_io.sync = nosync;
+  nosync_io.sync_dir = nosync_dir;
 }
 
 const struct ftl_io *
@@ -383,6 +390,27 @@ fault_sync (void *opaque, int fd)
   return 0;
 }
 
+/* The size changes for real (reads must see it); the trace decides
+ * whether it is durable.
+ */
+static int
+fault_set_size (void *opaque, int fd, uint64_t size)
+{
+  struct unit_fault *f = opaque;
+  if (!fault_event (f, UNIT_EV_RESIZE, 0, size, NULL))
+    return -EIO;
+  return media_default_io.set_size (NULL, fd, size);
+}
+
+static int
+fault_sync_dir (void *opaque, const char *path)
+{
+  struct unit_fault *f = opaque;
+  if (!fault_event (f, UNIT_EV_SYNC_DIR, 0, 0, NULL))
+    return -EIO;
+  return 0;
+}
+
 void
 unit_fault_init (struct unit_fault *f)
 {
@@ -390,6 +418,7 @@ unit_fault_init (struct unit_fault *f)
   f->io = (struct ftl_io) {
     .pwrite = fault_pwrite, .pread = fault_pread,
     .sync = fault_sync, .opaque = f,
+    .set_size = fault_set_size, .sync_dir = fault_sync_dir,
   };
   f->limit = -1;
 }
@@ -421,18 +450,38 @@ unit_fault_last_sync (const struct unit_fault *f, size_t n)
   return -1;
 }
 
+/* The bytes that the file may span at any point of the trace. */
+static size_t
+disk_capacity (const struct unit_fault *f, size_t base_len)
+{
+  size_t cap = base_len;
+
+  for (size_t i = 0; i < f->n; i++) {
+    const struct unit_ev *e = &f->ev[i];
+    if (e->kind == UNIT_EV_PWRITE && e->off + e->len > cap)
+      cap = e->off + e->len;
+    if (e->kind == UNIT_EV_RESIZE && e->len > cap)
+      cap = e->len;
+  }
+  return cap;
+}
+
 void
 unit_disk_init (struct unit_disk *d, const struct unit_fault *f,
                 const char *base)
 {
   memset (d, 0, sizeof *d);
   d->f = f;
-  d->len = unit_file_size (base);
-  d->img = malloc (d->len);
-  d->scratch = malloc (d->len);
+  d->named = base != NULL;
+  d->len = base ? unit_file_size (base) : 0;
+  d->cap = disk_capacity (f, d->len);
+  /* One spare byte: an empty file is still a buffer. */
+  d->img = calloc (1, d->cap + 1);
+  d->scratch = calloc (1, d->cap + 1);
   ck_assert_ptr_nonnull (d->img);
   ck_assert_ptr_nonnull (d->scratch);
-  unit_read_file (base, d->img, d->len, 0);
+  if (base)
+    unit_read_file (base, d->img, d->len, 0);
 }
 
 void
@@ -443,70 +492,159 @@ unit_disk_free (struct unit_disk *d)
   d->img = d->scratch = NULL;
 }
 
-/* Apply a random subset of the 512-byte sectors of a write event to img
- * (the pieces of the write between the file's 512-byte boundaries).
- * Returns the bytes applied.
+/* The file's bytes beyond its size are always zeros in img and scratch:
+ * a file that grows reads zeros there.
+ */
+static void
+set_len (uint8_t *img, size_t *len, size_t new_len)
+{
+  if (new_len < *len)
+    memset (img + new_len, 0, *len - new_len);
+  *len = new_len;
+}
+
+/* Bytes of a write reached the file at [from, to): it extends the file
+ * to their end.
+ */
+static void
+extend_len (size_t *len, uint64_t to)
+{
+  if (to > *len)
+    *len = to;
+}
+
+/* Apply a subset of the 512-byte sectors of a write event to img (the
+ * pieces of the write between the file's 512-byte boundaries): a
+ * random one (rng), or piece i if bit i of mask is set.  Returns the
+ * bytes applied.
  */
 static uint64_t
-apply_sectors (uint8_t *img, size_t len, const struct unit_ev *e,
-               uint64_t *rng)
+apply_sectors (uint8_t *img, size_t cap, size_t *len, const struct unit_ev *e,
+               uint64_t *rng, uint64_t mask)
 {
   uint64_t applied = 0;
+  unsigned i = 0;
 
-  ck_assert_uint_le (e->off + e->len, len);
-  for (uint64_t p = e->off; p < e->off + e->len; ) {
+  ck_assert_uint_le (e->off + e->len, cap);
+  for (uint64_t p = e->off; p < e->off + e->len; i++) {
     uint64_t q = (p / 512 + 1) * 512;
     if (q > e->off + e->len)
       q = e->off + e->len;
-    if (unit_rnd (rng) & 1) {
+    if (rng ? unit_rnd (rng) & 1 : i < 64 && (mask >> i) & 1) {
       memcpy (img + p, e->data + (p - e->off), q - p);
       applied += q - p;
+      extend_len (len, q);
     }
     p = q;
   }
   return applied;
 }
 
-/* Apply the first 'bytes' bytes of a write event to img. */
+/* Apply the first 'bytes' bytes of a write event to img, or a size
+ * change.
+ */
 static void
-apply_event (uint8_t *img, size_t len, const struct unit_ev *e,
+apply_event (uint8_t *img, size_t cap, size_t *len, const struct unit_ev *e,
              uint64_t bytes)
 {
-  ck_assert_uint_le (e->off + e->len, len);
-  if (e->kind == UNIT_EV_PWRITE)
+  switch (e->kind) {
+  case UNIT_EV_PWRITE:
+    ck_assert_uint_le (e->off + e->len, cap);
     memcpy (img + e->off, e->data, bytes);
+    if (bytes > 0)
+      extend_len (len, e->off + bytes);
+    break;
+  case UNIT_EV_RESIZE:
+    set_len (img, len, e->len);
+    break;
+  case UNIT_EV_SYNC: case UNIT_EV_SYNC_DIR:
+    break;
+  }
 }
 
-void
-unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
-               uint64_t *rng, const char *path, struct unit_cut_info *info)
+/* Has the name of a new file become durable before event n? */
+static bool
+name_durable (const struct unit_disk *d, size_t n)
+{
+  if (d->named)
+    return true;
+  for (size_t i = 0; i < n; i++)
+    if (d->f->ev[i].kind == UNIT_EV_SYNC_DIR)
+      return true;
+  return false;
+}
+
+/* How a cut treats what is pending, beyond what its mode says. */
+struct cut_how {
+  int64_t tear;                 /* >= 0: event n torn after so many bytes */
+  bool use_mask;                /* event n: only the sectors in mask */
+  uint64_t mask;
+  int sizes;                    /* 1, 0: pending size changes kept, lost;
+                                 * -1: as the mode says */
+};
+
+/* The file after a power cut during event n, written to path (or path
+ * removed): unit_disk_cut and its variants (helpers.h), how saying what
+ * the variant fixes.
+ */
+static void
+disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
+          uint64_t *rng, const struct cut_how *how, const char *path,
+          struct unit_cut_info *info)
 {
   const struct unit_fault *f = d->f;
   long s = unit_fault_last_sync (f, n);
-  size_t start = s >= 0 ? (size_t) s + 1 : 0, end;
+  size_t start = s >= 0 ? (size_t) s + 1 : 0, end, len;
   size_t *pend, np = 0, nap;
+  bool absent = false;
   int fd;
 
   ck_assert_uint_le (n, f->n);
   ck_assert_uint_le (d->durable, start);
   /* Everything before the last completed sync is durable. */
   for (size_t i = d->durable; i < start; i++)
-    apply_event (d->img, d->len, &f->ev[i], f->ev[i].len);
+    apply_event (d->img, d->cap, &d->len, &f->ev[i], f->ev[i].len);
   d->durable = start;
 
   /* The writes since, event n (in flight) included. */
   end = n < f->n ? n + 1 : f->n;
   pend = malloc ((end - start + 1) * sizeof *pend);
   ck_assert_ptr_nonnull (pend);
+  memcpy (d->scratch, d->img, d->cap);
+  len = d->len;
+  memset (info, 0, sizeof *info);
+  info->torn = -1;
+
+  /* The size changes since: each reaches the file or not, before the
+   * writes (the traces have none after a pending write).
+   */
+  for (size_t i = start; i < end; i++) {
+    const struct unit_ev *e = &f->ev[i];
+    bool keep;
+    if (e->kind == UNIT_EV_PWRITE)
+      np++;
+    if (e->kind != UNIT_EV_RESIZE)
+      continue;
+    ck_assert_msg (np == 0, "the power-cut model has a size change (event "
+                   "%zu) after a pending write", i);
+    info->resizes++;
+    if (how->sizes >= 0)
+      keep = how->sizes;
+    else if (mode == UNIT_CUT_ORDER || mode == UNIT_CUT_NONE)
+      keep = mode == UNIT_CUT_ORDER;
+    else
+      keep = unit_rnd (rng) & 1;
+    if (keep) {
+      apply_event (d->scratch, d->cap, &len, e, 0);
+      info->resizes_applied++;
+    }
+  }
+  np = 0;
   for (size_t i = start; i < end; i++)
-    if (f->ev[i].kind != UNIT_EV_SYNC)
+    if (f->ev[i].kind == UNIT_EV_PWRITE)
       pend[np++] = i;
 
-  memcpy (d->scratch, d->img, d->len);
   info->pending = np;
-  info->torn = -1;
-  info->torn_at = 0;
-  info->torn_writes = 0;
   nap = 0;
   switch (mode) {
   case UNIT_CUT_ORDER:
@@ -531,9 +669,18 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
   for (size_t i = 0; i < nap; i++) {
     const struct unit_ev *e = &f->ev[pend[i]];
     uint64_t bytes = e->len;
+    if (how->use_mask && pend[i] == n) {
+      bytes = apply_sectors (d->scratch, d->cap, &len, e, NULL, how->mask);
+      if (bytes < e->len) {
+        info->torn = pend[i];
+        info->torn_at = bytes;
+        info->torn_writes++;
+      }
+      continue;
+    }
     if (mode == UNIT_CUT_SECTORS) {
       if (unit_rnd (rng) % 2 == 0) {
-        bytes = apply_sectors (d->scratch, d->len, e, rng);
+        bytes = apply_sectors (d->scratch, d->cap, &len, e, rng, 0);
         if (bytes > 0 && bytes < e->len) {
           info->torn = pend[i];
           info->torn_at = bytes;
@@ -544,7 +691,9 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
     }
     else if (i == nap - 1) {
       /* The last one applied: in order, only event n is in flight. */
-      if (mode == UNIT_CUT_RANDOM)
+      if (how->tear >= 0 && pend[i] == n)
+        bytes = how->tear;
+      else if (mode == UNIT_CUT_RANDOM)
         bytes = unit_rnd (rng) % (e->len + 1);
       else if (pend[i] == n)
         bytes = unit_rnd (rng) % e->len;
@@ -554,14 +703,73 @@ unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
         info->torn_writes++;
       }
     }
-    apply_event (d->scratch, d->len, e, bytes);
+    apply_event (d->scratch, d->cap, &len, e, bytes);
   }
   info->applied = nap;
   free (pend);
 
+  /* A new file's name, until a sync of its directory, is pending too. */
+  if (!name_durable (d, n)) {
+    if (mode == UNIT_CUT_NONE)
+      absent = true;
+    else if (mode != UNIT_CUT_ORDER)
+      absent = unit_rnd (rng) & 1;
+  }
+  info->absent = absent;
+  info->len = len;
+
+  if (absent) {
+    ck_assert_msg (unlink (path) == 0 || errno == ENOENT, "unlink %s: %s",
+                   path, strerror (errno));
+    return;
+  }
   fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
-  ck_assert_int_eq (media_default_io.pwrite (NULL, fd, d->scratch, d->len, 0),
-                    0);
+  if (len > 0)
+    ck_assert_int_eq (media_default_io.pwrite (NULL, fd, d->scratch, len, 0),
+                      0);
   ck_assert_int_eq (close (fd), 0);
+}
+
+void
+unit_disk_cut (struct unit_disk *d, size_t n, enum unit_cut_mode mode,
+               uint64_t *rng, const char *path, struct unit_cut_info *info)
+{
+  const struct cut_how how = { .tear = -1, .sizes = -1 };
+
+  disk_cut (d, n, mode, rng, &how, path, info);
+}
+
+void
+unit_disk_cut_at (struct unit_disk *d, size_t n, uint64_t bytes,
+                  bool keep_sizes, const char *path,
+                  struct unit_cut_info *info)
+{
+  const struct cut_how how = { .tear = bytes, .sizes = keep_sizes };
+  uint64_t rng = 1;             /* in order: no choice is random */
+
+  ck_assert_uint_lt (n, d->f->n);
+  ck_assert_int_eq (d->f->ev[n].kind, UNIT_EV_PWRITE);
+  ck_assert_uint_le (bytes, d->f->ev[n].len);
+  disk_cut (d, n, UNIT_CUT_ORDER, &rng, &how, path, info);
+}
+
+void
+unit_disk_cut_sectors (struct unit_disk *d, size_t n, uint64_t mask,
+                       bool keep_sizes, const char *path,
+                       struct unit_cut_info *info)
+{
+  const struct cut_how how = { .tear = -1, .use_mask = true, .mask = mask,
+                               .sizes = keep_sizes };
+  uint64_t rng = 1;
+
+  ck_assert_uint_lt (n, d->f->n);
+  ck_assert_int_eq (d->f->ev[n].kind, UNIT_EV_PWRITE);
+  disk_cut (d, n, UNIT_CUT_ORDER, &rng, &how, path, info);
+}
+
+unsigned
+unit_ev_sectors (const struct unit_ev *e)
+{
+  return e->len ? (e->off + e->len + 511) / 512 - e->off / 512 : 0;
 }

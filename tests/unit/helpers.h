@@ -30,9 +30,10 @@ extern void unit_dir_remove (void);
 extern void unit_dir_clean (void);
 extern void unit_path (char *buf, size_t len, const char *name);
 
-/* The real file I/O with fdatasync replaced by a no-op: for tests whose
- * subject is not durability ordering (a killed process loses nothing
- * that reached the page cache, so syncs only cost time there).
+/* The real file I/O with fdatasync, and the sync of a new image's
+ * directory, replaced by no-ops: for tests whose subject is not
+ * durability ordering (a killed process loses nothing that reached the
+ * page cache, so syncs only cost time there).
  */
 extern const struct ftl_io *unit_nosync_io (void);
 
@@ -102,30 +103,44 @@ extern bool unit_is_erase_write (uint64_t data_offset, uint64_t block_bytes,
 /* ---- Fault injection under the media layer ----
  *
  * unit_fault is an I/O layer (struct ftl_io) that does the real file
- * I/O and records every backing write and sync as an event,
- * with a copy of the data written.  Given the file as it was before
- * the first event, unit_disk then rebuilds the file as the storage
+ * I/O and records every backing write, sync, change of the file's size
+ * and sync of its directory as an event, with a copy of the data
+ * written.  Given the file as it was before the first event (or none:
+ * the run creates it), unit_disk then rebuilds the file as the storage
  * would leave it after a power cut during any event n:
  *
- *   durable   the base file plus every write before the last sync that
- *             completed before event n;
- *   pending   the writes since that sync, event n included if it is a
- *             write: a power cut applies any subset of them, in any
- *             order, and any of those applied may be torn: only some
- *             of its 512-byte sectors reached the file (sectors of the
- *             file: a write is cut at the file's 512-byte boundaries),
- *             or only a prefix of it, cut at any byte.
+ *   durable   the base file plus every write and size change before
+ *             the last sync that completed before event n;
+ *   pending   the writes and size changes since that sync, event n
+ *             included: a power cut applies any subset of the writes,
+ *             in any order, and any of those applied may be torn: only
+ *             some of its 512-byte sectors reached the file (sectors of
+ *             the file: a write is cut at the file's 512-byte
+ *             boundaries), or only a prefix of it, cut at any byte.
+ *             Each size change is kept or lost, before the writes (a
+ *             size change after a pending write is not modeled, and
+ *             fails the test).  A file that grows reads zeros; bytes of
+ *             a write that reach the file extend it to their end, even
+ *             where the size change before them was lost;
+ *   name      a file that the run created exists after the cut for
+ *             certain only once a sync of its directory has completed;
+ *             until then a cut may leave no file at all.
  *
  * Because a process that loses power at event n has issued exactly the
  * events before it, one recorded run gives every crash point.  limit
  * cuts the power during a live run instead: from event 'limit' on,
- * every write and sync fails with -EIO and nothing more is recorded.
+ * every write, sync and size change fails with -EIO and nothing more
+ * is recorded.
  */
-enum unit_ev_kind { UNIT_EV_PWRITE, UNIT_EV_SYNC };
+enum unit_ev_kind {
+  UNIT_EV_PWRITE, UNIT_EV_SYNC,
+  UNIT_EV_RESIZE,               /* len: the new size */
+  UNIT_EV_SYNC_DIR,             /* the file's name made durable */
+};
 
 struct unit_ev {
   enum unit_ev_kind kind;
-  uint64_t off, len;            /* pwrite */
+  uint64_t off, len;            /* pwrite; resize: len */
   uint8_t *data;                /* pwrite: a copy of the bytes */
   unsigned tag;                 /* from the classify callback */
   long op;                      /* unit_fault.op when it was issued */
@@ -148,21 +163,30 @@ extern void unit_fault_init (struct unit_fault *f);
 extern void unit_fault_reset (struct unit_fault *f);  /* drop the events */
 extern void unit_fault_free (struct unit_fault *f);
 
+/* What reaches the file of the pending writes and size changes, and
+ * whether a new file keeps its name.
+ */
 enum unit_cut_mode {
-  UNIT_CUT_ORDER,               /* pending writes in order, event n torn */
-  UNIT_CUT_NONE,                /* every pending write lost */
+  UNIT_CUT_ORDER,               /* pending writes in order, event n torn;
+                                 * size changes and the name kept */
+  UNIT_CUT_NONE,                /* every pending write and size change
+                                 * lost, and the name of a new file */
   UNIT_CUT_RANDOM,              /* a random subset in a random order, the
                                  * last one torn at a random byte */
   UNIT_CUT_SECTORS,             /* a random subset in a random order, each
                                  * one torn with probability 1/2: a
                                  * random subset of its sectors */
+  /* (random, sectors: each size change, and the name of a new file,
+   * kept with probability 1/2) */
 };
 
 struct unit_disk {
   const struct unit_fault *f;
-  uint8_t *img;                 /* the durable image */
+  uint8_t *img;                 /* the durable image (cap bytes) */
   uint8_t *scratch;
-  size_t len;
+  size_t len;                   /* the durable size of the file */
+  size_t cap;                   /* the most it spans in the trace */
+  bool named;                   /* the file existed before the trace */
   size_t durable;               /* events [0, durable) are in img */
 };
 
@@ -172,20 +196,42 @@ struct unit_cut_info {
   long torn;                    /* the (last) torn event, or -1 */
   uint64_t torn_at;             /* bytes of it that reached the file */
   unsigned torn_writes;         /* writes torn */
+  unsigned resizes;             /* size changes since the last sync */
+  unsigned resizes_applied;     /* ... of them that reached the file */
+  bool absent;                  /* a new file lost its name: no file */
+  uint64_t len;                 /* the size of the file left */
 };
 
-/* base: the file before the first event.  Cuts must come in
- * non-decreasing order of n (0 <= n <= f->n).
+/* base: the file before the first event, or NULL if the run created it
+ * (empty) before its first event.  Call it once the run is recorded.
+ * Cuts must come in non-decreasing order of n (0 <= n <= f->n).
  */
 extern void unit_disk_init (struct unit_disk *d, const struct unit_fault *f,
                             const char *base);
 extern void unit_disk_free (struct unit_disk *d);
 /* Write to path the file after a power cut during event n (n == f->n:
- * after the last event).  rng seeds the choices.
+ * after the last event), or remove path if the cut leaves no file.  rng
+ * seeds the choices.
  */
 extern void unit_disk_cut (struct unit_disk *d, size_t n,
                            enum unit_cut_mode mode, uint64_t *rng,
                            const char *path, struct unit_cut_info *info);
+/* The same, in order, with no random choice: event n, a write, torn
+ * after exactly 'bytes' of its bytes (its length: whole), and the
+ * pending size changes kept or lost as keep_sizes says.
+ */
+extern void unit_disk_cut_at (struct unit_disk *d, size_t n, uint64_t bytes,
+                              bool keep_sizes, const char *path,
+                              struct unit_cut_info *info);
+/* The same, with only the sectors of event n whose bits are set in mask
+ * reaching the file (bit i: the write's i-th piece between the file's
+ * 512-byte boundaries; unit_ev_sectors counts them).
+ */
+extern void unit_disk_cut_sectors (struct unit_disk *d, size_t n,
+                                   uint64_t mask, bool keep_sizes,
+                                   const char *path,
+                                   struct unit_cut_info *info);
+extern unsigned unit_ev_sectors (const struct unit_ev *e);
 /* The index of the last sync before event n, or -1. */
 extern long unit_fault_last_sync (const struct unit_fault *f, size_t n);
 

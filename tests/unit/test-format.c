@@ -173,7 +173,7 @@ START_TEST (test_sb_flipped_bytes)
 }
 END_TEST
 
-/* Wrong magic, newer (or zero) version, wrong length field. */
+/* Wrong magic, newer or zero version, wrong length field. */
 START_TEST (test_sb_magic_version_length)
 {
   uint8_t buf[FTL_SB_BYTES];
@@ -191,10 +191,28 @@ START_TEST (test_sb_magic_version_length)
   ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, why,
                                        sizeof why), FTL_FMT_BAD_VERSION);
   ck_assert_msg (strstr (why, "version") != NULL, "why: '%s'", why);
+  /* Version 0 is not newer: no writer writes it.  With a valid
+   * checksum it is a field out of range; a write torn after the magic
+   * leaves a bad length, never "an unsupported version".
+   */
   sb.version = 0;
   fmt_sb_encode (&sb, buf);
-  ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
-                    FTL_FMT_BAD_VERSION);
+  ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, why,
+                                       sizeof why), FTL_FMT_BAD_FIELD);
+  ck_assert_str_eq (why, "format version 0");
+  sb = good_sb ();
+  fmt_sb_encode (&sb, buf);
+  for (size_t cut = 8; cut < FTL_SB_BYTES; cut++) {
+    uint8_t torn[FTL_SB_SLOT] = { 0 };
+    memcpy (torn, buf, cut);
+    if (memcmp (torn, buf, FTL_SB_BYTES) == 0)
+      continue;                 /* the rest was zeros: not torn */
+    enum ftl_fmt_status st = sb_decode_checked (torn, sizeof torn, NULL,
+                                                NULL, 0);
+    ck_assert_msg (st == FTL_FMT_BAD_LENGTH || st == FTL_FMT_BAD_CHECKSUM,
+                   "superblock torn after %zu bytes: %s", cut,
+                   fmt_status_string (st));
+  }
 
   /* The length field (bytes 12..15), with and without a recomputed
    * checksum: the length is checked before the checksum.
@@ -449,7 +467,7 @@ START_TEST (test_ckpt_header_rejects)
   v.version = 0;
   fmt_ckpt_header_encode (&v, buf);
   ck_assert_int_eq (ckpt_decode_checked (buf, sizeof buf, NULL),
-                    FTL_FMT_BAD_VERSION);
+                    FTL_FMT_BAD_FIELD);
 
   /* Fields out of range, with valid checksums. */
   v = h;
@@ -652,14 +670,16 @@ START_TEST (test_blkhdr)
   ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
                     FTL_FMT_BAD_MAGIC);
 
-  /* Newer and zero versions, with the checksum recomputed. */
+  /* Newer and zero versions, with the checksum recomputed: version 0
+   * is a field out of range, not a newer format.
+   */
   uint16_t versions[] = { FTL_FORMAT_VERSION + 1, 0, 0xffff };
   for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
     memcpy (buf, good, sizeof buf);
     put16le (buf + 4, versions[i]);
     put64le (buf + 24, fmt_checksum (buf, 24, 0));
     ck_assert_int_eq (blkhdr_decode_checked (buf, sizeof buf, NULL),
-                      FTL_FMT_BAD_VERSION);
+                      versions[i] ? FTL_FMT_BAD_VERSION : FTL_FMT_BAD_FIELD);
   }
 }
 END_TEST
@@ -758,7 +778,7 @@ START_TEST (test_oob_rejects)
     buf[3] = versions[i];
     oob_fix_checksum (buf);
     ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
-                      FTL_FMT_BAD_VERSION);
+                      versions[i] ? FTL_FMT_BAD_VERSION : FTL_FMT_BAD_FIELD);
   }
 
   uint8_t kinds[] = { 0, 4, 0xff };
@@ -858,6 +878,18 @@ START_TEST (test_trim_rejects)
   put64le (buf + 8, fmt_checksum (buf + FTL_TRIM_HDR_BYTES, 0, get64le (buf)));
   ck_assert_int_eq (fmt_trim_page_decode (buf, ps, out, &cnt),
                     FTL_FMT_BAD_LENGTH);
+  /* Newer and zero versions, the checksum recomputed (it is seeded with
+   * the header's first 8 bytes).
+   */
+  uint16_t versions[] = { FTL_FORMAT_VERSION + 1, 0 };
+  for (size_t i = 0; i < 2; i++) {
+    memcpy (buf, good, sizeof buf);
+    put16le (buf + 6, versions[i]);
+    put64le (buf + 8, fmt_checksum (buf + FTL_TRIM_HDR_BYTES,
+                                    n * FTL_TRIM_ENTRY_BYTES, get64le (buf)));
+    ck_assert_int_eq (fmt_trim_page_decode (buf, ps, out, &cnt),
+                      versions[i] ? FTL_FMT_BAD_VERSION : FTL_FMT_BAD_FIELD);
+  }
   uint32_t big[] = { fmt_trim_page_capacity (ps) + 1, UINT32_MAX };
   for (size_t i = 0; i < 2; i++) {
     memcpy (buf, good, sizeof buf);

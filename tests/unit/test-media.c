@@ -468,6 +468,60 @@ START_TEST (test_abort_bad_block)
 }
 END_TEST
 
+/* The hooks of image creation: counted when given; when NULL, the
+ * defaults (ftruncate, fsync of the directory) do the work.
+ */
+static unsigned set_size_calls, sync_dir_calls;
+static char sync_dir_path[256];
+
+static int
+count_set_size (void *opaque, int fd_, uint64_t size)
+{
+  set_size_calls++;
+  return media_default_io.set_size (opaque, fd_, size);
+}
+
+static int
+count_sync_dir (void *opaque, const char *p)
+{
+  sync_dir_calls++;
+  snprintf (sync_dir_path, sizeof sync_dir_path, "%s", p);
+  return 0;
+}
+
+START_TEST (test_create_hooks)
+{
+  struct ftl_io io = counting_io;
+  char missing[300];
+  uint8_t buf[PS];
+
+  /* NULL hooks: the defaults.  A grown file reads zeros beyond its old
+   * end; the directory of an existing file syncs, that of a missing
+   * directory fails with its errno.
+   */
+  ck_assert_ptr_null (io.set_size);
+  ck_assert_int_eq (media_io_set_size (&io, fd, file_bytes + 2 * PS), 0);
+  ck_assert_uint_eq (unit_file_size (path), file_bytes + 2 * PS);
+  unit_read_file (path, buf, PS, file_bytes + PS);
+  for (size_t i = 0; i < PS; i++)
+    ck_assert_uint_eq (buf[i], 0);
+  ck_assert_int_eq (media_io_sync_dir (&io, path), 0);
+  snprintf (missing, sizeof missing, "%s/no/such/dir/x.img", unit_dir);
+  ck_assert_int_eq (media_io_sync_dir (&io, missing), -ENOENT);
+  ck_assert_int_eq (media_io_sync_dir (&io, "relative.img"), 0);
+
+  /* Hooks given: they are called, with the file's path. */
+  io.set_size = count_set_size;
+  io.sync_dir = count_sync_dir;
+  ck_assert_int_eq (media_io_set_size (&io, fd, file_bytes), 0);
+  ck_assert_uint_eq (unit_file_size (path), file_bytes);
+  ck_assert_int_eq (media_io_sync_dir (&io, path), 0);
+  ck_assert_uint_eq (set_size_calls, 1);
+  ck_assert_uint_eq (sync_dir_calls, 1);
+  ck_assert_str_eq (sync_dir_path, path);
+}
+END_TEST
+
 static Suite *
 media_suite (void)
 {
@@ -486,6 +540,7 @@ media_suite (void)
   tcase_add_test (tc, test_io_hooks);
   tcase_add_test (tc, test_short_read);
   tcase_add_test (tc, test_program_error_consumes_pages);
+  tcase_add_test (tc, test_create_hooks);
   suite_add_tcase (s, tc);
 
   if (fork_env && strcmp (fork_env, "no") == 0)

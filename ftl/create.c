@@ -1,0 +1,312 @@
+/* nbdkit-ftl: creating an image: the geometry of a new image from the
+ * options, formatting a file as that image, and telling what a
+ * creation cut short leaves.  Called by open.c; see format.h for the
+ * layout it writes.
+ *
+ * Creating an image writes, in order (format_image), each step
+ * durable before the next begins:
+ *
+ *   size      the file's size: bytes not written read as zeros
+ *   slot 0    an empty checkpoint                              sync
+ *   copy A    the superblock, which names checkpoint slot 0    sync
+ *   copy B    the superblock again                             sync
+ *   name      the directory that holds the file                sync
+ *
+ * The superblock is the commit: an image opens once a copy of it is
+ * whole.  A power cut before that leaves one of these, which is never
+ * opened as an image, and never formatted again unless it provably
+ * holds nothing:
+ *
+ *   no file, or an empty one, or nothing but zeros: a blank file;
+ *       given a size, the image is created in it (again)
+ *   no valid superblock copy, copy B all zeros, and the empty
+ *       checkpoint (or the start of it) where slot 0 goes: an image
+ *       whose creation was cut short (CREATE_CUT_SHORT,
+ *       create_examine); refused, and left as it is
+ *   a checkpoint torn without its first sector: not told apart from
+ *       other files, refused as not an image
+ *
+ * Zeros where the superblocks go do not prove that a file is ours
+ * (other formats leave their first 8 KiB empty too, e.g. a ZFS vdev):
+ * only a file with nothing at all in it is formatted without asking.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftl-internal.h"
+
+/* Where a new image with pages of ps bytes puts checkpoint slot 0: at
+ * the first page after the two superblock copies.
+ */
+static uint64_t
+ckpt_slot0_offset (uint32_t ps)
+{
+  return ROUND_UP (2 * FTL_SB_SLOT, ps);
+}
+
+/* Work out the geometry of a new image from the options. */
+static int
+new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
+              char *errbuf, size_t errlen)
+{
+  uint32_t ps = o->page_size ? o->page_size : FTL_DEFAULT_PAGE_SIZE;
+  uint32_t ppb = o->pages_per_block ? o->pages_per_block
+    : FTL_DEFAULT_PAGES_PER_BLOCK;
+  double op = o->op_percent > 0 ? o->op_percent : FTL_DEFAULT_OP_PERCENT;
+  unsigned streams = o->streams ? o->streams : 1;
+  uint64_t lpages, data_blocks, blocks;
+
+  if (o->logical_bytes % 512 != 0) {
+    snprintf (errbuf, errlen, "size %" PRIu64 " is not a multiple of 512",
+              o->logical_bytes);
+    return -EINVAL;
+  }
+  lpages = DIV_ROUND_UP (o->logical_bytes, ps);
+  data_blocks = DIV_ROUND_UP (lpages, ppb);
+  blocks = (uint64_t) ((double) lpages * (1.0 + op / 100.0) / ppb + 0.999999);
+  if (lpages >= FTL_PAGES_LIMIT || blocks * ppb >= FTL_PAGES_LIMIT) {
+    snprintf (errbuf, errlen, "size %" PRIu64 " is too large for page size "
+              "%u (at most 2^32 - 2 physical pages)", o->logical_bytes, ps);
+    return -EINVAL;
+  }
+  if (blocks < data_blocks + FTL_MIN_SPARE_BLOCKS (streams)) {
+    snprintf (errbuf, errlen, "impossible geometry: size %" PRIu64 " with "
+              "op=%g%% and %u pages per block gives %" PRIu64 " spare erase "
+              "blocks, but at least %u are needed (raise size or op, or "
+              "lower pages-per-block)", o->logical_bytes, op, ppb,
+              blocks - data_blocks, FTL_MIN_SPARE_BLOCKS (streams));
+    return -EINVAL;
+  }
+
+  memset (sb, 0, sizeof *sb);
+  sb->version = FTL_FORMAT_VERSION;
+  sb->generation = 1;
+  sb->page_size = ps;
+  sb->pages_per_block = ppb;
+  sb->blocks = blocks;
+  sb->meta_pages = fmt_meta_pages (ps, ppb);
+  sb->logical_bytes = o->logical_bytes;
+  sb->ckpt_bytes = fmt_ckpt_bytes (ps, lpages, blocks);
+  sb->ckpt_offset[0] = ckpt_slot0_offset (ps);
+  sb->ckpt_offset[1] = sb->ckpt_offset[0] + sb->ckpt_bytes;
+  sb->data_offset = sb->ckpt_offset[1] + sb->ckpt_bytes;
+  sb->state = FTL_SB_CLEAN;
+  sb->op_ppm = (uint32_t) (op * 10000.0 + 0.5);
+  sb->clean_ckpt_gen = 1;
+  if (getrandom (sb->uuid, sizeof sb->uuid, 0) != sizeof sb->uuid)
+    sb->uuid[0] = time (NULL) ^ getpid ();
+  sb->created = time (NULL);
+  return 0;
+}
+
+/* Write a new, empty image through the backing-file operations io: the
+ * file's size, then an empty checkpoint in slot 0, synced, then
+ * superblock copy A, synced, then copy B, synced.  The superblock is
+ * the commit: until copy A is whole the file holds no superblock; once
+ * either copy is whole, checkpoint slot 0 is too.  As with every later
+ * superblock update (ckpt.c), at most one copy is ever being written.
+ */
+static int
+format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
+              char *errbuf, size_t errlen)
+{
+  uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
+  uint64_t size = sb->data_offset + (uint64_t) sb->blocks
+    * (sb->meta_pages + sb->pages_per_block) * sb->page_size;
+  struct ftl_ckpt_header h = {
+    .version = FTL_FORMAT_VERSION,
+    .generation = 1,
+    .seq = 1,
+    .body_bytes = fmt_ckpt_body_bytes (lpages, sb->blocks),
+    .logical_pages = lpages,
+    .blocks = sb->blocks,
+    .pages_per_block = sb->pages_per_block,
+    .clean = 1,
+  };
+  uint8_t sbbuf[FTL_SB_SLOT];
+  uint8_t *ck;
+  int r;
+
+  r = media_io_set_size (io, fd, size);
+  if (r < 0) {
+    snprintf (errbuf, errlen, "setting the image size to %" PRIu64 ": %s",
+              size, strerror (-r));
+    return r;
+  }
+  ck = calloc (1, sb->ckpt_bytes);
+  if (!ck)
+    return -ENOMEM;
+  /* All logical pages unmapped; all blocks free with erase count 0. */
+  for (uint64_t lpn = 0; lpn < lpages; lpn++)
+    fmt_ckpt_map_encode (FTL_UNMAPPED, ck + FTL_CKPT_HDR_BYTES
+                         + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
+  h.body_checksum = fmt_checksum (ck + FTL_CKPT_HDR_BYTES, h.body_bytes, 0);
+  fmt_ckpt_header_encode (&h, ck);
+  r = io->pwrite (io->opaque, fd, ck, sb->ckpt_bytes, sb->ckpt_offset[0]);
+  free (ck);
+  if (r == 0)
+    r = io->sync (io->opaque, fd);
+  memset (sbbuf, 0, sizeof sbbuf);
+  fmt_sb_encode (sb, sbbuf);
+  for (int i = 0; i < 2 && r == 0; i++) {
+    r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, i * FTL_SB_SLOT);
+    if (r == 0)
+      r = io->sync (io->opaque, fd);
+  }
+  if (r < 0)
+    snprintf (errbuf, errlen, "writing the new image: %s", strerror (-r));
+  return r;
+}
+
+/* Format a blank file (empty, or old_size bytes of zeros) as a new
+ * image, and sync its directory.
+ */
+int
+create_image (int fd, const struct ftl_options *o, uint64_t old_size,
+              char *errbuf, size_t errlen)
+{
+  const struct ftl_io *io = o->io ? o->io : &media_default_io;
+  const char *what = old_size ? "holds only zeros" : "is empty";
+  struct ftl_superblock sb;
+  int r;
+
+  if (!o->logical_bytes) {
+    snprintf (errbuf, errlen, "the file %s: give a size to create a new "
+              "image", what);
+    return -EINVAL;
+  }
+  if (o->readonly) {
+    snprintf (errbuf, errlen, "the file %s and a new image cannot be "
+              "created read-only", what);
+    return -EROFS;
+  }
+  r = new_geometry (o, &sb, errbuf, errlen);
+  if (r < 0)
+    return r;
+  r = format_image (fd, io, &sb, errbuf, errlen);
+  /* The file's name too must survive a power cut, once the open that
+   * created the image has returned.
+   */
+  if (r == 0) {
+    r = media_io_sync_dir (io, o->path);
+    if (r < 0)
+      snprintf (errbuf, errlen, "syncing the directory of the new image: "
+                "%s", strerror (-r));
+  }
+  /* Leave the file blank, as it was (empty), if we can. */
+  if (r < 0 && media_io_set_size (io, fd, 0) < 0) {
+    /* nothing more to do */
+  }
+  return r;
+}
+
+/* Are bytes [off, end) of the file zeros?  1: yes, 0: no, or a
+ * negative errno.
+ */
+static int
+range_is_zero (int fd, uint8_t *buf, size_t chunk, uint64_t off,
+               uint64_t end)
+{
+  while (off < end) {
+    ssize_t n = pread (fd, buf, MIN (chunk, end - off), off);
+    if (n == -1 && errno == EINTR)
+      continue;
+    if (n == -1)
+      return -errno;
+    if (n == 0)                         /* shorter than it was */
+      return 1;
+    if (!all_zero (buf, n))
+      return 0;
+    off += n;
+  }
+  return 1;
+}
+
+/* Does the file hold only zeros?  1: yes, 0: no, or a negative errno.
+ * Holes are skipped (SEEK_DATA), where the file system knows them.
+ */
+static int
+file_is_zero (int fd, uint64_t size)
+{
+  const size_t chunk = 65536;
+  uint8_t *buf = malloc (chunk);
+  uint64_t off = 0;
+  int r = 1;
+
+  if (!buf)
+    return -ENOMEM;
+  while (off < size && r == 1) {
+    off_t data = lseek (fd, off, SEEK_DATA), end = size;
+    if (data == -1 && errno == ENXIO)
+      break;                            /* a hole up to the end */
+    if (data == -1 && errno != EINVAL) {
+      r = -errno;
+      break;
+    }
+    if (data == -1)                     /* no SEEK_DATA: read it all */
+      data = off;
+    else if ((end = lseek (fd, data, SEEK_HOLE)) == -1) {
+      r = -errno;
+      break;
+    }
+    r = range_is_zero (fd, buf, chunk, data, end);
+    off = end;
+  }
+  free (buf);
+  return r;
+}
+
+/* Is there the empty checkpoint of a creation where a new image puts
+ * checkpoint slot 0, for some page size: its magic, and either a torn
+ * header or a whole one of generation 1?  (A whole one of a later
+ * generation belongs to an image that was used.)
+ */
+static bool
+creation_ckpt_found (int fd, uint64_t size)
+{
+  for (uint32_t ps = FTL_MIN_PAGE_SIZE; ps <= FTL_MAX_PAGE_SIZE; ps *= 2) {
+    uint64_t off = ckpt_slot0_offset (ps);
+    uint8_t hb[FTL_CKPT_HDR_BYTES] = { 0 };
+    struct ftl_ckpt_header h;
+    ssize_t n;
+
+    if (off + 8 > size)
+      continue;
+    n = pread (fd, hb, sizeof hb, off);
+    if (n < 8 || memcmp (hb, FTL_CKPT_MAGIC, 8) != 0)
+      continue;
+    if (fmt_ckpt_header_decode (hb, sizeof hb, &h) != FTL_FMT_OK ||
+        h.generation == 1)
+      return true;
+  }
+  return false;
+}
+
+int
+create_examine (int fd, uint64_t size, bool sbs_zero, bool *blank,
+                char *errbuf, size_t errlen)
+{
+  *blank = false;
+  if (sbs_zero) {
+    int r = file_is_zero (fd, size);
+    if (r < 0) {
+      snprintf (errbuf, errlen, "reading the file: %s", strerror (-r));
+      return r;
+    }
+    if (r == 1) {
+      *blank = true;
+      return 0;
+    }
+  }
+  if (creation_ckpt_found (fd, size))
+    snprintf (errbuf, errlen, "%s", CREATE_CUT_SHORT);
+  return -EINVAL;
+}

@@ -1,0 +1,2 @@
+/* The FTL library module create.c, built with libFuzzer instrumentation. */
+#include "create.c"
