@@ -356,6 +356,7 @@ struct ftl_stats {
   uint64_t media_program_pages; /* every page programmed, GC included */
   uint64_t media_read_pages;
   uint64_t media_erases;
+  uint64_t media_syncs;         /* syncs of the file since open */
   uint64_t gc_copied_pages;
   uint64_t gc_runs;             /* victim blocks reclaimed */
   uint64_t gc_background_runs;  /* ... of them, by the background thread */

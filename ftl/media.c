@@ -507,6 +507,8 @@ media_sync (struct media *m)
   int r = untimed_begin (m);
   if (r == 0)
     r = m->io->sync (m->io->opaque, m->fd);
+  if (r == 0)
+    __atomic_fetch_add (&m->syncs, 1, __ATOMIC_RELAXED);
   return untimed_end (m, r);
 }
 

@@ -113,7 +113,7 @@ struct media {
   uint8_t *zeros;               /* meta_pages pages of zeros, read only */
 
   /* Counters (atomic). */
-  uint64_t programs, reads, erases;
+  uint64_t programs, reads, erases, syncs;
 
   /* Set by media_power_off: every operation fails with -EIO. */
   bool off;                     /* atomic */

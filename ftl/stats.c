@@ -44,6 +44,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     + __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
   st->media_erases = ctr (ftl, FTL_CTR_ERASE)
     + __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
+  st->media_syncs = __atomic_load_n (&ftl->media.syncs, __ATOMIC_RELAXED);
   st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
   st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
@@ -282,6 +283,8 @@ render_counters (struct jw *w, const struct stats_view *v)
   jw_uint (w, "program_pages", st->media_program_pages);
   jw_uint (w, "read_pages", st->media_read_pages);
   jw_uint (w, "erases", st->media_erases);
+  if (server)
+    jw_uint (w, "syncs", st->media_syncs);
   jw_end (w);
   jw_begin (w, "gc");
   if (server) {
