@@ -43,6 +43,8 @@ RSS.
   --list             list the workloads and exit
   --json DIR         keep fio's JSON output of every run in DIR
   --plugin PATH      the plugin (default: the one in this build tree)
+  --ftl-args ARGS    more KEY=VALUE parameters for the ftl server, e.g.
+                     "write-cache=0" (words split on spaces)
   --memory           instead: resident memory of the plugin for 1, 4 and
                      16 GiB disks and the open time of the largest
   --memory-sizes L   comma list of sizes for --memory (default 1G,4G,16G)
@@ -99,6 +101,7 @@ json_dir=
 plugin=
 mode=perf
 memory_sizes=1G,4G,16G
+ftl_args=()
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -114,6 +117,8 @@ while [ $# -gt 0 ]; do
             exit 0 ;;
         --json) json_dir="${2:?--json needs a value}"; shift 2 ;;
         --plugin) plugin="${2:?--plugin needs a value}"; shift 2 ;;
+        --ftl-args) read -r -a ftl_args <<<"${2?--ftl-args needs a value}"
+                    shift 2 ;;
         --memory) mode=memory; shift ;;
         --memory-sizes) memory_sizes="${2:?--memory-sizes needs a value}"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
@@ -273,7 +278,7 @@ stop_server ()
 start_ftl ()
 {
     start_server ftl "$plugin" file="$work/ftl.img" size="$size_bytes" \
-        stats="$work/stats.json" stats-interval=1
+        stats="$work/stats.json" stats-interval=1 "${ftl_args[@]}"
 }
 
 # A fresh ftl image: stop the server, delete the image, start again.
