@@ -82,27 +82,17 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   return 0;
 }
 
-static int
-ckpt_write_locked (struct ftl *ftl, bool clean)
+/* Step 1 of a checkpoint: the map and the block table into body, the
+ * sequence number and counters into h, with no write in progress
+ * (ckpt_rw exclusive).  Returns the pages written since the last
+ * checkpoint, as counted when the snapshot was taken.
+ */
+static uint64_t
+snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h)
 {
-  struct ftl_ckpt_header h = { .version = FTL_FORMAT_VERSION };
-  uint64_t bytes = ftl->sb.ckpt_bytes;
-  uint8_t *buf, *body, *p;
+  uint8_t *p;
   uint64_t since;
-  unsigned slot;
-  int r;
 
-  /* Mapped, not malloc'd: the buffer is as large as the map, and
-   * unmapping gives it back to the system at once, where malloc would
-   * keep it in its heap between checkpoints.
-   */
-  buf = mmap (NULL, bytes, PROT_READ | PROT_WRITE,
-              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (buf == MAP_FAILED)
-    return -ENOMEM;
-  body = buf + FTL_CKPT_HDR_BYTES;
-
-  /* 1. The snapshot. */
   pthread_rwlock_wrlock (&ftl->ckpt_rw);
   p = body;
   for (uint64_t lpn = 0; lpn < ftl->logical_pages;
@@ -125,19 +115,44 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   pthread_mutex_unlock (&ftl->alloc_lock);
   assert ((uint64_t) (p - body)
           == fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks));
-  h.seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
+  h->seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
   since = __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED);
   ctr_add (ftl, FTL_CTR_CKPTS, 1);
   for (int i = 0; i < FTL_CTR__MAX; i++)
-    h.counters[i] = __atomic_load_n (&ftl->ctr[i], __ATOMIC_RELAXED);
-  h.counters[FTL_CTR_PROGRAM] +=
+    h->counters[i] = __atomic_load_n (&ftl->ctr[i], __ATOMIC_RELAXED);
+  h->counters[FTL_CTR_PROGRAM] +=
     __atomic_load_n (&ftl->media.programs, __ATOMIC_RELAXED);
-  h.counters[FTL_CTR_MEDIA_READ] +=
+  h->counters[FTL_CTR_MEDIA_READ] +=
     __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
-  h.counters[FTL_CTR_ERASE] +=
+  h->counters[FTL_CTR_ERASE] +=
     __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
   selfcheck_assert (ftl, "checkpoint");
   pthread_rwlock_unlock (&ftl->ckpt_rw);
+  return since;
+}
+
+static int
+ckpt_write_locked (struct ftl *ftl, bool clean)
+{
+  struct ftl_ckpt_header h = { .version = FTL_FORMAT_VERSION };
+  uint64_t bytes = ftl->sb.ckpt_bytes;
+  uint8_t *buf, *body;
+  uint64_t since;
+  unsigned slot;
+  int r;
+
+  /* Mapped, not malloc'd: the buffer is as large as the map, and
+   * unmapping gives it back to the system at once, where malloc would
+   * keep it in its heap between checkpoints.
+   */
+  buf = mmap (NULL, bytes, PROT_READ | PROT_WRITE,
+              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buf == MAP_FAILED)
+    return -ENOMEM;
+  body = buf + FTL_CKPT_HDR_BYTES;
+
+  /* 1. The snapshot. */
+  since = snapshot (ftl, body, &h);
 
   /* 2. What it maps is durable. */
   r = media_sync (&ftl->media);
