@@ -88,12 +88,8 @@ drain (struct ftl *ftl)
         break;                  /* nothing drained */
       continue;
     }
-    /* Drained blocks wait for a barrier: one serves them all.  A trim
-     * page it writes leaves the blocks that clients' trims leave.
-     */
-    r = gc_make_room (ftl, false);
-    if (r == 0)
-      r = gc_barrier (ftl, FTL_META_KEEP_BLOCKS);
+    /* Drained blocks wait for a barrier: one serves them all. */
+    r = gc_barrier (ftl);
     if (r < 0)
       return r;
     did = 1;

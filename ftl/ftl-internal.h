@@ -102,11 +102,12 @@
 #define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
 
 /* Free blocks that host frontiers may not take, so that garbage
- * collection can always make progress: it may need a block for the data
- * it relocates and one for the trim records it logs before an erase,
- * while trims from clients may take the metadata frontier down to
- * FTL_META_KEEP_BLOCKS.  Only GC itself takes the last free blocks, and
- * each victim it erases gives one back.
+ * collection can always make progress: it may need blocks for the data
+ * it relocates (the barrier before its erases needs none: the trim log
+ * keeps a page of room, see trimlog.c), while trims from clients may
+ * open a block for their records down to FTL_META_KEEP_BLOCKS.  Only GC
+ * itself takes the last free blocks, and each victim it erases gives
+ * one back.
  */
 #define FTL_RESERVE_BLOCKS 3
 /* Victims GC may relocate before it syncs once and erases them all. */
@@ -490,19 +491,23 @@ extern void alloc_close_frontiers (struct ftl *ftl);
 extern int trimlog_init (struct ftl *ftl);
 extern void trimlog_free (struct ftl *ftl);
 /* Record that [lpn, lpn+count) is unmapped (before unmapping it).  May
- * write a full buffer to the log, leaving keep blocks free.
+ * write a full buffer to the log; opens a block for the metadata
+ * frontier, leaving keep blocks free, if it has no room left for the
+ * record's page.  Returns 0, or -ENOSPC (nothing recorded: collect
+ * garbage and try again), or the error of a program.
  */
 extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
                            uint32_t keep);
-/* Write buffered trim records to the log (not synced), leaving keep
- * blocks free.  Caller holds ckpt_rw shared and not trim_lock.
+/* Write buffered trim records to the log (not synced); never needs a
+ * free block.  Caller holds ckpt_rw shared and not trim_lock.
  */
-extern int trimlog_flush (struct ftl *ftl, uint32_t keep);
+extern int trimlog_flush (struct ftl *ftl);
 /* A barrier: write the buffered trim records and sync.  Every write,
  * trim and relocation completed before the call is durable when it
- * returns 0.  Caller holds ckpt_rw shared and not trim_lock.
+ * returns 0.  Never needs a free block.  Caller holds ckpt_rw shared
+ * and not trim_lock.
  */
-extern int trimlog_barrier (struct ftl *ftl, uint32_t keep);
+extern int trimlog_barrier (struct ftl *ftl);
 extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
 
 /* gc.c: victims, relocation and erases. */
@@ -528,7 +533,7 @@ extern int gc_make_room (struct ftl *ftl, bool urgent);
 extern int gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
                              bool *waiting);
 /* A barrier run for erases (counted: gc.syncs). */
-extern int gc_barrier (struct ftl *ftl, uint32_t keep);
+extern int gc_barrier (struct ftl *ftl);
 /* Deadline mode: one slice of background GC.  Returns 1 if it did a
  * slice, 0 if there was nothing to do, or a negative errno.
  */

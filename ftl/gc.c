@@ -249,14 +249,13 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
 
 /* ---- erases ---- */
 
-/* A barrier run for erases (counted: gc.syncs).  keep: free blocks the
- * trim page it may write must leave (0 under gc.lock: the erases that
- * follow give blocks back).
+/* A barrier run for erases (counted: gc.syncs).  The trim page it may
+ * write has its room already (trimlog.c): it never needs a free block.
  */
 int
-gc_barrier (struct ftl *ftl, uint32_t keep)
+gc_barrier (struct ftl *ftl)
 {
-  int r = trimlog_barrier (ftl, keep);
+  int r = trimlog_barrier (ftl);
   if (r == 0)
     __atomic_fetch_add (&ftl->gc.barriers, 1, __ATOMIC_RELAXED);
   return r;
@@ -351,7 +350,7 @@ flush_pending (struct ftl *ftl)
    */
   memcpy (pending, gc->pending, n * sizeof *pending);
   gc->npending = 0;
-  r = gc_barrier (ftl, 0);
+  r = gc_barrier (ftl);
   for (unsigned i = 0; i < n && r == 0; i++)
     r = erase_block (ftl, pending[i]);
   return r < 0 ? r : (int) n;
@@ -601,7 +600,7 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
    */
   if (map_drained_durably (ftl, victim))
     return erase_covered (ftl, victim);
-  r = gc_barrier (ftl, 0);
+  r = gc_barrier (ftl);
   if (r < 0)
     return r;
   return erase_block (ftl, victim);
@@ -683,7 +682,7 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
    * all of them.
    */
   if (drained != FTL_NO_BLOCK) {
-    r = ready ? erase_covered (ftl, drained) : gc_barrier (ftl, 0);
+    r = ready ? erase_covered (ftl, drained) : gc_barrier (ftl);
     if (r == 0 && ready && bg)
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
     return r;

@@ -758,11 +758,9 @@ ftl_close (struct ftl *ftl)
       r = destage_until (ftl, UINT64_MAX);
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
     ftl->closing = true;
-    /* Nothing else runs: the last trim records may take the last
-     * free blocks.
-     */
+    /* The last trim records, in the room kept for them. */
     if (r == 0)
-      r = trimlog_flush (ftl, 0);
+      r = trimlog_flush (ftl);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
     alloc_close_frontiers (ftl);
     selfcheck_assert (ftl, "close");

@@ -11,7 +11,7 @@
  *     the number of FREE blocks, wl.retired the number of RETIRED ones,
  *     a FREE block is unwritten and holds nothing, the OPEN blocks are
  *     exactly those of the frontiers, and each frontier's write pointer
- *     is the media's.
+ *     is the media's; buffered trim records have room for their page.
  *
  * It costs a pass over the map (and a bit per physical page), so it
  * runs only in builds configured with --enable-self-check: after
@@ -164,6 +164,9 @@ check_blocks (struct ftl *ftl, struct report *rp)
   if (retired != ftl->wl.retired)
     report (rp, "%u erase blocks are retired, %u counted", retired,
             ftl->wl.retired);
+  if (ftl->trim_count > 0 && alloc_frontier_room (ftl, &ftl->metaf) == 0)
+    report (rp, "%u trim records wait with no room for their page",
+            ftl->trim_count);
 }
 
 int

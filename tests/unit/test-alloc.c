@@ -381,6 +381,128 @@ START_TEST (test_host_reserve)
 }
 END_TEST
 
+/* Make free blocks FULL of valid pages by hand (nothing maps to them:
+ * the image must be abandoned afterwards) until leave are free; the
+ * first of them in *first (FTL_NO_BLOCK if none).
+ */
+static void
+fill_by_hand (struct ftl *ftl, uint32_t leave, uint32_t *first)
+{
+  *first = FTL_NO_BLOCK;
+  for (uint32_t b = 0; b < ftl->blocks && ftl->nfree > leave; b++)
+    if (ftl->state[b] == FTL_BLK_FREE) {
+      ftl->state[b] = FTL_BLK_FULL;
+      ftl->valid[b] = PPB;
+      media_set_block (&ftl->media, b, 0, PPB);
+      ftl->nfree--;
+      if (*first == FTL_NO_BLOCK)
+        *first = b;
+    }
+  ck_assert_uint_eq (ftl->nfree, leave);
+}
+
+/* The trim log keeps a page of room: while records wait in the buffer,
+ * the metadata frontier has an open block with room for their page,
+ * through full buffers written out and full blocks replaced; so a
+ * barrier (which GC runs before its erases) succeeds with no free
+ * block at all.
+ */
+START_TEST (test_trim_room)
+{
+  struct ftl *ftl = open_new (1);
+  uint32_t first_block, blocks_used = 0, prev = FTL_NO_BLOCK, hand;
+
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
+  for (uint32_t i = 0; i < 2 * PPB * ftl->trim_cap + 1; i++) {
+    ck_assert_int_eq (trimlog_append (ftl, i % LPAGES, 1,
+                                      FTL_META_KEEP_BLOCKS), 0);
+    ck_assert_uint_gt (ftl->trim_count, 0);
+    ck_assert_uint_ne (ftl->metaf.block, FTL_NO_BLOCK);
+    ck_assert_uint_ge (alloc_frontier_room (ftl, &ftl->metaf), 1);
+    if (ftl->metaf.block != prev) {
+      blocks_used++;
+      prev = ftl->metaf.block;
+    }
+  }
+  /* Two blocks filled with trim pages, the third opened for the last
+   * record.
+   */
+  ck_assert_uint_eq (blocks_used, 3);
+  ck_assert_uint_eq (ftl->metaf.wp, 0);
+  first_block = ftl->metaf.block;
+
+  /* No free block left: the barrier writes the buffer anyway. */
+  fill_by_hand (ftl, 0, &hand);
+  ck_assert_int_eq (trimlog_barrier (ftl), 0);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  ck_assert_uint_eq (ftl->metaf.block, first_block);
+  ck_assert_uint_eq (ftl->metaf.wp, 1);
+  /* A record that finds no block refuses, and changes nothing. */
+  ftl->metaf.wp = PPB - 1;
+  media_set_block (&ftl->media, first_block, 0, PPB - 1);
+  ck_assert_int_eq (trimlog_append (ftl, 0, 1, FTL_META_KEEP_BLOCKS), 0);
+  ck_assert_int_eq (trimlog_flush (ftl), 0);
+  ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
+  ck_assert_int_eq (trimlog_append (ftl, 0, 1, 0), -ENOSPC);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  open_abandon (ftl);
+}
+END_TEST
+
+/* A trim whose record finds no block for its page collects garbage
+ * down to the reserve and tries again.  The low watermark is lowered by
+ * hand, so that the usual collection before a trim does nothing, as
+ * when another thread takes the free block between that collection
+ * and the record.  With nothing to reclaim the trim fails with -ENOSPC
+ * and changes nothing; with garbage it succeeds.
+ */
+START_TEST (test_trim_retries)
+{
+  struct ftl *ftl = open_new (1);
+  uint32_t hand, need = FTL_RESERVE_BLOCKS + 1 - FTL_META_KEEP_BLOCKS;
+  uint8_t page[PS];
+  uint64_t lpn, version, erases;
+
+  for (uint64_t l = 0; l < 4 * PPB; l++)
+    write_page (ftl, l, 1);
+  ck_assert_uint_eq (ftl->host[0].block, FTL_NO_BLOCK);
+  /* Blocks 0 to 3 took the writes: the ones filled by hand follow. */
+  fill_by_hand (ftl, FTL_META_KEEP_BLOCKS, &hand);
+  ck_assert_uint_eq (hand, 4);
+  ftl->gc.low = FTL_META_KEEP_BLOCKS - 1;
+  ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
+
+  /* Nothing to reclaim: the device is full. */
+  unit_quiet = true;
+  ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), -ENOSPC);
+  unit_quiet = false;
+  ck_assert_msg (strstr (unit_last_error, "full") != NULL,
+                 "error message: '%s'", unit_last_error);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  ck_assert_int_eq (ftl_read (ftl, page, PS, 0), 0);
+  ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 1);
+  ck_assert_uint_eq (version, 1);
+
+  /* Blocks filled by hand turn to garbage (their pages are not valid
+   * any more): the second attempt reclaims them and succeeds.
+   */
+  for (uint32_t i = 0; i < need; i++)
+    ftl->valid[hand + i] = 0;
+  erases = ftl->media.erases;
+  ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), 0);
+  ck_assert_uint_ge (ftl->media.erases, erases + need);
+  ck_assert_uint_eq (ftl->l2p[0], FTL_UNMAPPED);
+  ck_assert_uint_eq (ftl->trim_count, 1);
+  ck_assert_uint_ne (ftl->metaf.block, FTL_NO_BLOCK);
+  ck_assert_int_eq (ftl_read (ftl, page, PS, 0), 0);
+  ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 0);
+  open_abandon (ftl);
+}
+END_TEST
+
 /* Threads are spread over the host streams: two threads writing at
  * once on an image with two streams append to two different blocks.
  */
@@ -476,6 +598,8 @@ alloc_suite (void)
   tcase_add_test (tc, test_map_install_unmap);
   tcase_add_test (tc, test_accounting_through_api);
   tcase_add_test (tc, test_host_reserve);
+  tcase_add_test (tc, test_trim_room);
+  tcase_add_test (tc, test_trim_retries);
   tcase_add_test (tc, test_streams_per_thread);
   tcase_add_test (tc, test_close_partial_block);
   suite_add_tcase (s, tc);
