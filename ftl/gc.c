@@ -359,16 +359,23 @@ flush_pending (struct ftl *ftl)
 /* ---- relocation ---- */
 
 /* Program the batch (data in gc.buf) at GC frontier f; the mappings
- * move as the pages land.  Pages may span two GC blocks.
+ * move as the pages land.  Pages may span two GC blocks.  When f needs
+ * a block and none is free, the other GC frontier's open block takes
+ * the pages: data of two temperatures share a block, rather than GC
+ * failing.  With that, one free block is all a victim's copies need:
+ * whatever the two frontiers' open blocks hold, the pages that do not
+ * fit there are fewer than a block.
  */
 static int
 program_batch (struct ftl *ftl, struct frontier *f,
                const struct log_page *mv, uint32_t n, const uint8_t *buf)
 {
+  struct frontier *other = f == &ftl->gcf ? &ftl->gcw : &ftl->gcf;
   uint32_t done = 0;
   int r;
 
   while (done < n) {
+    struct frontier *to = f;
     r = alloc_frontier_open (ftl, f, 0);
     if (r == -ENOSPC && ftl->gc.npending > 0) {
       /* Short of a block while victims wait for their erase. */
@@ -377,15 +384,21 @@ program_batch (struct ftl *ftl, struct frontier *f,
         return r;
       continue;
     }
+    if (r == -ENOSPC && alloc_frontier_room (ftl, other) > 0) {
+      log_debug (ftl, FTL_DEBUG_GC, "gc: no free block: %u pages go to the "
+                 "other GC frontier", n - done);
+      to = other;
+      r = 0;
+    }
     if (r < 0) {
       log_msg (ftl, FTL_LOG_ERROR, "no free erase block for relocated data "
                "(free pool exhausted)");
       return r;
     }
-    uint32_t k = MIN (n - done, alloc_frontier_room (ftl, f));
+    uint32_t k = MIN (n - done, alloc_frontier_room (ftl, to));
     uint32_t moved = 0;
     k = MIN (k, ALLOC_PROGRAM_MAX);
-    r = alloc_program (ftl, f, mv + done,  k,
+    r = alloc_program (ftl, to, mv + done,  k,
                        buf + ((size_t) done << ftl->page_shift), &moved);
     if (r < 0)
       return r;

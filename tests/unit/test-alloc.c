@@ -503,6 +503,48 @@ START_TEST (test_trim_retries)
 }
 END_TEST
 
+/* A GC frontier that needs a block when none is free gives its pages
+ * to the other GC frontier: the young pages of a victim (for gcw) land
+ * in gcf's open block, and the collection succeeds with no free block.
+ */
+START_TEST (test_gc_other_frontier)
+{
+  struct ftl *ftl = open_new (1);
+  uint32_t victim, hand;
+  uint8_t page[PS];
+  uint64_t lpn, version;
+
+  for (uint64_t l = 0; l < PPB; l++)
+    write_page (ftl, l, 1);
+  victim = block_of_lpn (ftl, 0);
+  for (uint64_t l = 0; l < PPB / 2; l++)
+    write_page (ftl, l, 2);
+  ck_assert_uint_eq (ftl->valid[victim], PPB / 2);
+  /* Its pages are young: they would go to gcw. */
+  ck_assert_uint_lt (ftl->next_seq, ftl->hot_age);
+
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
+  fill_by_hand (ftl, 0, &hand);
+  ck_assert_uint_eq (ftl->gcw.block, FTL_NO_BLOCK);
+  ck_assert_int_eq (gc_reclaim (ftl, 0, false), 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+
+  ck_assert_uint_eq (ftl->state[victim], FTL_BLK_FREE);
+  ck_assert_uint_eq (ftl->nfree, 1);
+  ck_assert_uint_eq (ftl->gcw.block, FTL_NO_BLOCK);
+  ck_assert_uint_eq (ftl->gcf.wp, PPB / 2);
+  for (uint64_t l = PPB / 2; l < PPB; l++) {
+    ck_assert_uint_eq (block_of_lpn (ftl, l), ftl->gcf.block);
+    ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+    ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 1);
+    ck_assert_uint_eq (lpn, l);
+    ck_assert_uint_eq (version, 1);
+  }
+  open_abandon (ftl);
+}
+END_TEST
+
 /* Threads are spread over the host streams: two threads writing at
  * once on an image with two streams append to two different blocks.
  */
@@ -600,6 +642,7 @@ alloc_suite (void)
   tcase_add_test (tc, test_host_reserve);
   tcase_add_test (tc, test_trim_room);
   tcase_add_test (tc, test_trim_retries);
+  tcase_add_test (tc, test_gc_other_frontier);
   tcase_add_test (tc, test_streams_per_thread);
   tcase_add_test (tc, test_close_partial_block);
   suite_add_tcase (s, tc);
