@@ -267,6 +267,8 @@ struct wl {
   uint32_t threshold;           /* static wear leveling trigger */
   uint32_t endurance;           /* erases before a block is retired */
   uint32_t retired;             /* retired blocks, under alloc_lock */
+  uint32_t last_cycle;          /* blocks whose next erase retires them
+                                 * (wl_on_last_cycle), under alloc_lock */
   bool worn_out;                /* atomic: too few blocks left to write */
 };
 
@@ -571,6 +573,22 @@ extern uint32_t wl_pick (struct ftl *ftl, bool (*skip) (struct ftl *,
  * is worn out, else return it to the free pool.
  */
 extern void wl_erased (struct ftl *ftl, uint32_t b);
+/* Will the next erase of block b retire it?  (Not for a block never
+ * erased: with an endurance of 1 a new disk can be written once.)  A
+ * block on its last cycle is no GC victim: its erase would give no
+ * block back.
+ */
+static inline bool
+wl_on_last_cycle (struct ftl *ftl, uint32_t b)
+{
+  uint32_t ec = media_erase_count (&ftl->media, b);
+  return ftl->state[b] != FTL_BLK_RETIRED && ec > 0 &&
+    ec + 1 >= ftl->wl.endurance;
+}
+/* After recovery: count the blocks on their last cycle, then check the
+ * end of life.
+ */
+extern void wl_recovered (struct ftl *ftl);
 /* Turn the disk read-only if the blocks left cannot sustain writes,
  * and stop hot/cold separation if they cannot hold its frontiers.
  */

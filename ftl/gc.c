@@ -190,7 +190,8 @@ held_by_gc (struct ftl *ftl, uint32_t b)
 }
 
 /* Choose a victim among the FULL blocks, or FTL_NO_BLOCK if reclaiming
- * any of them would free nothing.
+ * any of them would free nothing (blocks on their last cycle included:
+ * their erase retires them).
  *
  * The cost of a block is the pages that must be copied: valid pages and
  * trim pages written since the last checkpoint.  Erasing frees the whole
@@ -224,6 +225,11 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
     if (b == ftl->gc.cur.block && !take_cur)
       continue;
     if (is_pending (ftl, b))
+      continue;
+    /* Its erase would retire it: reclaiming it gives no block back
+     * (wl.c).  If nothing in it is valid, find_drained takes it.
+     */
+    if (wl_on_last_cycle (ftl, b))
       continue;
     uint32_t cost = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
       + __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);

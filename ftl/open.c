@@ -598,7 +598,7 @@ step_recovery (struct ftl *ftl, struct open_ctx *c)
 {
   int r = recovery_run (ftl, c->err, c->errlen);
   if (r == 0)
-    wl_check_end_of_life (ftl);
+    wl_recovered (ftl);
   return r;
 }
 
