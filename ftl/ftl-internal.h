@@ -102,14 +102,19 @@
 #define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
 
 /* Free blocks that host frontiers may not take, so that garbage
- * collection can always make progress: it may need blocks for the data
- * it relocates (the barrier before its erases needs none: the trim log
- * keeps a page of room, see trimlog.c), while trims from clients may
- * open a block for their records down to FTL_META_KEEP_BLOCKS.  Only GC
- * itself takes the last free blocks, and each victim it erases gives
- * one back.
+ * collection can always make progress.  One is enough: the copies of a
+ * victim need at most one block beyond the room of the two GC
+ * frontiers' open blocks (either frontier takes the other's pages when
+ * no block is free, see program_batch in gc.c), the barrier before its
+ * erase needs none (the trim log keeps a page of room, see trimlog.c),
+ * and the erase gives a block back (a victim is never on its last
+ * cycle, see wl.c).  Static wear leveling, which may move a whole
+ * block, runs only with more than the low watermark free.  Trims from
+ * clients open a block for their records down to FTL_META_KEEP_BLOCKS
+ * (no further: they are retried after GC).  Only GC itself takes the
+ * last free block.
  */
-#define FTL_RESERVE_BLOCKS 3
+#define FTL_RESERVE_BLOCKS 1
 /* Victims GC may relocate before it syncs once and erases them all. */
 #define FTL_GC_ERASE_BATCH 8
 /* Data rewritten or relocated within hot_age sequence numbers of its
@@ -120,18 +125,24 @@
  */
 #define HOT_AGE_NUM 1
 #define HOT_AGE_DEN 1
-#define FTL_META_KEEP_BLOCKS 2
+#define FTL_META_KEEP_BLOCKS 1
 /* Free blocks that foreground GC keeps (at least; more on large disks,
  * see gc_high).
  */
 #define FTL_GC_LOW_BLOCKS FTL_RESERVE_BLOCKS
 /* Spare blocks needed beyond the logical capacity, given the number of
- * host streams: every open frontier (host, GC, metadata), the free
+ * host streams: every open frontier (host, two GC, metadata), the free
  * blocks GC keeps, and room for invalid pages so that reclaiming a
- * victim frees more than it copies.
+ * victim frees more than it copies; and two more, as when GC kept three
+ * free blocks, so that the geometries accepted and the end of life stay
+ * where they were.
  */
-#define FTL_MIN_SPARE_BLOCKS(streams) \
-  ((streams) + 2 + FTL_GC_LOW_BLOCKS + 1 + 3)
+#define FTL_MIN_SPARE_BLOCKS(streams) ((streams) + 9)
+_Static_assert (FTL_META_KEEP_BLOCKS <= FTL_RESERVE_BLOCKS,
+                "a trim retried after GC down to the reserve finds a block");
+_Static_assert (FTL_MIN_SPARE_BLOCKS (0) >= 2 + 1 + FTL_GC_LOW_BLOCKS + 3,
+                "the minimum spare holds the frontiers and the free blocks "
+                "GC keeps");
 /* Hot/cold separation opens one more frontier per stream and a second
  * GC frontier: only on images with that much more spare.
  */

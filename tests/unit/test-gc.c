@@ -42,12 +42,12 @@ static char path[256];
  *
  * which gave:
  *
- *   90/10 skew, 512 pages:   greedy 2.480 .. 2.647, cost-benefit
- *                            1.918 .. 2.023, greedy higher by 0.469 ..
- *                            0.683 in every run
- *   90/10, 4096 pages:       one log 1.789 .. 1.828, hot/cold separation
- *                            1.519 .. 1.549, the ratio 0.845 .. 0.858
- *   uniform, 4096 pages:     greedy 3.023 .. 3.078
+ *   90/10 skew, 512 pages:   greedy 2.144 .. 2.269, cost-benefit
+ *                            1.652 .. 1.729, greedy higher by 0.415 ..
+ *                            0.589 in every run
+ *   90/10, 4096 pages:       one log 1.731 .. 1.755, hot/cold separation
+ *                            1.487 .. 1.510, the ratio 0.856 .. 0.865
+ *   uniform, 4096 pages:     2.727 .. 2.770
  */
 static uint64_t seed_offset;
 
@@ -597,10 +597,11 @@ END_TEST
  * measured after the disk is full and has been overwritten twice, over
  * four more disk-fulls.  The model of greedy GC with large erase blocks
  * gives 2.48 at this over-provisioning (bench/ftl-bench.c); with 64-page
- * blocks and the blocks the library keeps free and open, 3.023 .. 3.078
- * was measured (see seed_offset).  Outside 2.9 .. 3.2, about twice that
- * spread on either side, victims are picked badly or pages are copied
- * that need not be.
+ * blocks and the blocks the library keeps free and open (of 18 spare
+ * blocks), 2.727 .. 2.770 was measured (see seed_offset).  Outside
+ * 2.65 .. 2.85, about twice that spread on either side, victims are
+ * picked badly, pages are copied that need not be, or blocks are kept
+ * out of use.
  */
 START_TEST (test_waf_uniform)
 {
@@ -626,7 +627,8 @@ START_TEST (test_waf_uniform)
   printf ("waf: uniform random 4 KiB overwrites, %" PRIu64 " pages, 64 per "
           "block, op 28%%: steady-state WAF %.3f (%" PRIu64 " GC copies)\n",
           lpages, waf, b.gc_copied_pages - a.gc_copied_pages);
-  ck_assert_msg (waf > 2.9 && waf < 3.2, "WAF %.3f outside 2.9..3.2", waf);
+  ck_assert_msg (waf > 2.65 && waf < 2.85, "WAF %.3f outside 2.65..2.85",
+                 waf);
   /* Every programmed page is a host page or a GC copy. */
   ck_assert_uint_eq (b.media_program_pages - a.media_program_pages,
                      (b.host_write_pages - a.host_write_pages)
