@@ -126,10 +126,12 @@
 #define HOT_AGE_NUM 1
 #define HOT_AGE_DEN 1
 #define FTL_META_KEEP_BLOCKS 1
-/* Free blocks that foreground GC keeps (at least; more on large disks,
- * see gc_high).
+/* Free blocks that foreground GC keeps; the background thread keeps
+ * one more per FTL_GC_HIGH_SPARE_DIV spare blocks (at most 8 more, see
+ * step_policies in open.c).
  */
 #define FTL_GC_LOW_BLOCKS FTL_RESERVE_BLOCKS
+#define FTL_GC_HIGH_SPARE_DIV 128
 /* Spare blocks needed beyond the logical capacity, given the number of
  * host streams: every open frontier (host, two GC, metadata), the free
  * blocks GC keeps, and room for invalid pages so that reclaiming a

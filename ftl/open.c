@@ -575,9 +575,16 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
                       ftl->ppb);
   ftl->gc.policy = o->gc_policy;
   ftl->gc.mode = o->gc_mode;
-  /* Foreground GC keeps a few blocks beyond the reserve free. */
+  /* Foreground GC keeps the reserve free, and the background thread a
+   * few blocks more on large disks: every block kept free is spare
+   * space that holds no data, so they are at most a 128th of it (at
+   * most 8).  Deadline mode needs room between the watermarks, where
+   * background GC may yield to a request.
+   */
   ftl->gc.low = FTL_GC_LOW_BLOCKS;
-  ftl->gc.high = ftl->gc.low + MIN (spare / 16, 8);
+  ftl->gc.high = ftl->gc.low + MIN (spare / FTL_GC_HIGH_SPARE_DIV, 8);
+  if (ftl->gc.mode == FTL_GC_DEADLINE)
+    ftl->gc.high = MAX (ftl->gc.high, ftl->gc.low + 2);
   /* The background thread erases blocks with nothing left to copy up
    * to here (bg.c).
    */
