@@ -150,6 +150,13 @@ _Static_assert (FTL_MIN_SPARE_BLOCKS (0) >= 2 + 1 + FTL_GC_LOW_BLOCKS + 3,
  */
 #define FTL_SEPARATION_SPARE_BLOCKS(streams) \
   (FTL_MIN_SPARE_BLOCKS (streams) + (streams) + 1)
+/* Default host streams: one per FTL_SPARE_PER_STREAM spare blocks, 1 to
+ * FTL_DEFAULT_STREAMS.  Every open frontier holds a block that is on
+ * average half unwritten, and with hot/cold separation each stream has
+ * two: on a small disk that is spare space that garbage collection
+ * misses (a 256 MiB disk has 72 spare blocks).
+ */
+#define FTL_SPARE_PER_STREAM 64
 
 enum frontier_kind { FRONTIER_HOST, FRONTIER_GC, FRONTIER_META };
 

@@ -464,20 +464,16 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
   ftl->logical_pages = DIV_ROUND_UP (ftl->logical_bytes, ftl->page_size);
   data_blocks = DIV_ROUND_UP (ftl->logical_pages, ftl->ppb);
   c->spare = ftl->blocks - data_blocks;
-  if (o->streams) {
-    if (c->spare < FTL_MIN_SPARE_BLOCKS (o->streams)) {
-      snprintf (c->err, c->errlen, "streams=%u needs %u spare erase blocks; "
-                "the image has %u", o->streams,
-                FTL_MIN_SPARE_BLOCKS (o->streams), c->spare);
-      return -EINVAL;
-    }
-    ftl->nstreams = o->streams;
-  }
-  else {
-    ftl->nstreams = FTL_DEFAULT_STREAMS;
-    while (ftl->nstreams > 1 &&
-           c->spare < FTL_MIN_SPARE_BLOCKS (ftl->nstreams) + ftl->nstreams)
-      ftl->nstreams--;
+  /* By default the streams grow with the spare (see
+   * FTL_SPARE_PER_STREAM).
+   */
+  ftl->nstreams = o->streams ? o->streams
+    : MAX (1, MIN (c->spare / FTL_SPARE_PER_STREAM, FTL_DEFAULT_STREAMS));
+  if (c->spare < FTL_MIN_SPARE_BLOCKS (ftl->nstreams)) {
+    snprintf (c->err, c->errlen, "streams=%u needs %u spare erase blocks; "
+              "the image has %u", ftl->nstreams,
+              FTL_MIN_SPARE_BLOCKS (ftl->nstreams), c->spare);
+    return -EINVAL;
   }
   return 0;
 }

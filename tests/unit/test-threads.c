@@ -340,7 +340,7 @@ setup (void)
 static void
 run (bool background)
 {
-  struct ftl *ftl = unit_open (path, LP * PS, PS, 16, 30, 0,
+  struct ftl *ftl = unit_open (path, LP * PS, PS, 16, 30, 4,
                                unit_nosync_io ());
   struct targ args[NWRITERS + NREADERS + NSAME];
   pthread_t th[NWRITERS + NREADERS + NSAME];
