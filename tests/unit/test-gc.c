@@ -592,6 +592,69 @@ START_TEST (test_full_device_waf_geometry)
 }
 END_TEST
 
+/* The write cache's batches go to the log through the same host
+ * frontiers and reserve as writes without it: with the fewest spare
+ * blocks the geometry allows, random overwrites, trims and flushes
+ * through a cache of 64 pages (destaged by the writers themselves, then
+ * by the destager thread, GC in the background) never fail, and every
+ * page reads as its last version, before and after a restart.
+ */
+static void
+full_device_cached (bool background)
+{
+  const uint64_t lpages = 1024;
+  struct ftl_options o = {
+    .path = path, .logical_bytes = lpages * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = 15.625, .streams = 1,
+    .log = gc_log, .io = &trace_io, .write_cache_bytes = 64 * PS,
+  };
+  struct ftl *ftl;
+  char err[256];
+  struct ref r;
+  uint64_t rng = 77 + background;
+  struct ftl_stats st;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  ck_assert_uint_eq (ftl->blocks - lpages / 16, FTL_MIN_SPARE_BLOCKS (1));
+  if (background)
+    ck_assert_int_eq (ftl_start_background (ftl), 0);
+  ref_init (&r, lpages);
+  write_pages (ftl, &r, 0, lpages);
+  for (uint64_t i = 0; i < 10 * lpages; i++) {
+    uint64_t l = unit_rnd (&rng) % lpages, what = unit_rnd (&rng) % 64;
+    if (what == 0) {
+      uint64_t n = 1 + unit_rnd (&rng) % 8;
+      n = MIN (n, lpages - l);
+      ck_assert_int_eq (ftl_trim (ftl, n * PS, l * PS, 0), 0);
+      for (uint64_t k = 0; k < n; k++)
+        r.version[l + k] = 0;
+    }
+    else if (what == 1)
+      ck_assert_int_eq (ftl_flush (ftl), 0);
+    else
+      write_pages (ftl, &r, l, 1);
+  }
+  verify_all (ftl, &r);
+  ftl_get_stats (ftl, &st);
+  ck_assert_uint_gt (st.gc_runs, 5 * lpages / 16);
+  ck_assert_uint_gt (st.cache.destaged_pages, 5 * lpages);
+  if (background)
+    ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+
+START_TEST (test_full_device_cached)
+{
+  full_device_cached (false);
+  unlink (path);
+  full_device_cached (true);
+}
+END_TEST
+
 /* Steady-state write amplification of uniform random 4 KiB overwrites
  * on 4096 logical pages, 64 pages per block, 28% over-provisioning:
  * measured after the disk is full and has been overwritten twice, over
@@ -755,6 +818,7 @@ gc_suite (void)
   tcase_add_test (tc, test_hot_cold_separation);
   tcase_add_test (tc, test_full_device_min_spare);
   tcase_add_test (tc, test_full_device_waf_geometry);
+  tcase_add_test (tc, test_full_device_cached);
   tcase_add_test (tc, test_waf_uniform);
   tcase_add_test (tc, test_gc_with_trims);
   tcase_add_test (tc, test_erase_after_barrier);
