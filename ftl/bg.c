@@ -106,9 +106,7 @@ drain_step (struct ftl *ftl)
   r = gc_erase_drained (ftl, BG_ERASES, ftl->gc.drain_target, &waiting);
   if (r == 0 && waiting) {
     work = BG_BARRIER;
-    r = gc_make_room (ftl, false);
-    if (r == 0)
-      r = gc_barrier (ftl, FTL_META_KEEP_BLOCKS);
+    r = gc_barrier (ftl);
     if (r == 0)
       r = 1;
   }

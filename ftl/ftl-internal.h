@@ -105,13 +105,19 @@
 #define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
 
 /* Free blocks that host frontiers may not take, so that garbage
- * collection can always make progress: it may need a block for the data
- * it relocates and one for the trim records it logs before an erase,
- * while trims from clients may take the metadata frontier down to
- * FTL_META_KEEP_BLOCKS.  Only GC itself takes the last free blocks, and
- * each victim it erases gives one back.
+ * collection can always make progress.  One is enough: the copies of a
+ * victim need at most one block beyond the room of the two GC
+ * frontiers' open blocks (either frontier takes the other's pages when
+ * no block is free, see program_batch in gc.c), the barrier before its
+ * erase needs none (the trim log keeps a page of room, see trimlog.c),
+ * and the erase gives a block back (a victim is never on its last
+ * cycle, see wl.c).  Static wear leveling, which may move a whole
+ * block, runs only with more than the low watermark free.  Trims from
+ * clients open a block for their records down to FTL_META_KEEP_BLOCKS
+ * (no further: they are retried after GC).  Only GC itself takes the
+ * last free block.
  */
-#define FTL_RESERVE_BLOCKS 3
+#define FTL_RESERVE_BLOCKS 1
 /* Victims GC may relocate before it syncs once and erases them all. */
 #define FTL_GC_ERASE_BATCH 8
 /* Data rewritten or relocated within hot_age sequence numbers of its
@@ -122,23 +128,38 @@
  */
 #define HOT_AGE_NUM 1
 #define HOT_AGE_DEN 1
-#define FTL_META_KEEP_BLOCKS 2
-/* Free blocks that foreground GC keeps (at least; more on large disks,
- * see gc_high).
+#define FTL_META_KEEP_BLOCKS 1
+/* Free blocks that foreground GC keeps; the background thread keeps
+ * one more per FTL_GC_HIGH_SPARE_DIV spare blocks (at most 8 more, see
+ * step_policies in open.c).
  */
 #define FTL_GC_LOW_BLOCKS FTL_RESERVE_BLOCKS
+#define FTL_GC_HIGH_SPARE_DIV 128
 /* Spare blocks needed beyond the logical capacity, given the number of
- * host streams: every open frontier (host, GC, metadata), the free
+ * host streams: every open frontier (host, two GC, metadata), the free
  * blocks GC keeps, and room for invalid pages so that reclaiming a
- * victim frees more than it copies.
+ * victim frees more than it copies; and two more, as when GC kept three
+ * free blocks, so that the geometries accepted and the end of life stay
+ * where they were.
  */
-#define FTL_MIN_SPARE_BLOCKS(streams) \
-  ((streams) + 2 + FTL_GC_LOW_BLOCKS + 1 + 3)
+#define FTL_MIN_SPARE_BLOCKS(streams) ((streams) + 9)
+_Static_assert (FTL_META_KEEP_BLOCKS <= FTL_RESERVE_BLOCKS,
+                "a trim retried after GC down to the reserve finds a block");
+_Static_assert (FTL_MIN_SPARE_BLOCKS (0) >= 2 + 1 + FTL_GC_LOW_BLOCKS + 3,
+                "the minimum spare holds the frontiers and the free blocks "
+                "GC keeps");
 /* Hot/cold separation opens one more frontier per stream and a second
  * GC frontier: only on images with that much more spare.
  */
 #define FTL_SEPARATION_SPARE_BLOCKS(streams) \
   (FTL_MIN_SPARE_BLOCKS (streams) + (streams) + 1)
+/* Default host streams: one per FTL_SPARE_PER_STREAM spare blocks, 1 to
+ * FTL_DEFAULT_STREAMS.  Every open frontier holds a block that is on
+ * average half unwritten, and with hot/cold separation each stream has
+ * two: on a small disk that is spare space that garbage collection
+ * misses (a 256 MiB disk has 72 spare blocks).
+ */
+#define FTL_SPARE_PER_STREAM 64
 
 enum frontier_kind { FRONTIER_HOST, FRONTIER_GC, FRONTIER_META };
 
@@ -272,6 +293,8 @@ struct wl {
   uint32_t threshold;           /* static wear leveling trigger */
   uint32_t endurance;           /* erases before a block is retired */
   uint32_t retired;             /* retired blocks, under alloc_lock */
+  uint32_t last_cycle;          /* blocks whose next erase retires them
+                                 * (wl_on_last_cycle), under alloc_lock */
   bool worn_out;                /* atomic: too few blocks left to write */
 };
 
@@ -528,19 +551,23 @@ extern void alloc_close_frontiers (struct ftl *ftl);
 extern int trimlog_init (struct ftl *ftl);
 extern void trimlog_free (struct ftl *ftl);
 /* Record that [lpn, lpn+count) is unmapped (before unmapping it).  May
- * write a full buffer to the log, leaving keep blocks free.
+ * write a full buffer to the log; opens a block for the metadata
+ * frontier, leaving keep blocks free, if it has no room left for the
+ * record's page.  Returns 0, or -ENOSPC (nothing recorded: collect
+ * garbage and try again), or the error of a program.
  */
 extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
                            uint32_t keep);
-/* Write buffered trim records to the log (not synced), leaving keep
- * blocks free.  Caller holds ckpt_rw shared and not trim_lock.
+/* Write buffered trim records to the log (not synced); never needs a
+ * free block.  Caller holds ckpt_rw shared and not trim_lock.
  */
-extern int trimlog_flush (struct ftl *ftl, uint32_t keep);
+extern int trimlog_flush (struct ftl *ftl);
 /* A barrier: write the buffered trim records and sync.  Every write,
  * trim and relocation completed before the call is durable when it
- * returns 0.  Caller holds ckpt_rw shared and not trim_lock.
+ * returns 0.  Never needs a free block.  Caller holds ckpt_rw shared
+ * and not trim_lock.
  */
-extern int trimlog_barrier (struct ftl *ftl, uint32_t keep);
+extern int trimlog_barrier (struct ftl *ftl);
 extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
 
 /* gc.c: victims, relocation and erases. */
@@ -568,7 +595,7 @@ extern int gc_make_room (struct ftl *ftl, bool urgent);
 extern int gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
                              bool *waiting);
 /* A barrier run for erases (counted: gc.syncs). */
-extern int gc_barrier (struct ftl *ftl, uint32_t keep);
+extern int gc_barrier (struct ftl *ftl);
 /* Deadline mode: one slice of background GC.  Returns 1 if it did a
  * slice, 0 if there was nothing to do, or a negative errno.
  */
@@ -612,6 +639,22 @@ extern uint32_t wl_pick (struct ftl *ftl, bool (*skip) (struct ftl *,
  * is worn out, else return it to the free pool.
  */
 extern void wl_erased (struct ftl *ftl, uint32_t b);
+/* Will the next erase of block b retire it?  (Not for a block never
+ * erased: with an endurance of 1 a new disk can be written once.)  A
+ * block on its last cycle is no GC victim: its erase would give no
+ * block back.
+ */
+static inline bool
+wl_on_last_cycle (struct ftl *ftl, uint32_t b)
+{
+  uint32_t ec = media_erase_count (&ftl->media, b);
+  return ftl->state[b] != FTL_BLK_RETIRED && ec > 0 &&
+    ec + 1 >= ftl->wl.endurance;
+}
+/* After recovery: count the blocks on their last cycle, then check the
+ * end of life.
+ */
+extern void wl_recovered (struct ftl *ftl);
 /* Turn the disk read-only if the blocks left cannot sustain writes,
  * and stop hot/cold separation if they cannot hold its frontiers.
  */

@@ -298,8 +298,9 @@ extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
                         ftl_extent_fn fn, void *opaque);
 
 /* True if the disk refuses writes: opened read-only, or worn out (so
- * many erase blocks retired that the rest cannot sustain writes).  Reads
- * keep working; writes, trims and zeros fail with -EROFS.
+ * many erase blocks retired, or on their last cycle, that the rest
+ * cannot sustain writes).  Reads keep working; writes, trims and zeros
+ * fail with -EROFS.
  */
 extern bool ftl_is_read_only (struct ftl *ftl);
 
@@ -370,6 +371,8 @@ struct ftl_stats {
   uint32_t wl_threshold;
   uint32_t endurance;
   uint32_t retired_blocks;      /* worn out, out of service */
+  uint32_t last_cycle_blocks;   /* retired at their next erase, and so
+                                 * no longer reclaimed by GC */
   bool read_only;               /* opened read-only, or worn out */
   uint64_t checkpoints;
   uint64_t mapped_pages;        /* logical pages holding data */

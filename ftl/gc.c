@@ -192,7 +192,8 @@ held_by_gc (struct ftl *ftl, uint32_t b)
 }
 
 /* Choose a victim among the FULL blocks, or FTL_NO_BLOCK if reclaiming
- * any of them would free nothing.
+ * any of them would free nothing (blocks on their last cycle included:
+ * their erase retires them).
  *
  * The cost of a block is the pages that must be copied: valid pages and
  * trim pages written since the last checkpoint.  Erasing frees the whole
@@ -227,6 +228,11 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
       continue;
     if (is_pending (ftl, b))
       continue;
+    /* Its erase would retire it: reclaiming it gives no block back
+     * (wl.c).  If nothing in it is valid, find_drained takes it.
+     */
+    if (wl_on_last_cycle (ftl, b))
+      continue;
     uint32_t cost = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
       + __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);
     if (cost >= ftl->ppb)
@@ -251,14 +257,13 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
 
 /* ---- erases ---- */
 
-/* A barrier run for erases (counted: gc.syncs).  keep: free blocks the
- * trim page it may write must leave (0 under gc.lock: the erases that
- * follow give blocks back).
+/* A barrier run for erases (counted: gc.syncs).  The trim page it may
+ * write has its room already (trimlog.c): it never needs a free block.
  */
 int
-gc_barrier (struct ftl *ftl, uint32_t keep)
+gc_barrier (struct ftl *ftl)
 {
-  int r = trimlog_barrier (ftl, keep);
+  int r = trimlog_barrier (ftl);
   if (r == 0)
     __atomic_fetch_add (&ftl->gc.barriers, 1, __ATOMIC_RELAXED);
   return r;
@@ -353,7 +358,7 @@ flush_pending (struct ftl *ftl)
    */
   memcpy (pending, gc->pending, n * sizeof *pending);
   gc->npending = 0;
-  r = gc_barrier (ftl, 0);
+  r = gc_barrier (ftl);
   for (unsigned i = 0; i < n && r == 0; i++)
     r = erase_block (ftl, pending[i]);
   return r < 0 ? r : (int) n;
@@ -362,16 +367,23 @@ flush_pending (struct ftl *ftl)
 /* ---- relocation ---- */
 
 /* Program the batch (data in gc.buf) at GC frontier f; the mappings
- * move as the pages land.  Pages may span two GC blocks.
+ * move as the pages land.  Pages may span two GC blocks.  When f needs
+ * a block and none is free, the other GC frontier's open block takes
+ * the pages: data of two temperatures share a block, rather than GC
+ * failing.  With that, one free block is all a victim's copies need:
+ * whatever the two frontiers' open blocks hold, the pages that do not
+ * fit there are fewer than a block.
  */
 static int
 program_batch (struct ftl *ftl, struct frontier *f,
                const struct log_page *mv, uint32_t n, const uint8_t *buf)
 {
+  struct frontier *other = f == &ftl->gcf ? &ftl->gcw : &ftl->gcf;
   uint32_t done = 0;
   int r;
 
   while (done < n) {
+    struct frontier *to = f;
     r = alloc_frontier_open (ftl, f, 0);
     if (r == -ENOSPC && ftl->gc.npending > 0) {
       /* Short of a block while victims wait for their erase. */
@@ -380,15 +392,21 @@ program_batch (struct ftl *ftl, struct frontier *f,
         return r;
       continue;
     }
+    if (r == -ENOSPC && alloc_frontier_room (ftl, other) > 0) {
+      log_debug (ftl, FTL_DEBUG_GC, "gc: no free block: %u pages go to the "
+                 "other GC frontier", n - done);
+      to = other;
+      r = 0;
+    }
     if (r < 0) {
       log_msg (ftl, FTL_LOG_ERROR, "no free erase block for relocated data "
                "(free pool exhausted)");
       return r;
     }
-    uint32_t k = MIN (n - done, alloc_frontier_room (ftl, f));
+    uint32_t k = MIN (n - done, alloc_frontier_room (ftl, to));
     uint32_t moved = 0;
     k = MIN (k, ALLOC_PROGRAM_MAX);
-    r = alloc_program (ftl, f, mv + done,  k,
+    r = alloc_program (ftl, to, mv + done,  k,
                        buf + ((size_t) done << ftl->page_shift), &moved);
     if (r < 0)
       return r;
@@ -616,7 +634,7 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
    */
   if (map_drained_durably (ftl, victim))
     return erase_covered (ftl, victim);
-  r = gc_barrier (ftl, 0);
+  r = gc_barrier (ftl);
   if (r < 0)
     return r;
   return erase_block (ftl, victim);
@@ -717,7 +735,7 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
    * all of them.
    */
   if (drained != FTL_NO_BLOCK) {
-    r = ready ? erase_covered (ftl, drained) : gc_barrier (ftl, 0);
+    r = ready ? erase_covered (ftl, drained) : gc_barrier (ftl);
     if (r == 0 && ready && bg)
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
     return r;

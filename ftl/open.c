@@ -351,20 +351,16 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
   ftl->logical_pages = DIV_ROUND_UP (ftl->logical_bytes, ftl->page_size);
   data_blocks = DIV_ROUND_UP (ftl->logical_pages, ftl->ppb);
   c->spare = ftl->blocks - data_blocks;
-  if (o->streams) {
-    if (c->spare < FTL_MIN_SPARE_BLOCKS (o->streams)) {
-      snprintf (c->err, c->errlen, "streams=%u needs %u spare erase blocks; "
-                "the image has %u", o->streams,
-                FTL_MIN_SPARE_BLOCKS (o->streams), c->spare);
-      return -EINVAL;
-    }
-    ftl->nstreams = o->streams;
-  }
-  else {
-    ftl->nstreams = FTL_DEFAULT_STREAMS;
-    while (ftl->nstreams > 1 &&
-           c->spare < FTL_MIN_SPARE_BLOCKS (ftl->nstreams) + ftl->nstreams)
-      ftl->nstreams--;
+  /* By default the streams grow with the spare (see
+   * FTL_SPARE_PER_STREAM).
+   */
+  ftl->nstreams = o->streams ? o->streams
+    : MAX (1, MIN (c->spare / FTL_SPARE_PER_STREAM, FTL_DEFAULT_STREAMS));
+  if (c->spare < FTL_MIN_SPARE_BLOCKS (ftl->nstreams)) {
+    snprintf (c->err, c->errlen, "streams=%u needs %u spare erase blocks; "
+              "the image has %u", ftl->nstreams,
+              FTL_MIN_SPARE_BLOCKS (ftl->nstreams), c->spare);
+    return -EINVAL;
   }
   return 0;
 }
@@ -495,9 +491,16 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
                       ftl->ppb);
   ftl->gc.policy = o->gc_policy;
   ftl->gc.mode = o->gc_mode;
-  /* Foreground GC keeps a few blocks beyond the reserve free. */
+  /* Foreground GC keeps the reserve free, and the background thread a
+   * few blocks more on large disks: every block kept free is spare
+   * space that holds no data, so they are at most a 128th of it (at
+   * most 8).  Deadline mode needs room between the watermarks, where
+   * background GC may yield to a request.
+   */
   ftl->gc.low = FTL_GC_LOW_BLOCKS;
-  ftl->gc.high = ftl->gc.low + MIN (spare / 16, 8);
+  ftl->gc.high = ftl->gc.low + MIN (spare / FTL_GC_HIGH_SPARE_DIV, 8);
+  if (ftl->gc.mode == FTL_GC_DEADLINE)
+    ftl->gc.high = MAX (ftl->gc.high, ftl->gc.low + 2);
   /* The background thread erases blocks with nothing left to copy up
    * to here (bg.c).
    */
@@ -518,7 +521,7 @@ step_recovery (struct ftl *ftl, struct open_ctx *c)
 {
   int r = recovery_run (ftl, c->err, c->errlen);
   if (r == 0)
-    wl_check_end_of_life (ftl);
+    wl_recovered (ftl);
   return r;
 }
 
@@ -691,11 +694,9 @@ ftl_close (struct ftl *ftl)
       r = destage_until (ftl, UINT64_MAX);
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
     ftl->closing = true;
-    /* Nothing else runs: the last trim records may take the last
-     * free blocks.
-     */
+    /* The last trim records, in the room kept for them. */
     if (r == 0)
-      r = trimlog_flush (ftl, 0);
+      r = trimlog_flush (ftl);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
     alloc_close_frontiers (ftl);
     selfcheck_assert (ftl, "close");

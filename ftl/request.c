@@ -12,9 +12,9 @@
  *     without: -> ckpt_rw shared -> write_through (write.c): stripe locks
  *       -> host frontier -> alloc_program.
  *
- *   ftl_trim, ftl_zero -> gc_make_room -> stripe locks -> drop cached
- *     pages -> trimlog_append (recorded first) -> map_unmap (write.c);
- *     a zero's partial pages are writes of zeros.
+ *   ftl_trim, ftl_zero -> gc_make_room -> stripe locks ->
+ *     trimlog_append (recorded first) -> drop cached pages -> map_unmap
+ *     (write.c); a zero's partial pages are writes of zeros.
  *
  *   ftl_flush -> destage_until (every page written before the flush
  *     into the log) -> gc_make_room -> trimlog_barrier (trim records

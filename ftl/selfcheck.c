@@ -9,9 +9,10 @@
  *     pages mapping into b, mapped is the number of mapped pages;
  *   - the block table against the free pool and the frontiers: nfree is
  *     the number of FREE blocks, wl.retired the number of RETIRED ones,
+ *     wl.last_cycle the number of blocks whose next erase retires them,
  *     a FREE block is unwritten and holds nothing, the OPEN blocks are
  *     exactly those of the frontiers, and each frontier's write pointer
- *     is the media's.
+ *     is the media's; buffered trim records have room for their page.
  *
  * It costs a pass over the map (and a bit per physical page), so it
  * runs only in builds configured with --enable-self-check: after
@@ -128,10 +129,11 @@ open_in_frontier (struct ftl *ftl, uint32_t b, struct report *rp)
 static void
 check_blocks (struct ftl *ftl, struct report *rp)
 {
-  uint32_t nfree = 0, retired = 0;
+  uint32_t nfree = 0, retired = 0, last_cycle = 0;
 
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     bool open = open_in_frontier (ftl, b, rp);
+    last_cycle += wl_on_last_cycle (ftl, b);
     switch (ftl->state[b]) {
     case FTL_BLK_FREE:
       nfree++;
@@ -164,6 +166,12 @@ check_blocks (struct ftl *ftl, struct report *rp)
   if (retired != ftl->wl.retired)
     report (rp, "%u erase blocks are retired, %u counted", retired,
             ftl->wl.retired);
+  if (last_cycle != ftl->wl.last_cycle)
+    report (rp, "%u erase blocks are on their last cycle, %u counted",
+            last_cycle, ftl->wl.last_cycle);
+  if (ftl->trim_count > 0 && alloc_frontier_room (ftl, &ftl->metaf) == 0)
+    report (rp, "%u trim records wait with no room for their page",
+            ftl->trim_count);
 }
 
 int

@@ -58,6 +58,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->endurance = ftl->wl.endurance;
   pthread_mutex_lock (&ftl->alloc_lock);
   st->retired_blocks = ftl->wl.retired;
+  st->last_cycle_blocks = ftl->wl.last_cycle;
   pthread_mutex_unlock (&ftl->alloc_lock);
   st->read_only = ftl_is_read_only (ftl);
   st->checkpoints = ctr (ftl, FTL_CTR_CKPTS);
@@ -333,6 +334,9 @@ render_wear (struct jw *w, const struct stats_view *v)
   if (has (v, FTL_STATS_SERVER))
     jw_uint (w, "endurance", st->endurance);
   jw_uint (w, "retired_blocks", st->retired_blocks);
+  /* Depends on the endurance, chosen at each start. */
+  if (has (v, FTL_STATS_SERVER))
+    jw_uint (w, "last_cycle_blocks", st->last_cycle_blocks);
   jw_bool (w, "worn_out", v->ii.worn_out);
   jw_begin (w, "histogram");
   jw_uint (w, "first", first);

@@ -17,14 +17,26 @@
  * (recovery falls back to it if the newest is damaged).  GC copies live
  * trim pages and drops the rest.
  *
- * This module never runs garbage collection: a caller that serves a
- * client makes room first (gc_make_room) and passes the number of free
- * blocks the trim page must leave (FTL_META_KEEP_BLOCKS; GC itself and a
- * closing handle pass 0).
+ * The metadata frontier keeps a page of room for the buffer: the first
+ * record that enters an empty buffer opens a block for it if the
+ * frontier has no room left (trimlog_append, leaving the free blocks it
+ * is told to: FTL_META_KEEP_BLOCKS for a client's trim).  Writing the
+ * buffer (a full buffer, a barrier, a clean shutdown) then never needs
+ * a free block: GC can always run the barrier that precedes its erases,
+ * even when it has taken the last free block for its copies.
  *
- * Invariants: trim_count <= trim_cap; every buffered record's sequence
- * number is newer than the older checkpoint's (older ones are dropped by
- * trimlog_drop_before once both slots include them).
+ * This module never runs garbage collection: when trimlog_append finds
+ * no block to open it fails with -ENOSPC, the record is not appended,
+ * and the caller collects garbage (gc_make_room) and tries again.
+ *
+ * Invariants: trim_count <= trim_cap; while trim_count > 0 the metadata
+ * frontier has an open block with room for at least one page (after a
+ * failed program closed its block, a new one is opened at once, from
+ * any free block; only if none is free does the buffer wait without
+ * room, and the next write of it takes the first block free); every
+ * buffered record's sequence number is newer than the older
+ * checkpoint's (older ones are dropped by trimlog_drop_before once both
+ * slots include them).
  */
 
 #include <config.h>
@@ -58,29 +70,50 @@ trimlog_free (struct ftl *ftl)
   pthread_mutex_destroy (&ftl->trim_lock);
 }
 
-/* Write the buffered records as one trim page (under trim_lock). */
+/* Give the metadata frontier room again after a failed program closed
+ * its block with records still buffered: any free block will do (this
+ * is the one case where a trim page may take the last one).
+ */
 static int
-write_trim_page (struct ftl *ftl, uint32_t keep)
+reopen_after_error (struct ftl *ftl)
+{
+  int r = alloc_frontier_open (ftl, &ftl->metaf, 0);
+  if (r < 0)
+    log_msg (ftl, FTL_LOG_ERROR, "no free erase block for trim records "
+             "after a failed program");
+  return r;
+}
+
+/* Write the buffered records as one trim page, in the room the
+ * metadata frontier keeps for them (under trim_lock).
+ */
+static int
+write_trim_page (struct ftl *ftl)
 {
   struct frontier *f = &ftl->metaf;
   struct log_page lp = { .kind = FTL_OOB_TRIM };
   int r;
 
   assert (ftl->trim_count > 0 && ftl->trim_count <= ftl->trim_cap);
-  r = alloc_frontier_open (ftl, f, keep);
-  if (r < 0) {
-    log_msg (ftl, FTL_LOG_ERROR, "no free erase block for trim records "
-             "(free pool exhausted)");
+  /* No room only if a failed program closed the block and no block was
+   * free to replace it then.
+   */
+  if (alloc_frontier_room (ftl, f) == 0 && (r = reopen_after_error (ftl)) < 0)
     return r;
-  }
   for (uint32_t i = 0; i < ftl->trim_count; i++)
     lp.seq = MAX (lp.seq, ftl->trim_buf[i].seq);
   lp.trim_entries = ftl->trim_count;
   fmt_trim_page_encode (ftl->trim_buf, ftl->trim_count, ftl->trim_page,
                         ftl->page_size);
   r = alloc_program (ftl, f, &lp, 1, ftl->trim_page, NULL);
-  if (r < 0)
+  if (r < 0) {
+    /* The page counts as programmed; the records stay buffered and keep
+     * their room.
+     */
+    if (alloc_frontier_room (ftl, f) == 0)
+      reopen_after_error (ftl);
     return r;
+  }
   ftl->trim_count = 0;
   return 0;
 }
@@ -94,7 +127,12 @@ trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count, uint32_t keep)
   assert (count > 0 && count < UINT32_MAX);
   pthread_mutex_lock (&ftl->trim_lock);
   if (ftl->trim_count == ftl->trim_cap)
-    r = write_trim_page (ftl, keep);
+    r = write_trim_page (ftl);
+  /* The page this record will go out in has its room before the record
+   * is buffered.
+   */
+  if (r == 0 && alloc_frontier_room (ftl, &ftl->metaf) == 0)
+    r = alloc_frontier_open (ftl, &ftl->metaf, keep);
   if (r == 0) {
     uint64_t seq = __atomic_fetch_add (&ftl->next_seq, 1, __ATOMIC_RELAXED);
     ftl->trim_buf[ftl->trim_count++] = (struct ftl_trim_entry) {
@@ -106,19 +144,19 @@ trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count, uint32_t keep)
 }
 
 int
-trimlog_flush (struct ftl *ftl, uint32_t keep)
+trimlog_flush (struct ftl *ftl)
 {
   int r = 0;
 
   pthread_mutex_lock (&ftl->trim_lock);
   if (ftl->trim_count > 0)
-    r = write_trim_page (ftl, keep);
+    r = write_trim_page (ftl);
   pthread_mutex_unlock (&ftl->trim_lock);
   return r;
 }
 
 int
-trimlog_barrier (struct ftl *ftl, uint32_t keep)
+trimlog_barrier (struct ftl *ftl)
 {
   uint64_t k = map_barrier_begin (ftl);
   int r;
@@ -129,7 +167,7 @@ trimlog_barrier (struct ftl *ftl, uint32_t keep)
   uint64_t durable;
 
   dl_hold ();
-  r = trimlog_flush (ftl, keep);
+  r = trimlog_flush (ftl);
   dl_release ();
   /* Every page below this is programmed: durable after the sync. */
   durable = durable_sample (ftl);

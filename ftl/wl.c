@@ -11,16 +11,33 @@
  * where the next frontier to need a block takes it first.
  *
  * A block whose erase count reaches wl.endurance is retired after its
- * last erase (wl_erased) and never used again.  When so many are
- * retired that the rest cannot hold the logical capacity plus the
- * blocks the FTL needs to make progress (and to destage the write
- * cache, whose pages were acknowledged), the disk turns read-only for
- * good (wl_check_end_of_life): reads go on working, writes fail with
- * EROFS.  Before that, when the spare cannot hold the extra frontiers
- * of hot/cold separation, the FTL falls back to one log per stream.
+ * last erase (wl_erased) and never used again.  A block one erase short
+ * of that is on its last cycle (wl_on_last_cycle): it may be written
+ * once more, but reclaiming it would give no block back, only use up
+ * the room its copies take.  So garbage collection leaves such blocks
+ * alone unless nothing in them is valid, and static wear leveling does
+ * not move them; their data stays where it is, readable.
  *
- * Invariants: wl.retired is the number of RETIRED blocks (under
- * alloc_lock); a RETIRED block is never FREE again; worn_out and
+ * The end of life counts both: when the blocks neither retired nor on
+ * their last cycle cannot hold the logical capacity plus the blocks
+ * the FTL needs to make progress (FTL_MIN_SPARE_BLOCKS) and to destage
+ * the write cache (cache_spare_blocks: its pages were acknowledged), the
+ * disk turns read-only for good (wl_check_end_of_life): reads go on working,
+ * writes fail with EROFS.  Counting the blocks on their last cycle is
+ * what makes this come before the free blocks run out: were GC to
+ * reclaim them, each erase near the end of life would retire its
+ * victim and consume the room of its copies, and the free pool would
+ * drain (-ENOSPC) long before enough blocks were retired to call the
+ * disk worn out.  Those that GC does reclaim now always give their
+ * block back, and the spare they work in never falls below the
+ * minimum; the price is at most one cycle of each block's life.
+ * Before that, when the spare cannot hold the extra frontiers of
+ * hot/cold separation, the FTL falls back to one log per stream.
+ *
+ * Invariants: wl.retired is the number of RETIRED blocks and
+ * wl.last_cycle the number of blocks on their last cycle (both under
+ * alloc_lock; a block is counted in last_cycle until the erase that
+ * retires it); a RETIRED block is never FREE again; worn_out and
  * one_log only ever go from false to true.
  */
 
@@ -36,7 +53,17 @@ wl_init (struct ftl *ftl, uint32_t threshold, uint32_t endurance)
   ftl->wl.threshold = threshold ? threshold : FTL_DEFAULT_WL_THRESHOLD;
   ftl->wl.endurance = endurance ? endurance : FTL_DEFAULT_ENDURANCE;
   ftl->wl.retired = 0;
+  ftl->wl.last_cycle = 0;
   ftl->wl.worn_out = false;
+}
+
+void
+wl_recovered (struct ftl *ftl)
+{
+  ftl->wl.last_cycle = 0;
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    ftl->wl.last_cycle += wl_on_last_cycle (ftl, b);
+  wl_check_end_of_life (ftl);
 }
 
 uint32_t
@@ -51,6 +78,7 @@ wl_pick (struct ftl *ftl, bool (*skip) (struct ftl *, uint32_t))
       continue;
     max_ec = MAX (max_ec, ec);
     if (ftl->state[b] == FTL_BLK_FULL && !skip (ftl, b) &&
+        !wl_on_last_cycle (ftl, b) &&
         (coldest == FTL_NO_BLOCK || ec < min_ec ||
          (ec == min_ec && ftl->close_seq[b] < ftl->close_seq[coldest]))) {
       min_ec = ec;
@@ -69,38 +97,50 @@ wl_pick (struct ftl *ftl, bool (*skip) (struct ftl *, uint32_t))
 void
 wl_erased (struct ftl *ftl, uint32_t b)
 {
+  uint32_t ec = media_erase_count (&ftl->media, b);
+
   assert (ftl->state[b] == FTL_BLK_FULL);
-  if (media_erase_count (&ftl->media, b) >= ftl->wl.endurance) {
-    /* Worn out: retired for good. */
+  if (ec >= ftl->wl.endurance) {
+    /* Worn out: retired for good.  It was on its last cycle, unless
+     * this was its first erase (an endurance of 1).
+     */
+    if (ec > 1) {
+      assert (ftl->wl.last_cycle > 0);
+      ftl->wl.last_cycle--;
+    }
     ftl->state[b] = FTL_BLK_RETIRED;
     ftl->wl.retired++;
     log_debug (ftl, FTL_DEBUG_GC, "block %u retired after %u erases",
-               b, media_erase_count (&ftl->media, b));
-    wl_check_end_of_life (ftl);
+               b, ec);
   }
   else {
     ftl->state[b] = FTL_BLK_FREE;
     __atomic_store_n (&ftl->nfree, ftl->nfree + 1, __ATOMIC_RELAXED);
+    if (!wl_on_last_cycle (ftl, b))
+      return;
+    ftl->wl.last_cycle++;
   }
+  wl_check_end_of_life (ftl);
 }
 
 void
 wl_check_end_of_life (struct ftl *ftl)
 {
   uint64_t data_blocks = DIV_ROUND_UP (ftl->logical_pages, ftl->ppb);
-  uint64_t usable = ftl->blocks - ftl->wl.retired;
+  uint64_t usable = ftl->blocks - ftl->wl.retired - ftl->wl.last_cycle;
 
   if (wl_worn_out (ftl))
     return;
   if (!one_log (ftl) &&
       usable < data_blocks + FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams)) {
-    /* Too few blocks left to keep hot and cold data apart: the open
-     * hot frontiers fill up and are not replaced.
+    /* Too few blocks left to keep hot and cold data apart: nothing
+     * more is written at the hot frontier and the young GC one (their
+     * open blocks stay as they are until the next restart closes them).
      */
     __atomic_store_n (&ftl->one_log, true, __ATOMIC_RELAXED);
-    log_msg (ftl, FTL_LOG_WARN, "%u of %u erase blocks are retired: hot "
-             "and cold data are no longer kept apart", ftl->wl.retired,
-             ftl->blocks);
+    log_msg (ftl, FTL_LOG_WARN, "%u of %u erase blocks are retired and %u "
+             "on their last cycle: hot and cold data are no longer kept "
+             "apart", ftl->wl.retired, ftl->blocks, ftl->wl.last_cycle);
   }
   /* The write cache's pages were acknowledged: the blocks to destage
    * them stay usable (cache_spare_blocks).
@@ -109,8 +149,9 @@ wl_check_end_of_life (struct ftl *ftl)
       cache_spare_blocks (ftl->cache.nslots, ftl->ppb)) {
     __atomic_store_n (&ftl->wl.worn_out, true, __ATOMIC_RELEASE);
     log_msg (ftl, FTL_LOG_ERROR, "the disk is worn out: %u of %u erase "
-             "blocks are retired (endurance %u erases), too few remain to "
-             "sustain writes; it is read-only from now on", ftl->wl.retired,
-             ftl->blocks, ftl->wl.endurance);
+             "blocks are retired and %u on their last cycle (endurance %u "
+             "erases), too few remain to sustain writes; it is read-only "
+             "from now on", ftl->wl.retired, ftl->blocks,
+             ftl->wl.last_cycle, ftl->wl.endurance);
   }
 }

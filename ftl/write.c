@@ -11,8 +11,10 @@
  *                  still the cache's (not trimmed meanwhile) under those
  *                  locks, just before it is programmed from the cache's
  *                  buffer;
- *   write_unmap    trim: stripe locks -> drop cached versions ->
- *                  trimlog_append (recorded first) -> map_unmap;
+ *   write_unmap    trim: stripe locks -> trimlog_append (recorded
+ *                  first) -> drop cached versions -> map_unmap; a
+ *                  record that finds no block for its page changes
+ *                  nothing and is tried again after GC;
  *   write_barrier  trim records written, then a sync.
  *
  * When a frontier needs a block and free blocks are low, the writer
@@ -211,34 +213,55 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
   return r;
 }
 
-int
-write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n)
+/* Unmap [lpn, lpn+n) under its stripe locks, the trim record first.
+ * When the record cannot be appended (-ENOSPC: no block for its page)
+ * nothing changes, in the map or in the write cache.
+ */
+static int
+unmap_range (struct ftl *ftl, uint64_t lpn, uint64_t n)
 {
   bool any = false;
   int r = 0;
 
-  if (n == 0)
-    return 0;
-  /* The trim record may need a block: collect first, without locks. */
-  dl_hold ();
-  r = gc_make_room (ftl, false);
-  dl_release ();
-  if (r < 0)
-    return r;
   map_lock (ftl, lpn, lpn + n - 1);
-  /* Cached versions go first: no batch programs them after this. */
-  if (ftl->cache.nslots)
-    cache_drop (ftl, lpn, lpn + n);
   for (uint64_t l = lpn; l < lpn + n && !any; l++)
     any = l2p_load (ftl, l) != FTL_UNMAPPED;
-  if (any) {
-    /* Logged before unmapping: see ftl-internal.h. */
+  /* Logged before unmapping: see ftl-internal.h. */
+  if (any)
     r = trimlog_append (ftl, lpn, n, FTL_META_KEEP_BLOCKS);
-    if (r == 0)
+  if (r == 0) {
+    /* Cached versions go too: no batch programs them after this. */
+    if (ftl->cache.nslots)
+      cache_drop (ftl, lpn, lpn + n);
+    if (any)
       for (uint64_t l = lpn; l < lpn + n; l++)
         map_unmap (ftl, l);
   }
   map_unlock (ftl, lpn, lpn + n - 1);
+  return r;
+}
+
+int
+write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n)
+{
+  bool urgent = false;
+  int r;
+
+  if (n == 0)
+    return 0;
+  /* The trim record may need a block for its page: collect first,
+   * without locks, as usual at the low watermark; if the record still
+   * finds no block, down to the reserve (or fail), and try again.
+   */
+  do {
+    dl_hold ();
+    r = gc_make_room (ftl, urgent);
+    dl_release ();
+    if (r < 0)
+      return r;
+    r = unmap_range (ftl, lpn, n);
+    urgent = true;
+  } while (r == -ENOSPC);
   if (r == 0)
     ctr_add (ftl, FTL_CTR_HOST_TRIM, n);
   return r;
@@ -257,6 +280,6 @@ write_barrier (struct ftl *ftl)
   r = gc_make_room (ftl, false);
   dl_release ();
   if (r == 0)                   /* lets GC erase what it drained before */
-    r = trimlog_barrier (ftl, FTL_META_KEEP_BLOCKS);
+    r = trimlog_barrier (ftl);
   return r;
 }

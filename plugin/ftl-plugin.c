@@ -364,7 +364,7 @@ ftl_plugin_config_complete (void)
   "op=<PERCENT>                   Over-provisioning of a new image (default 28).\n" \
   "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
-  "streams=<N>                    Host write frontiers (default 4).\n" \
+  "streams=<N>                    Host write frontiers (default: 1 per 64 spare erase blocks, 1 to 4).\n" \
   "gc=cost-benefit|greedy         Garbage collection victim policy (default cost-benefit).\n" \
   "gc-mode=deadline|watermark     How GC shares the device with requests (default watermark).\n" \
   "hot-cold=<BOOL>                Separate hot from cold data (default true).\n" \

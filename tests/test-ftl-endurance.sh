@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: end of life.  With endurance=5, a small disk overwritten
-# again and again retires its erase blocks until the rest cannot sustain
-# writes; then writes fail with EPERM, reads still return the last data
-# written, the statistics say so, and after a restart the disk is
-# read-only for new clients too.
+# again and again wears its erase blocks until too few of them can
+# still be reclaimed (those retired and those on their last cycle do
+# not count) to sustain writes; then writes fail with EPERM, reads
+# still return the last data written, the statistics say so, and after
+# a restart the disk is read-only for new clients too.
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
@@ -50,7 +51,12 @@ h.flush()
 
 cat "$stats"
 jq -e '.readonly == true' "$stats"
-jq -e '.wear.retired_blocks > 0 and .wear.endurance == 5' "$stats"
+# 32 blocks, 16 for the data, one stream (10 spare needed) and a write
+# cache of 16 pages (2 more blocks to destage it): at least
+# 16 - 10 - 2 + 1 worn.
+jq -e '.cache.size_bytes == 16 * 4096' "$stats"
+jq -e '.wear.retired_blocks + .wear.last_cycle_blocks >= 5 and
+       .wear.endurance == 5' "$stats"
 jq -e '.wear.erase_max <= 5' "$stats"
 
 # After a restart: read-only for new clients, data still there.

@@ -165,11 +165,13 @@ unit_open (const char *path, uint64_t size, uint32_t ps, uint32_t ppb,
 
 struct ftl *
 unit_open_cached (const char *path, uint64_t size, uint32_t ps, uint32_t ppb,
-                  double op, uint64_t cache_bytes, const struct ftl_io *io)
+                  double op, unsigned streams, uint64_t cache_bytes,
+                  const struct ftl_io *io)
 {
   struct ftl_options o = {
     .path = path, .logical_bytes = size, .page_size = ps,
-    .pages_per_block = ppb, .op_percent = op, .log = unit_log, .io = io,
+    .pages_per_block = ppb, .op_percent = op, .streams = streams,
+    .log = unit_log, .io = io,
     .write_cache_bytes = cache_bytes,
   };
   struct ftl *ftl;

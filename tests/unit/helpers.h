@@ -63,7 +63,7 @@ extern struct ftl *unit_open (const char *path, uint64_t size, uint32_t ps,
  */
 extern struct ftl *unit_open_cached (const char *path, uint64_t size,
                                      uint32_t ps, uint32_t ppb, double op,
-                                     uint64_t cache_bytes,
+                                     unsigned streams, uint64_t cache_bytes,
                                      const struct ftl_io *io);
 /* The same, returning ftl_open's result and message instead. */
 extern int unit_try_open (const char *path, const struct ftl_io *io,

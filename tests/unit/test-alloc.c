@@ -299,26 +299,40 @@ START_TEST (test_accounting_through_api)
 }
 END_TEST
 
-/* Host frontiers never take the last FTL_RESERVE_BLOCKS (3) free
- * blocks: every block but four is made FULL of valid pages by hand (so
+/* Make frontier f's open block FULL of valid pages by hand (nothing
+ * maps to them: the image must be abandoned afterwards).
+ */
+static void
+close_by_hand (struct ftl *ftl, struct frontier *f)
+{
+  ftl->state[f->block] = FTL_BLK_FULL;
+  ftl->valid[f->block] = PPB;
+  media_set_block (&ftl->media, f->block, 0, PPB);
+  f->block = FTL_NO_BLOCK;
+  f->wp = 0;
+}
+
+/* Host frontiers never take the last FTL_RESERVE_BLOCKS free blocks:
+ * every block but RESERVE + 1 is made FULL of valid pages by hand (so
  * that GC finds no victim); the host takes one free block, and when it
- * is full the next host write fails with -ENOSPC and leaves three blocks
- * free.  The metadata frontier (outside GC) may then take one of them
- * (it leaves FTL_META_KEEP_BLOCKS), and the GC frontier the last two.
+ * is full the next host write fails with -ENOSPC and leaves the reserve
+ * free.  The metadata frontier (outside GC) may then take blocks down
+ * to FTL_META_KEEP_BLOCKS, and the GC frontier the rest.
  */
 START_TEST (test_host_reserve)
 {
   struct ftl *ftl = open_new (1);
+  const uint32_t keep = FTL_RESERVE_BLOCKS + 1;
   uint8_t page[PS];
 
-  ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 3);
-  ck_assert_uint_eq (FTL_META_KEEP_BLOCKS, 2);
-  for (uint32_t b = 4; b < ftl->blocks; b++) {
+  ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 1);
+  ck_assert_uint_eq (FTL_META_KEEP_BLOCKS, 1);
+  for (uint32_t b = keep; b < ftl->blocks; b++) {
     ftl->state[b] = FTL_BLK_FULL;
     ftl->valid[b] = PPB;
     media_set_block (&ftl->media, b, 0, PPB);
   }
-  ftl->nfree = 4;
+  ftl->nfree = keep;
 
   for (uint64_t l = 0; l < PPB; l++)
     write_page (ftl, l, 1);
@@ -335,7 +349,7 @@ START_TEST (test_host_reserve)
   unit_fill_page (page, PS, 0, 2);
   ck_assert_int_eq (ftl_write (ftl, page, PS, 0, 0), -ENOSPC);
   ck_assert_uint_eq (ftl->nfree, FTL_RESERVE_BLOCKS);
-  for (uint32_t b = 1; b <= 3; b++)
+  for (uint32_t b = 1; b < keep; b++)
     ck_assert_uint_eq (ftl->state[b], FTL_BLK_FREE);
   unit_quiet = false;
 
@@ -348,35 +362,186 @@ START_TEST (test_host_reserve)
     ck_assert_uint_eq (version, 1);
   }
 
-  /* A client's trim records take one block, and not a second. */
+  /* A client's trim records take blocks down to their keep, and no
+   * further; then GC takes every one that is left.
+   */
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS), 0);
-  uint32_t mb = ftl->metaf.block;
-  ftl->metaf.block = FTL_NO_BLOCK;
-  unit_quiet = true;
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS), -ENOSPC);
-  unit_quiet = false;
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
-  ftl->state[mb] = FTL_BLK_FULL;
-  ftl->valid[mb] = PPB;
-  media_set_block (&ftl->media, mb, 0, PPB);
-  ck_assert (mb >= 1 && mb <= 3);
+  while (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS) == 0)
+    close_by_hand (ftl, &ftl->metaf);
   ck_assert_uint_eq (ftl->nfree, FTL_META_KEEP_BLOCKS);
+  while (ftl->nfree > 0) {
+    uint32_t before = ftl->nfree;
+    ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
+    ck_assert_uint_eq (ftl->nfree, before - 1);
+    ck_assert (ftl->gcf.block >= 1 && ftl->gcf.block < keep);
+    close_by_hand (ftl, &ftl->gcf);
+  }
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), -ENOSPC);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  open_abandon (ftl);
+}
+END_TEST
 
-  /* GC may use all of the rest. */
+/* Make free blocks FULL of valid pages by hand (nothing maps to them:
+ * the image must be abandoned afterwards) until leave are free; the
+ * first of them in *first (FTL_NO_BLOCK if none).
+ */
+static void
+fill_by_hand (struct ftl *ftl, uint32_t leave, uint32_t *first)
+{
+  *first = FTL_NO_BLOCK;
+  for (uint32_t b = 0; b < ftl->blocks && ftl->nfree > leave; b++)
+    if (ftl->state[b] == FTL_BLK_FREE) {
+      ftl->state[b] = FTL_BLK_FULL;
+      ftl->valid[b] = PPB;
+      media_set_block (&ftl->media, b, 0, PPB);
+      ftl->nfree--;
+      if (*first == FTL_NO_BLOCK)
+        *first = b;
+    }
+  ck_assert_uint_eq (ftl->nfree, leave);
+}
+
+/* The trim log keeps a page of room: while records wait in the buffer,
+ * the metadata frontier has an open block with room for their page,
+ * through full buffers written out and full blocks replaced; so a
+ * barrier (which GC runs before its erases) succeeds with no free
+ * block at all.
+ */
+START_TEST (test_trim_room)
+{
+  struct ftl *ftl = open_new (1);
+  uint32_t first_block, blocks_used = 0, prev = FTL_NO_BLOCK, hand;
+
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
+  for (uint32_t i = 0; i < 2 * PPB * ftl->trim_cap + 1; i++) {
+    ck_assert_int_eq (trimlog_append (ftl, i % LPAGES, 1,
+                                      FTL_META_KEEP_BLOCKS), 0);
+    ck_assert_uint_gt (ftl->trim_count, 0);
+    ck_assert_uint_ne (ftl->metaf.block, FTL_NO_BLOCK);
+    ck_assert_uint_ge (alloc_frontier_room (ftl, &ftl->metaf), 1);
+    if (ftl->metaf.block != prev) {
+      blocks_used++;
+      prev = ftl->metaf.block;
+    }
+  }
+  /* Two blocks filled with trim pages, the third opened for the last
+   * record.
+   */
+  ck_assert_uint_eq (blocks_used, 3);
+  ck_assert_uint_eq (ftl->metaf.wp, 0);
+  first_block = ftl->metaf.block;
+
+  /* No free block left: the barrier writes the buffer anyway. */
+  fill_by_hand (ftl, 0, &hand);
+  ck_assert_int_eq (trimlog_barrier (ftl), 0);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  ck_assert_uint_eq (ftl->metaf.block, first_block);
+  ck_assert_uint_eq (ftl->metaf.wp, 1);
+  /* A record that finds no block refuses, and changes nothing. */
+  ftl->metaf.wp = PPB - 1;
+  media_set_block (&ftl->media, first_block, 0, PPB - 1);
+  ck_assert_int_eq (trimlog_append (ftl, 0, 1, FTL_META_KEEP_BLOCKS), 0);
+  ck_assert_int_eq (trimlog_flush (ftl), 0);
+  ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
+  ck_assert_int_eq (trimlog_append (ftl, 0, 1, 0), -ENOSPC);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  open_abandon (ftl);
+}
+END_TEST
+
+/* A trim whose record finds no block for its page collects garbage
+ * down to the reserve and tries again.  The low watermark is lowered by
+ * hand, so that the usual collection before a trim does nothing, as
+ * when another thread takes the free block between that collection
+ * and the record.  With nothing to reclaim the trim fails with -ENOSPC
+ * and changes nothing; with garbage it succeeds.
+ */
+START_TEST (test_trim_retries)
+{
+  struct ftl *ftl = open_new (1);
+  uint32_t hand, need = FTL_RESERVE_BLOCKS + 1 - FTL_META_KEEP_BLOCKS;
+  uint8_t page[PS];
+  uint64_t lpn, version, erases;
+
+  for (uint64_t l = 0; l < 4 * PPB; l++)
+    write_page (ftl, l, 1);
+  ck_assert_uint_eq (ftl->host[0].block, FTL_NO_BLOCK);
+  /* Blocks 0 to 3 took the writes: the ones filled by hand follow. */
+  fill_by_hand (ftl, FTL_META_KEEP_BLOCKS, &hand);
+  ck_assert_uint_eq (hand, 4);
+  ftl->gc.low = FTL_META_KEEP_BLOCKS - 1;
+  ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
+
+  /* Nothing to reclaim: the device is full. */
+  unit_quiet = true;
+  ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), -ENOSPC);
+  unit_quiet = false;
+  ck_assert_msg (strstr (unit_last_error, "full") != NULL,
+                 "error message: '%s'", unit_last_error);
+  ck_assert_uint_eq (ftl->trim_count, 0);
+  ck_assert_int_eq (ftl_read (ftl, page, PS, 0), 0);
+  ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 1);
+  ck_assert_uint_eq (version, 1);
+
+  /* Blocks filled by hand turn to garbage (their pages are not valid
+   * any more): the second attempt reclaims them and succeeds.
+   */
+  for (uint32_t i = 0; i < need; i++)
+    ftl->valid[hand + i] = 0;
+  erases = ftl->media.erases;
+  ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), 0);
+  ck_assert_uint_ge (ftl->media.erases, erases + need);
+  ck_assert_uint_eq (ftl->l2p[0], FTL_UNMAPPED);
+  ck_assert_uint_eq (ftl->trim_count, 1);
+  ck_assert_uint_ne (ftl->metaf.block, FTL_NO_BLOCK);
+  ck_assert_int_eq (ftl_read (ftl, page, PS, 0), 0);
+  ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 0);
+  open_abandon (ftl);
+}
+END_TEST
+
+/* A GC frontier that needs a block when none is free gives its pages
+ * to the other GC frontier: the young pages of a victim (for gcw) land
+ * in gcf's open block, and the collection succeeds with no free block.
+ */
+START_TEST (test_gc_other_frontier)
+{
+  struct ftl *ftl = open_new (1);
+  uint32_t victim, hand;
+  uint8_t page[PS];
+  uint64_t lpn, version;
+
+  for (uint64_t l = 0; l < PPB; l++)
+    write_page (ftl, l, 1);
+  victim = block_of_lpn (ftl, 0);
+  for (uint64_t l = 0; l < PPB / 2; l++)
+    write_page (ftl, l, 2);
+  ck_assert_uint_eq (ftl->valid[victim], PPB / 2);
+  /* Its pages are young: they would go to gcw. */
+  ck_assert_uint_lt (ftl->next_seq, ftl->hot_age);
+
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
-  uint32_t g1 = ftl->gcf.block;
-  ck_assert (g1 >= 1 && g1 <= 3 && g1 != mb);
-  ck_assert_uint_eq (ftl->nfree, 1);
-  ftl->state[g1] = FTL_BLK_FULL;
-  ftl->valid[g1] = PPB;
-  media_set_block (&ftl->media, g1, 0, PPB);
-  ftl->gcf.block = FTL_NO_BLOCK;
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
-  ck_assert_uint_eq (ftl->gcf.block, 6 - mb - g1);
-  ck_assert_uint_eq (ftl->nfree, 0);
+  fill_by_hand (ftl, 0, &hand);
+  ck_assert_uint_eq (ftl->gcw.block, FTL_NO_BLOCK);
+  ck_assert_int_eq (gc_reclaim (ftl, 0, false), 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
+
+  ck_assert_uint_eq (ftl->state[victim], FTL_BLK_FREE);
+  ck_assert_uint_eq (ftl->nfree, 1);
+  ck_assert_uint_eq (ftl->gcw.block, FTL_NO_BLOCK);
+  ck_assert_uint_eq (ftl->gcf.wp, PPB / 2);
+  for (uint64_t l = PPB / 2; l < PPB; l++) {
+    ck_assert_uint_eq (block_of_lpn (ftl, l), ftl->gcf.block);
+    ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+    ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &version), 1);
+    ck_assert_uint_eq (lpn, l);
+    ck_assert_uint_eq (version, 1);
+  }
   open_abandon (ftl);
 }
 END_TEST
@@ -476,6 +641,9 @@ alloc_suite (void)
   tcase_add_test (tc, test_map_install_unmap);
   tcase_add_test (tc, test_accounting_through_api);
   tcase_add_test (tc, test_host_reserve);
+  tcase_add_test (tc, test_trim_room);
+  tcase_add_test (tc, test_trim_retries);
+  tcase_add_test (tc, test_gc_other_frontier);
   tcase_add_test (tc, test_streams_per_thread);
   tcase_add_test (tc, test_close_partial_block);
   suite_add_tcase (s, tc);

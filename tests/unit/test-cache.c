@@ -45,7 +45,7 @@ setup (void)
 static struct ftl *
 open_cache (uint64_t cache_pages)
 {
-  return unit_open_cached (path, LP * PS, PS, 8, 100, cache_pages * PS,
+  return unit_open_cached (path, LP * PS, PS, 8, 100, 0, cache_pages * PS,
                            unit_nosync_io ());
 }
 
@@ -288,20 +288,20 @@ START_TEST (test_bad_sizes)
   o.write_cache_bytes = LP * PS + PS;
   ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -EINVAL);
   ck_assert_msg (strstr (err, "larger than the disk"), "%s", err);
-  /* 32 spare blocks, 13 of which the FTL needs with 4 streams: 19 left,
-   * of which 200 pages would take 26 (25 blocks of pages, and one).
+  /* 32 spare blocks, 10 of which the FTL needs with its one stream: 22
+   * left, of which 200 pages would take 26 (25 blocks of pages, and one).
    */
   o.write_cache_bytes = 200 * PS;
   ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -EINVAL);
   ck_assert_msg (strstr (err, "needs 26 spare erase blocks to destage it, "
-                         "beyond the 13 the FTL needs; the image has 32 "
+                         "beyond the 10 the FTL needs; the image has 32 "
                          "spare"), "%s", err);
-  /* The default: 1 MiB at least, but at most a quarter of those 19
-   * blocks (4 blocks of 8 pages).
+  /* The default: 1 MiB at least, but at most a quarter of those 22
+   * blocks (5 blocks of 8 pages).
    */
   o.write_cache_bytes = FTL_WRITE_CACHE_AUTO;
   ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
-  ck_assert_uint_eq (stats (ftl).cache.size_bytes, 4 * 8 * PS);
+  ck_assert_uint_eq (stats (ftl).cache.size_bytes, 5 * 8 * PS);
   ck_assert_int_eq (ftl_close (ftl), 0);
   ck_assert_uint_eq (ftl_default_write_cache (UINT64_C (1) << 30), 1 << 20);
   ck_assert_uint_eq (ftl_default_write_cache (UINT64_C (16) << 30), 16 << 20);

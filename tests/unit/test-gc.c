@@ -43,12 +43,12 @@ static char path[256];
  *
  * which gave:
  *
- *   90/10 skew, 512 pages:   greedy 2.480 .. 2.647, cost-benefit
- *                            1.918 .. 2.023, greedy higher by 0.469 ..
- *                            0.683 in every run
- *   90/10, 4096 pages:       one log 1.789 .. 1.828, hot/cold separation
- *                            1.519 .. 1.549, the ratio 0.845 .. 0.858
- *   uniform, 4096 pages:     greedy 3.023 .. 3.078
+ *   90/10 skew, 512 pages:   greedy 2.144 .. 2.269, cost-benefit
+ *                            1.652 .. 1.729, greedy higher by 0.415 ..
+ *                            0.589 in every run
+ *   90/10, 4096 pages:       one log 1.701 .. 1.730, hot/cold separation
+ *                            1.463 .. 1.487, the ratio 0.856 .. 0.868
+ *   uniform, 4096 pages:     2.664 .. 2.710
  */
 static uint64_t seed_offset;
 
@@ -595,15 +595,83 @@ START_TEST (test_full_device_waf_geometry)
 }
 END_TEST
 
+/* The write cache's batches go to the log through the same host
+ * frontiers and reserve as writes without it: with the fewest spare
+ * blocks a cache of 64 pages allows, random overwrites, trims and flushes
+ * through a cache of 64 pages (destaged by the writers themselves, then
+ * by the destager thread, GC in the background) never fail, and every
+ * page reads as its last version, before and after a restart.
+ */
+static void
+full_device_cached (bool background)
+{
+  const uint64_t lpages = 1024;
+  struct ftl_options o = {
+    .path = path, .logical_bytes = lpages * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = 23.4375, .streams = 1,
+    .log = gc_log, .io = &trace_io, .write_cache_bytes = 64 * PS,
+  };
+  struct ftl *ftl;
+  char err[256];
+  struct ref r;
+  uint64_t rng = 77 + background;
+  struct ftl_stats st;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  /* The minimum, and the blocks that keep the cache's pages able to
+   * reach the log (cache_spare_blocks).
+   */
+  ck_assert_uint_eq (ftl->blocks - lpages / 16,
+                     FTL_MIN_SPARE_BLOCKS (1) + cache_spare_blocks (64, 16));
+  if (background)
+    ck_assert_int_eq (ftl_start_background (ftl), 0);
+  ref_init (&r, lpages);
+  write_pages (ftl, &r, 0, lpages);
+  for (uint64_t i = 0; i < 10 * lpages; i++) {
+    uint64_t l = unit_rnd (&rng) % lpages, what = unit_rnd (&rng) % 64;
+    if (what == 0) {
+      uint64_t n = 1 + unit_rnd (&rng) % 8;
+      n = MIN (n, lpages - l);
+      ck_assert_int_eq (ftl_trim (ftl, n * PS, l * PS, 0), 0);
+      for (uint64_t k = 0; k < n; k++)
+        r.version[l + k] = 0;
+    }
+    else if (what == 1)
+      ck_assert_int_eq (ftl_flush (ftl), 0);
+    else
+      write_pages (ftl, &r, l, 1);
+  }
+  verify_all (ftl, &r);
+  ftl_get_stats (ftl, &st);
+  ck_assert_uint_gt (st.gc_runs, 5 * lpages / 16);
+  ck_assert_uint_gt (st.cache.destaged_pages, 5 * lpages);
+  if (background)
+    ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+
+START_TEST (test_full_device_cached)
+{
+  full_device_cached (false);
+  unlink (path);
+  full_device_cached (true);
+}
+END_TEST
+
 /* Steady-state write amplification of uniform random 4 KiB overwrites
  * on 4096 logical pages, 64 pages per block, 28% over-provisioning:
  * measured after the disk is full and has been overwritten twice, over
  * four more disk-fulls.  The model of greedy GC with large erase blocks
  * gives 2.48 at this over-provisioning (bench/ftl-bench.c); with 64-page
- * blocks and the blocks the library keeps free and open, 3.023 .. 3.078
- * was measured (see seed_offset).  Outside 2.9 .. 3.2, about twice that
- * spread on either side, victims are picked badly or pages are copied
- * that need not be.
+ * blocks and the blocks the library keeps free and open (of 18 spare
+ * blocks), 2.664 .. 2.710 was measured (see seed_offset).  Outside
+ * 2.57 .. 2.80, about twice that spread on either side, victims are
+ * picked badly, pages are copied that need not be, or blocks are kept
+ * out of use.
  */
 START_TEST (test_waf_uniform)
 {
@@ -629,7 +697,8 @@ START_TEST (test_waf_uniform)
   printf ("waf: uniform random 4 KiB overwrites, %" PRIu64 " pages, 64 per "
           "block, op 28%%: steady-state WAF %.3f (%" PRIu64 " GC copies)\n",
           lpages, waf, b.gc_copied_pages - a.gc_copied_pages);
-  ck_assert_msg (waf > 2.9 && waf < 3.2, "WAF %.3f outside 2.9..3.2", waf);
+  ck_assert_msg (waf > 2.57 && waf < 2.80, "WAF %.3f outside 2.57..2.80",
+                 waf);
   /* Every programmed page is a host page or a GC copy. */
   ck_assert_uint_eq (b.media_program_pages - a.media_program_pages,
                      (b.host_write_pages - a.host_write_pages)
@@ -765,7 +834,7 @@ open_manual (enum ftl_gc_mode mode, uint32_t wl_threshold)
   trace.data_offset = ftl->sb.data_offset;
   trace.block_bytes = ftl->media.block_bytes;
   trace.meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
-  ck_assert_uint_gt (ftl->gc.high, ftl->gc.low);
+  ck_assert_uint_ge (ftl->gc.high, ftl->gc.low);
   /* No thread: requests leave to the steps what they leave to it. */
   ck_assert_int_eq (ftl_start_background (ftl), 0);
   ck_assert (!ftl->cache.running);
@@ -796,7 +865,10 @@ bg_fill (struct ftl *ftl, struct ref *r, uint64_t *rng)
   write_pages (ftl, r, 0, BG_LPAGES);
   bg_overwrite (ftl, r, rng, 2 * BG_LPAGES, 90);
   ck_assert_uint_gt (ftl->ctr[FTL_CTR_GC_RUNS], 0);
-  ck_assert_uint_le (alloc_nfree (ftl), ftl->gc.high);
+  /* A writer collects at gc.low and may end a block above it (gc.high
+   * may be gc.low itself on a small spare).
+   */
+  ck_assert_uint_le (alloc_nfree (ftl), ftl->gc.high + 1);
 }
 
 /* Step until a step finds nothing to do; at most max steps.  Each
@@ -967,6 +1039,7 @@ gc_suite (void)
   tcase_add_test (tc, test_hot_cold_separation);
   tcase_add_test (tc, test_full_device_min_spare);
   tcase_add_test (tc, test_full_device_waf_geometry);
+  tcase_add_test (tc, test_full_device_cached);
   tcase_add_test (tc, test_waf_uniform);
   tcase_add_test (tc, test_gc_with_trims);
   tcase_add_test (tc, test_erase_after_barrier);

@@ -340,8 +340,8 @@ setup (void)
 static void
 run (bool background, uint64_t cache_bytes)
 {
-  struct ftl *ftl = unit_open_cached (path, LP * PS, PS, 16, 30, cache_bytes,
-                                      unit_nosync_io ());
+  struct ftl *ftl = unit_open_cached (path, LP * PS, PS, 16, 30, 4,
+                                      cache_bytes, unit_nosync_io ());
   struct targ args[NWRITERS + NREADERS + NSAME];
   pthread_t th[NWRITERS + NREADERS + NSAME];
   uint8_t page[PS];
