@@ -600,7 +600,8 @@ END_TEST
  * blocks a cache of 64 pages allows, random overwrites, trims and flushes
  * through a cache of 64 pages (destaged by the writers themselves, then
  * by the destager thread, GC in the background) never fail, and every
- * page reads as its last version, before and after a restart.
+ * page reads as its last version, before and after a restart.  (No
+ * tracing I/O: the background threads sync too.)
  */
 static void
 full_device_cached (bool background)
@@ -609,7 +610,7 @@ full_device_cached (bool background)
   struct ftl_options o = {
     .path = path, .logical_bytes = lpages * PS, .page_size = PS,
     .pages_per_block = 16, .op_percent = 23.4375, .streams = 1,
-    .log = gc_log, .io = &trace_io, .write_cache_bytes = 64 * PS,
+    .log = unit_log, .io = unit_nosync_io (), .write_cache_bytes = 64 * PS,
   };
   struct ftl *ftl;
   char err[256];
