@@ -602,6 +602,11 @@ extern int gc_make_room (struct ftl *ftl, bool urgent);
  */
 extern int gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
                              bool *waiting);
+/* After a barrier (a client's flush): erase the victims waiting for
+ * one that it covered, unless somebody holds gc.lock (who then does
+ * it).  Returns how many it erased, or a negative errno.
+ */
+extern int gc_erase_covered (struct ftl *ftl);
 /* A barrier run for erases (counted: gc.syncs). */
 extern int gc_barrier (struct ftl *ftl);
 /* Deadline mode: one slice of background GC.  Returns 1 if it did a

@@ -906,6 +906,27 @@ gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
 }
 
 int
+gc_erase_covered (struct ftl *ftl)
+{
+  int r;
+
+  if (gc_npending (ftl) == 0)
+    return 0;
+  /* Whoever holds gc.lock erases covered victims before it syncs for
+   * them (flush_pending) or collects again (gc_reclaim): no need to
+   * wait for it.
+   */
+  if (pthread_mutex_trylock (&ftl->gc.lock) != 0)
+    return 0;
+  __atomic_store_n (&ftl->gc.owner, pthread_self (), __ATOMIC_RELAXED);
+  __atomic_store_n (&ftl->gc.owned, true, __ATOMIC_RELEASE);
+  dl_hold ();
+  r = erase_covered_pending (ftl);
+  gc_unlock (ftl);
+  return r;
+}
+
+int
 gc_slice (struct ftl *ftl)
 {
   struct gc *gc = &ftl->gc;
