@@ -244,6 +244,11 @@ fmt_durable_decode (const uint8_t *buf, size_t len, struct ftl_durable *out)
 
 /* ---- checkpoint header and body entries ---- */
 
+_Static_assert (FTL_CKPT_NCOUNTERS == FTL_CTR__MAX,
+                "every counter has its place in the checkpoint header");
+_Static_assert (80 + 8 * FTL_CKPT_NCOUNTERS <= 248,
+                "the counters end before the media clock");
+
 void
 fmt_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
 {

@@ -61,7 +61,7 @@
 
 #define FTL_CKPT_MAGIC         "FTLCKPT\0"   /* 8 bytes */
 #define FTL_CKPT_HDR_BYTES     256
-#define FTL_CKPT_NCOUNTERS     14
+#define FTL_CKPT_NCOUNTERS     21
 #define FTL_CKPT_MAP_ENTRY_BYTES 4          /* per logical page in the body */
 #define FTL_CKPT_BLOCK_BYTES   12           /* per erase block in the body */
 
@@ -128,6 +128,17 @@ enum ftl_ckpt_counter {
    * zero (so they read as none counted yet).
    */
   FTL_CTR_POWER_CYCLES, FTL_CTR_UNSAFE_SHUTDOWNS,
+  /* The health log's (NVMe's names): completed host read and write
+   * commands (zeroes count as writes), the bytes they carried, and
+   * the reads that failed with a media error.
+   */
+  FTL_CTR_HOST_READ_CMDS, FTL_CTR_HOST_WRITE_CMDS,
+  FTL_CTR_HOST_READ_BYTES, FTL_CTR_HOST_WRITE_BYTES,
+  FTL_CTR_MEDIA_ERRORS,
+  /* The error model's (errmodel.h): bits corrected by ECC, read retry
+   * steps taken.
+   */
+  FTL_CTR_CORRECTED_BITS, FTL_CTR_READ_RETRIES,
   FTL_CTR__MAX
 };
 

@@ -659,6 +659,12 @@ extern void wl_recovered (struct ftl *ftl);
  * and stop hot/cold separation if they cannot hold its frontiers.
  */
 extern void wl_check_end_of_life (struct ftl *ftl);
+/* The health log's available spare: the percentage of the blocks
+ * beyond what writes need (the logical capacity, the minimum spare and
+ * the write cache's room) that are neither retired nor on their last
+ * cycle; 0 once the disk is worn out.  Takes alloc_lock.
+ */
+extern unsigned wl_available_spare (struct ftl *ftl);
 static inline bool
 wl_worn_out (struct ftl *ftl)
 {

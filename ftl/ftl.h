@@ -348,6 +348,38 @@ extern int ftl_background_step (struct ftl *ftl);
 extern int ftl_start_watchdog (struct ftl *ftl);
 extern void ftl_stop_watchdog (struct ftl *ftl);
 
+/* The health log, with the names, units and meaning of NVMe's SMART /
+ * Health Information log page (02h), as `nvme smart-log` prints them.
+ * The counters are kept in the image.
+ */
+#define FTL_CW_SPARE      (1u << 0) /* available spare below threshold */
+#define FTL_CW_DEGRADED   (1u << 2) /* reliability degraded: media errors,
+                                     * or worn out */
+#define FTL_CW_READ_ONLY  (1u << 3) /* the media is read-only (worn out;
+                                     * not set by a read-only open) */
+/* NVMe drives commonly report a threshold of 10%. */
+#define FTL_AVAILABLE_SPARE_THRESHOLD 10
+struct ftl_health {
+  uint8_t critical_warning;     /* FTL_CW_* bits */
+  uint8_t available_spare;      /* percent of the spare blocks that may
+                                 * still wear out before the disk turns
+                                 * read-only */
+  uint8_t available_spare_threshold;  /* percent */
+  uint8_t percentage_used;      /* mean erase count against the
+                                 * endurance; 100 once worn out; at
+                                 * most 255 */
+  uint64_t data_units_read;     /* thousands of 512-byte units read by
+                                 * the host, rounded up */
+  uint64_t data_units_written;  /* ... written (zeroes carry none) */
+  uint64_t host_read_commands;  /* completed reads */
+  uint64_t host_write_commands; /* completed writes and zeroes */
+  uint64_t power_cycles;        /* read-write opens, this one included */
+  uint64_t unsafe_shutdowns;    /* opens that found no clean shutdown */
+  uint64_t media_errors;        /* reads that failed: uncorrectable,
+                                 * or a page that failed its checksum */
+  uint64_t num_err_log_entries; /* errors logged: one per media error */
+};
+
 /* Counters.  All page counts are in pages. */
 struct ftl_stats {
   uint64_t host_write_pages;    /* pages written by the host */
@@ -410,11 +442,7 @@ struct ftl_stats {
                                  * for cached pages to reach the log */
     uint64_t write_waits;       /* writes that found the cache full */
   } cache;
-  struct {                      /* kept in the image, as NVMe's health
-                                 * log counts them */
-    uint64_t power_cycles;      /* read-write opens, this one included */
-    uint64_t unsafe_shutdowns;  /* opens that found no clean shutdown */
-  } health;
+  struct ftl_health health;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
 
@@ -448,6 +476,12 @@ extern unsigned ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts,
  */
 extern int ftl_render_stats_json (struct ftl *ftl, unsigned sections,
                                   FILE *fp);
+
+/* The health log alone, as {"health": {...}} (the same member as in
+ * the statistics), followed by a newline.  Returns 0, or -EIO if
+ * writing to fp failed.
+ */
+extern int ftl_render_health_json (struct ftl *ftl, FILE *fp);
 
 /* Write the statistics with FTL_STATS_SERVER to path, replacing the
  * file atomically (write to a unique temporary file, then rename).

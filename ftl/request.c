@@ -124,6 +124,8 @@ do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
     }
   }
   ctr_add (ftl, FTL_CTR_HOST_READ, DIV_ROUND_UP (count, ftl->page_size));
+  ctr_add (ftl, FTL_CTR_HOST_READ_CMDS, 1);
+  ctr_add (ftl, FTL_CTR_HOST_READ_BYTES, count);
  out:
   free (bounce);
   return r;
@@ -232,6 +234,10 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
       r = durable_commit (ftl);
     }
   }
+  if (r == 0) {
+    ctr_add (ftl, FTL_CTR_HOST_WRITE_CMDS, 1);
+    ctr_add (ftl, FTL_CTR_HOST_WRITE_BYTES, count);
+  }
   return r;
 }
 
@@ -324,6 +330,11 @@ do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   }
   if (r == 0 && (flags & FTL_FUA))
     r = sync_fua (ftl);
+  /* A command of the health log, but no data units (NVMe counts none
+   * for Write Zeroes).
+   */
+  if (r == 0)
+    ctr_add (ftl, FTL_CTR_HOST_WRITE_CMDS, 1);
   return r;
 }
 

@@ -28,6 +28,44 @@ ctr (struct ftl *ftl, enum ftl_ckpt_counter c)
   return __atomic_load_n (&ftl->ctr[c], __ATOMIC_RELAXED);
 }
 
+/* Thousands of 512-byte units, rounded up (NVMe's data units). */
+static uint64_t
+data_units (uint64_t bytes)
+{
+  return DIV_ROUND_UP (DIV_ROUND_UP (bytes, 512), 1000);
+}
+
+/* The health log from the counters and the wear in st. */
+static void
+get_health (struct ftl *ftl, const struct ftl_stats *st,
+            struct ftl_health *h)
+{
+  bool worn_out = wl_worn_out (ftl);
+  double used = 100.0 * st->erase_mean / ftl->wl.endurance;
+
+  h->available_spare = wl_available_spare (ftl);
+  h->available_spare_threshold = FTL_AVAILABLE_SPARE_THRESHOLD;
+  used = MIN (used, 255.0);
+  h->percentage_used = (uint8_t) used;
+  if (worn_out)
+    h->percentage_used = MAX (h->percentage_used, 100);
+  h->data_units_read = data_units (ctr (ftl, FTL_CTR_HOST_READ_BYTES));
+  h->data_units_written = data_units (ctr (ftl, FTL_CTR_HOST_WRITE_BYTES));
+  h->host_read_commands = ctr (ftl, FTL_CTR_HOST_READ_CMDS);
+  h->host_write_commands = ctr (ftl, FTL_CTR_HOST_WRITE_CMDS);
+  h->power_cycles = ctr (ftl, FTL_CTR_POWER_CYCLES);
+  h->unsafe_shutdowns = ctr (ftl, FTL_CTR_UNSAFE_SHUTDOWNS);
+  h->media_errors = ctr (ftl, FTL_CTR_MEDIA_ERRORS);
+  h->num_err_log_entries = h->media_errors;
+  h->critical_warning = 0;
+  if (h->available_spare < h->available_spare_threshold)
+    h->critical_warning |= FTL_CW_SPARE;
+  if (worn_out || h->media_errors > 0)
+    h->critical_warning |= FTL_CW_DEGRADED;
+  if (worn_out)
+    h->critical_warning |= FTL_CW_READ_ONLY;
+}
+
 void
 ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
 {
@@ -79,8 +117,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);
   cache_get_stats (ftl, st);
-  st->health.power_cycles = ctr (ftl, FTL_CTR_POWER_CYCLES);
-  st->health.unsafe_shutdowns = ctr (ftl, FTL_CTR_UNSAFE_SHUTDOWNS);
+  get_health (ftl, st, &st->health);
 }
 
 unsigned
@@ -268,6 +305,26 @@ render_geometry (struct jw *w, const struct stats_view *v)
   jw_end (w);
 }
 
+/* The health log, as NVMe names its fields. */
+static void
+render_health (struct jw *w, const struct ftl_health *h)
+{
+  jw_begin (w, "health");
+  jw_uint (w, "critical_warning", h->critical_warning);
+  jw_uint (w, "available_spare", h->available_spare);
+  jw_uint (w, "available_spare_threshold", h->available_spare_threshold);
+  jw_uint (w, "percentage_used", h->percentage_used);
+  jw_uint (w, "data_units_read", h->data_units_read);
+  jw_uint (w, "data_units_written", h->data_units_written);
+  jw_uint (w, "host_read_commands", h->host_read_commands);
+  jw_uint (w, "host_write_commands", h->host_write_commands);
+  jw_uint (w, "power_cycles", h->power_cycles);
+  jw_uint (w, "unsafe_shutdowns", h->unsafe_shutdowns);
+  jw_uint (w, "media_errors", h->media_errors);
+  jw_uint (w, "num_err_log_entries", h->num_err_log_entries);
+  jw_end (w);
+}
+
 static void
 render_counters (struct jw *w, const struct stats_view *v)
 {
@@ -310,10 +367,7 @@ render_counters (struct jw *w, const struct stats_view *v)
   jw_uint (w, "checkpoints", st->checkpoints);
   jw_uint (w, "mapped_pages", st->mapped_pages);
   jw_fixed (w, "waf", st->waf);
-  jw_begin (w, "health");
-  jw_uint (w, "power_cycles", st->health.power_cycles);
-  jw_uint (w, "unsafe_shutdowns", st->health.unsafe_shutdowns);
-  jw_end (w);
+  render_health (w, &st->health);
 }
 
 static void
@@ -414,6 +468,20 @@ ftl_render_stats_json (struct ftl *ftl, unsigned sections, FILE *fp)
   render_wear (&w, &v);
   if (has (&v, FTL_STATS_SERVER))
     render_requests (&w, &v);
+  jw_end (&w);
+  fputc ('\n', fp);
+  return ferror (fp) ? -EIO : 0;
+}
+
+int
+ftl_render_health_json (struct ftl *ftl, FILE *fp)
+{
+  struct ftl_stats st;
+  struct jw w = { .fp = fp };
+
+  ftl_get_stats (ftl, &st);
+  jw_begin (&w, NULL);
+  render_health (&w, &st.health);
   jw_end (&w);
   fputc ('\n', fp);
   return ferror (fp) ? -EIO : 0;
