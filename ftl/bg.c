@@ -188,9 +188,19 @@ bg_step (struct ftl *ftl)
   if (r != 0)
     return r;
 
+  work = BG_RECLAIM;
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  r = gc_read_reclaim (ftl);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  if (r != 0)
+    return r;
+
   r = gc_step (ftl);
-  if (r == 0)
+  if (r == 0) {
     ftl->bg.drained_idle = false;       /* idle: look again next time */
+    work = BG_SCRUB;
+    r = errmodel_scrub_step (ftl);
+  }
   return r;
 }
 

@@ -137,6 +137,28 @@ struct ftl_timing {
   unsigned channels, dies;
 };
 
+/* Media that ages (see the plugin's man page, MEDIA ERRORS): the raw
+ * bit error model, ECC and read retry, read reclaim and scrub.  The
+ * media clock (retention time) runs whether the model is on or not;
+ * time_scale makes it run faster while the disk is open.  Zero means
+ * the default everywhere.
+ */
+struct ftl_errors {
+  bool enabled;                 /* the error model (off by default) */
+  uint64_t seed;                /* draws are a hash of it and the read */
+  double time_scale;            /* media seconds per wall second */
+  double scale;                 /* multiplies every raw bit error rate */
+  double disturb;               /* multiplies the read disturb rate */
+  uint32_t ecc_bits;            /* correctable bits per 1 KiB codeword */
+  uint32_t retry_steps;         /* read retry steps */
+  uint32_t reclaim_reads;       /* page reads of a block before read
+                                 * reclaim moves its data */
+  bool no_reclaim;              /* no read reclaim */
+  uint64_t scrub_ns;            /* between blocks the scrub reads when
+                                 * idle; UINT64_MAX: no scrub */
+};
+#define FTL_MAX_TIME_SCALE 1e9
+
 /* Request kinds, for deadlines and latency histograms.  Zero counts as
  * a write.
  */
@@ -191,6 +213,7 @@ struct ftl_options {
                                  * (every write goes to the log before
                                  * it completes); FTL_WRITE_CACHE_AUTO:
                                  * ftl_default_write_cache */
+  struct ftl_errors errors;     /* media that ages (off by default) */
   bool manual_background;       /* ftl_start_background starts no thread:
                                  * the caller runs the background work
                                  * with ftl_background_step (tests) */
@@ -297,6 +320,17 @@ typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
 extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
                         ftl_extent_fn fn, void *opaque);
 
+/* Accelerated aging: move the media clock forward by seconds (all data
+ * on the disk is that much older, as if the disk had been on a shelf)
+ * and add pe program/erase cycles to the wear the error model sees
+ * (the erase counts of the blocks, their retirement and the health
+ * log's percentage used are those of the erases done).  Written to a
+ * checkpoint before it returns.  Returns 0, -EROFS on a handle opened
+ * read-only, -EOVERFLOW if the cycles added would pass 2^32 - 1, or
+ * the error of the checkpoint.
+ */
+extern int ftl_age (struct ftl *ftl, uint64_t seconds, uint32_t pe);
+
 /* True if the disk refuses writes: opened read-only, or worn out (so
  * many erase blocks retired, or on their last cycle, that the rest
  * cannot sustain writes).  Reads keep working; writes, trims and zeros
@@ -390,6 +424,15 @@ struct ftl_stats {
   uint64_t media_read_pages;
   uint64_t media_erases;
   uint64_t media_syncs;         /* syncs of the file since open */
+  uint64_t media_corrected_bits;  /* bit errors ECC corrected */
+  uint64_t media_read_retries;  /* read retry steps taken */
+  uint64_t media_uncorrectable; /* pages no retry recovered, since open */
+  int64_t media_clock_skew;     /* media clock - wall clock, seconds */
+  uint32_t media_pe_offset;     /* P/E cycles added by ftlctl age */
+  bool errors;                  /* the error model is on */
+  uint64_t gc_reclaimed_blocks; /* read reclaims, since open */
+  uint64_t scrub_blocks;        /* blocks scrubbed, since open */
+  uint64_t scrub_pages;         /* ... their pages */
   uint64_t gc_copied_pages;
   uint64_t gc_runs;             /* victim blocks reclaimed */
   uint64_t gc_background_runs;  /* ... of them, by the background thread */

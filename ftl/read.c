@@ -83,7 +83,8 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
       return -EIO;
     }
   }
-  return 0;
+  /* The bit errors the pages would have had (errmodel.h). */
+  return errmodel_read (ftl, ppn, n, ec);
 }
 
 int

@@ -473,6 +473,25 @@ ftl_flush (struct ftl *ftl)
 }
 
 int
+ftl_age (struct ftl *ftl, uint64_t seconds, uint32_t pe)
+{
+  struct errmodel *em = &ftl->em;
+
+  if (ftl->readonly)
+    return -EROFS;
+  if (ftl_is_powered_off (ftl))
+    return -EIO;
+  if (seconds > INT64_MAX / 2 || (uint64_t) em->pe_offset + pe > UINT32_MAX)
+    return -EOVERFLOW;
+  /* Under the checkpoint lock: a checkpoint's snapshot reads them. */
+  pthread_mutex_lock (&ftl->ckpt_lock);
+  errmodel_set_clock (em, errmodel_skew (em) + (int64_t) seconds,
+                      em->pe_offset + pe);
+  pthread_mutex_unlock (&ftl->ckpt_lock);
+  return ckpt_write (ftl, false);
+}
+
+int
 ftl_destage (struct ftl *ftl)
 {
   if (!ftl->cache.nslots || ftl_is_powered_off (ftl))

@@ -83,6 +83,18 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->media_erases = ctr (ftl, FTL_CTR_ERASE)
     + __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
   st->media_syncs = __atomic_load_n (&ftl->media.syncs, __ATOMIC_RELAXED);
+  st->media_corrected_bits = ctr (ftl, FTL_CTR_CORRECTED_BITS);
+  st->media_read_retries = ctr (ftl, FTL_CTR_READ_RETRIES);
+  st->media_uncorrectable = __atomic_load_n (&ftl->em.uncorrectable,
+                                             __ATOMIC_RELAXED);
+  st->media_clock_skew = errmodel_skew (&ftl->em);
+  st->media_pe_offset = ftl->em.pe_offset;
+  st->errors = ftl->em.enabled;
+  st->gc_reclaimed_blocks = __atomic_load_n (&ftl->em.reclaimed,
+                                             __ATOMIC_RELAXED);
+  st->scrub_blocks = __atomic_load_n (&ftl->em.scrub_blocks,
+                                      __ATOMIC_RELAXED);
+  st->scrub_pages = __atomic_load_n (&ftl->em.scrub_pages, __ATOMIC_RELAXED);
   st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
   st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
@@ -221,6 +233,13 @@ jw_fixed (struct jw *w, const char *key, double v)
 }
 
 static void
+jw_int (struct jw *w, const char *key, int64_t v)
+{
+  jw_member (w, key);
+  fprintf (w->fp, "%" PRId64, v);
+}
+
+static void
 jw_bool (struct jw *w, const char *key, bool v)
 {
   jw_member (w, key);
@@ -343,6 +362,12 @@ render_counters (struct jw *w, const struct stats_view *v)
   jw_uint (w, "erases", st->media_erases);
   if (server)
     jw_uint (w, "syncs", st->media_syncs);
+  jw_uint (w, "corrected_bits", st->media_corrected_bits);
+  jw_uint (w, "read_retries", st->media_read_retries);
+  if (server)
+    jw_uint (w, "uncorrectable", st->media_uncorrectable);
+  jw_int (w, "clock_skew_seconds", st->media_clock_skew);
+  jw_uint (w, "pe_offset", st->media_pe_offset);
   jw_end (w);
   jw_begin (w, "gc");
   if (server) {
@@ -357,8 +382,15 @@ render_counters (struct jw *w, const struct stats_view *v)
     jw_uint (w, "yields", st->gc_yields);
     jw_uint (w, "syncs", st->gc_barriers);
     jw_uint (w, "erases_unsynced", st->gc_erases_unsynced);
+    jw_uint (w, "reclaimed_blocks", st->gc_reclaimed_blocks);
   }
   jw_end (w);
+  if (server) {
+    jw_begin (w, "scrub");
+    jw_uint (w, "blocks", st->scrub_blocks);
+    jw_uint (w, "pages", st->scrub_pages);
+    jw_end (w);
+  }
   jw_begin (w, "wl");
   if (server)
     jw_uint (w, "threshold", st->wl_threshold);
@@ -424,6 +456,14 @@ render_requests (struct jw *w, const struct stats_view *v)
   jw_uint (w, "dropped_pages", st->cache.dropped_pages);
   jw_uint (w, "flush_waits", st->cache.flush_waits);
   jw_uint (w, "write_waits", st->cache.write_waits);
+  jw_end (w);
+  jw_begin (w, "errors");
+  jw_bool (w, "enabled", st->errors);
+  jw_fixed (w, "time_scale", v->ftl->em.time_scale);
+  jw_uint (w, "seed", v->ftl->em.seed);
+  jw_uint (w, "ecc_bits", v->ftl->em.ecc_bits);
+  jw_uint (w, "read_retry_steps", v->ftl->em.steps);
+  jw_uint (w, "reclaim_reads", v->ftl->em.reclaim_reads);
   jw_end (w);
   jw_begin (w, "deadline");
   jw_uint (w, "timeout_us", st->deadline.timeout_ns / 1000);

@@ -34,6 +34,7 @@
 extern int cmd_format (int argc, char **argv);
 extern int cmd_info (int argc, char **argv);
 extern int cmd_health (int argc, char **argv);
+extern int cmd_age (int argc, char **argv);
 extern int cmd_check (int argc, char **argv);
 extern int cmd_dump (int argc, char **argv);
 
