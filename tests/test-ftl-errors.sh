@@ -131,3 +131,28 @@ echo "read reclaim on: $on reads failed"
 jq -c '{media, gc}' "$stats"
 [ "$on" -eq 0 ]
 jq -e '.gc.reclaimed_blocks >= 1 and .gc.copied_pages >= 16' "$stats"
+
+# time-scale: a running disk's media clock a year per second.  Data
+# written at the rated endurance and read two seconds later needs read
+# retries, and the clock's lead is kept in the image.
+rm -f "$disk"
+timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" $geometry \
+    --run 'nbdsh -u "$uri" -c "h.pwrite(b\"\\1\" * 4096, 0)"'
+$FTLCTL age --pe 3000 "$disk"
+timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" $model \
+    time-scale=31536000 stats="$stats" --run 'nbdsh -u "$uri" -c "$PATTERN
+import time
+for n in range(64):
+    h.pwrite(page(n), n * P)
+h.flush()
+time.sleep(2)
+for n in range(64):
+    try:
+        assert h.pread(P, n * P) == page(n), n
+    except nbd.Error:
+        pass
+"'
+jq -c .media "$stats"
+jq -e '.media.clock_skew_seconds > 2 * 31536000 and .media.read_retries > 0' \
+    "$stats"
+$FTLCTL info --json "$disk" | jq -e '.media.clock_skew_seconds > 2 * 31536000'

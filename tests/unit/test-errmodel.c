@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -286,6 +287,47 @@ START_TEST (test_uncorrectable)
 }
 END_TEST
 
+/* With the timing model, each read retry step costs a page read on
+ * the block's unit.
+ */
+START_TEST (test_retry_latency)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = 1024 * 1024, .page_size = PS,
+    .pages_per_block = PPB, .op_percent = 100, .log = unit_log,
+    .io = unit_nosync_io (),
+    .timing = { .enabled = true, .read_ns = 1000000, .channels = 1,
+                .dies = 1 },
+    .errors = { .enabled = true, .seed = 9, .no_reclaim = true,
+                .scrub_ns = UINT64_MAX },
+  };
+  struct ftl_stats st;
+  struct ftl *ftl;
+  uint8_t page[PS];
+  char err[256];
+  uint64_t t0, elapsed, reads;
+
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  write_pages (ftl, 32, 1);
+  ck_assert_int_eq (ftl_age (ftl, 2 * 365 * 86400, 3000), 0);
+  ftl_get_stats (ftl, &st);
+  reads = st.media_read_pages;
+  unit_quiet = true;
+  t0 = timing_now ();
+  for (uint64_t n = 0; n < 32; n++)
+    ftl_read (ftl, page, PS, n * PS);
+  elapsed = timing_now () - t0;
+  unit_quiet = false;
+  ftl_get_stats (ftl, &st);
+  reads = st.media_read_pages - reads;
+  ck_assert_uint_gt (st.media_read_retries, 32);
+  ck_assert_msg (elapsed >= (reads + st.media_read_retries) * 1000000,
+                 "%" PRIu64 " ns for %" PRIu64 " reads and %" PRIu64
+                 " retries", elapsed, reads, st.media_read_retries);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 errmodel_suite (void)
 {
@@ -299,6 +341,7 @@ errmodel_suite (void)
   tcase_add_test (tc, test_persist);
   tcase_add_test (tc, test_version_1);
   tcase_add_test (tc, test_uncorrectable);
+  tcase_add_test (tc, test_retry_latency);
   suite_add_tcase (s, tc);
   return s;
 }
