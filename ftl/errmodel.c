@@ -287,17 +287,20 @@ errmodel_reclaim_pick (struct ftl *ftl, bool (*skip) (struct ftl *, uint32_t))
 {
   struct errmodel *em = &ftl->em;
 
+  uint32_t pick = FTL_NO_BLOCK;
+
   if (!em->enabled || !em->reclaim_reads)
     return FTL_NO_BLOCK;
-  for (uint32_t b = 0; b < ftl->blocks; b++) {
+  pthread_mutex_lock (&ftl->alloc_lock);
+  for (uint32_t b = 0; b < ftl->blocks && pick == FTL_NO_BLOCK; b++) {
     if (!__atomic_load_n (&em->reclaim[b], __ATOMIC_RELAXED))
       continue;
-    if (ftl->state[b] != FTL_BLK_FULL || skip (ftl, b) ||
-        wl_on_last_cycle (ftl, b))
-      continue;
-    return b;
+    if (ftl->state[b] == FTL_BLK_FULL && !skip (ftl, b) &&
+        !wl_on_last_cycle (ftl, b))
+      pick = b;
   }
-  return FTL_NO_BLOCK;
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  return pick;
 }
 
 void
