@@ -156,3 +156,27 @@ jq -c .media "$stats"
 jq -e '.media.clock_skew_seconds > 2 * 31536000 and .media.read_retries > 0' \
     "$stats"
 $FTLCTL info --json "$disk" | jq -e '.media.clock_skew_seconds > 2 * 31536000'
+
+# The idle scrub: on data that needs read retries (the rated endurance,
+# a year old), the scrub reads blocks through the model and hands them
+# to read reclaim, which rewrites them: afterwards the host reads them
+# without a retry.
+rm -f "$disk"
+timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" $geometry \
+    --run 'nbdsh -u "$uri" -c "$PATTERN
+for n in range(64):
+    h.pwrite(page(n), n * P)
+h.flush()
+"'
+$FTLCTL age --pe 3000 --days 365 "$disk"
+timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" errors=true seed=7 \
+    scrub-interval=10ms stats="$stats" \
+    --run 'nbdsh -u "$uri" -c "$PATTERN
+import time
+time.sleep(2)
+for n in range(64):
+    assert h.pread(P, n * P) == page(n), n
+"'
+jq -c '{media, gc, scrub}' "$stats"
+jq -e '.scrub.blocks >= 4 and .scrub.pages >= 64 and
+       .gc.reclaimed_blocks >= 4 and .media.read_retries == 0' "$stats"
