@@ -12,9 +12,13 @@
  *      large sequential overwrite then seldom waits for a sync);
  *   3. after a step that reclaimed a victim: a static wear leveling
  *      move, if a block is due for one (gc_wear_level);
- *   4. while free blocks are at or below gc.high: one victim (watermark
+ *   4. with the error model on: a read reclaim, if a block is noted
+ *      for one (gc_read_reclaim);
+ *   5. while free blocks are at or below gc.high: one victim (watermark
  *      mode), or one slice after yielding while a request's deadline is
- *      near (deadline mode), holding ckpt_rw shared only for it.
+ *      near (deadline mode), holding ckpt_rw shared only for it;
+ *   6. with nothing else to do: the error model's idle scrub, if a
+ *      block is due (errmodel_scrub_step).
  *
  * The thread (started by ftl_start_background) loops over steps; it
  * sleeps when a step finds nothing to do, until a writer finds the free
@@ -188,12 +192,14 @@ bg_step (struct ftl *ftl)
   if (r != 0)
     return r;
 
-  work = BG_RECLAIM;
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  r = gc_read_reclaim (ftl);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
-  if (r != 0)
-    return r;
+  if (ftl->em.enabled) {
+    work = BG_RECLAIM;
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    r = gc_read_reclaim (ftl);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    if (r != 0)
+      return r;
+  }
 
   r = gc_step (ftl);
   if (r == 0) {
