@@ -22,6 +22,7 @@
  *   alloc.c     erase blocks, frontiers, programming at a frontier
  *   map.c       l2p, valid counts, stripe locks, drain notes
  *   ---------
+ *   errmodel.c (media that ages: bit errors, ECC, read retry, scrub),
  *   media.c (the NAND rules), format.c (on-disk codec), deadline.c,
  *   timing.c, fault.c, stats.c
  *
