@@ -282,6 +282,30 @@ errmodel_read (struct ftl *ftl, uint32_t ppn, uint32_t n, uint32_t ec)
   return r;
 }
 
+bool
+errmodel_relocation_lost (struct ftl *ftl, uint32_t ppn, uint32_t ec)
+{
+  struct errmodel *em = &ftl->em;
+  uint32_t blk = media_ppn_block (&ftl->media, ppn);
+  struct em_rates rates;
+  struct em_outcome o;
+  uint64_t k;
+
+  if (!em->enabled)
+    return false;
+  k = __atomic_fetch_add (&em->reads[blk], 1, __ATOMIC_RELAXED);
+  errmodel_rates (em, blk, ec, ftl->wl.endurance, k, errmodel_now (em),
+                  &rates);
+  errmodel_draw (em, &rates, ppn, ec, k, &o);
+  ctr_add (ftl, FTL_CTR_CORRECTED_BITS, o.bits);
+  ctr_add (ftl, FTL_CTR_READ_RETRIES, o.steps);
+  if (o.steps > 0)
+    (void) media_read_retry (&ftl->media, blk, o.steps);
+  if (!o.ok)
+    __atomic_fetch_add (&em->uncorrectable, 1, __ATOMIC_RELAXED);
+  return !o.ok;
+}
+
 uint32_t
 errmodel_reclaim_pick (struct ftl *ftl, bool (*skip) (struct ftl *, uint32_t))
 {

@@ -9,6 +9,8 @@
  * would hold, and so whether the read is corrected (counted), needs
  * read retry steps (counted, and one page read of latency each in the
  * timing model) or fails as uncorrectable (-EIO: never wrong data).
+ * Garbage collection's reads of the pages it relocates draw the same
+ * way; a page they find uncorrectable moves as lost data (POISON).
  *
  * The raw bit error rate of a page of erase block b (see the man
  * page's MEDIA ERRORS for the sources of the defaults):

@@ -766,6 +766,13 @@ extern int errmodel_read (struct ftl *ftl, uint32_t ppn, uint32_t n,
 extern uint32_t errmodel_reclaim_pick (struct ftl *ftl,
                                        bool (*skip) (struct ftl *, uint32_t));
 extern void errmodel_reclaimed (struct ftl *ftl);
+/* Garbage collection read page ppn (erase count ec) to relocate it:
+ * is it uncorrectable?  Its corrected bits and retries count as a host
+ * read's do; a lost page counts in media.uncorrectable (the host's
+ * later reads of it count as media errors).
+ */
+extern bool errmodel_relocation_lost (struct ftl *ftl, uint32_t ppn,
+                                      uint32_t ec);
 /* The idle scrub: if one is due, read the next FULL block through the
  * model (noting it for read reclaim if it needs it).  Returns 1 if it
  * scrubbed a block, else 0.  Caller holds bg.step_lock.

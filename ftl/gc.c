@@ -486,6 +486,16 @@ read_batch (struct ftl *ftl, const struct gc_victim *v,
                  v->block);
         mv[i + j].kind = FTL_OOB_POISON;
       }
+      else if (mv[i + j].kind == FTL_OOB_DATA &&
+               errmodel_relocation_lost (ftl, mv[i + j].from,
+                                         o.erase_count)) {
+        /* The error model's uncorrectable page: lost as well. */
+        log_msg (ftl, FTL_LOG_WARN, "gc: logical page %u: page %u of "
+                 "block %u is uncorrectable; moved as lost data",
+                 mv[i + j].lpn, media_ppn_page (&ftl->media, mv[i + j].from),
+                 v->block);
+        mv[i + j].kind = FTL_OOB_POISON;
+      }
       if (mv[i + j].kind == FTL_OOB_POISON)
         memset (pj, 0, ftl->page_size);
     }

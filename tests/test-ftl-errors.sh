@@ -170,13 +170,15 @@ h.flush()
 "'
 $FTLCTL age --pe 3000 --days 365 "$disk"
 timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" errors=true seed=7 \
-    scrub-interval=10ms stats="$stats" \
+    scrub-interval=10ms stats="$stats" --run 'sleep 2'
+jq -c '{media, gc, scrub}' "$stats"
+jq -e '.scrub.blocks >= 4 and .scrub.pages >= 64 and
+       .gc.reclaimed_blocks >= 4' "$stats"
+retries="$(jq .media.read_retries "$stats")"
+# (The relocations' reads took retries; the host's now need none.)
+timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" $model stats="$stats" \
     --run 'nbdsh -u "$uri" -c "$PATTERN
-import time
-time.sleep(2)
 for n in range(64):
     assert h.pread(P, n * P) == page(n), n
 "'
-jq -c '{media, gc, scrub}' "$stats"
-jq -e '.scrub.blocks >= 4 and .scrub.pages >= 64 and
-       .gc.reclaimed_blocks >= 4 and .media.read_retries == 0' "$stats"
+jq -e ".media.read_retries == $retries" "$stats"

@@ -287,6 +287,50 @@ START_TEST (test_uncorrectable)
 }
 END_TEST
 
+/* Garbage collection moves a page the model finds uncorrectable as
+ * lost data: its logical page reads as -EIO from then on, the others
+ * as they were written.
+ */
+START_TEST (test_relocation_lost)
+{
+  struct ftl_errors e = { .enabled = true, .seed = 5, .no_reclaim = true,
+                          .scrub_ns = UINT64_MAX };
+  struct ftl *ftl = open_errors (&e, true);
+  struct ftl_stats st;
+  uint8_t page[PS];
+  uint32_t blk;
+  unsigned lost = 0;
+  uint64_t lpn, v;
+
+  write_pages (ftl, 64, 1);
+  ck_assert_int_eq (ftl_age (ftl, 1100 * 86400, 3000), 0);
+  /* The block holding logical page 0, relocated by GC. */
+  blk = media_ppn_block (&ftl->media, l2p_load (ftl, 0));
+  ck_assert_int_eq (ftl->state[blk], FTL_BLK_FULL);
+  unit_quiet = true;
+  ck_assert_int_eq (gc_reclaim_block (ftl, blk), 0);
+  ftl_get_stats (ftl, &st);
+  ck_assert_uint_gt (st.media_uncorrectable, 0);
+  for (uint64_t n = 0; n < 64; n++) {
+    int r = ftl_read (ftl, page, PS, n * PS);
+    if (r == -EIO)
+      lost++;
+    else {
+      ck_assert_int_eq (r, 0);
+      ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &v), 1);
+      ck_assert_uint_eq (lpn, n);
+    }
+  }
+  unit_quiet = false;
+  ck_assert_uint_ge (lost, st.media_uncorrectable);
+  /* Rewritten, it reads again. */
+  write_pages (ftl, 64, 2);
+  for (uint64_t n = 0; n < 64; n++)
+    ck_assert_int_eq (ftl_read (ftl, page, PS, n * PS), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 /* With the timing model, each read retry step costs a page read on
  * the block's unit.
  */
@@ -342,6 +386,7 @@ errmodel_suite (void)
   tcase_add_test (tc, test_version_1);
   tcase_add_test (tc, test_uncorrectable);
   tcase_add_test (tc, test_retry_latency);
+  tcase_add_test (tc, test_relocation_lost);
   suite_add_tcase (s, tc);
   return s;
 }
