@@ -29,6 +29,7 @@
 
 #include "ftl.h"
 #include "powercut.h"
+#include "errors.h"
 #include "stats-thread.h"
 
 /* Debug flags: -D ftl.gc=1 and so on. */
@@ -302,6 +303,8 @@ ftl_plugin_config (const char *key, const char *value)
   }
   else if (powercut_config (key, value, &b))
     return b;
+  else if (errors_config (key, value, &b))
+    return b;
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
     fault_file = nbdkit_absolute_path (value);
@@ -383,6 +386,7 @@ ftl_plugin_config_complete (void)
   "dies=<N>                       Dies per channel of the model (default 4).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
+  ERRORS_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
 
 /* Pass the library's messages to nbdkit. */
@@ -430,6 +434,7 @@ ftl_plugin_get_ready (void)
     .timing          = timing,
     .fault_file      = fault_file,
     .write_cache_bytes = write_cache,
+    .errors          = *errors_options (),
   };
   int r;
 
