@@ -522,6 +522,9 @@ step_recovery (struct ftl *ftl, struct open_ctx *c)
   int r = recovery_run (ftl, c->err, c->errlen);
   if (r == 0)
     wl_recovered (ftl);
+  if (r == 0 && (r = map_checks_load (ftl)) < 0)
+    snprintf (c->err, c->errlen, "loading the page checks: %s",
+              strerror (-r));
   return r;
 }
 
