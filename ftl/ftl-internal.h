@@ -803,6 +803,10 @@ extern bool cache_wait_slot (struct ftl *ftl, unsigned shard);
 extern bool cache_read (struct ftl *ftl, uint64_t lpn, uint8_t *dst);
 /* Does the cache (maybe) hold lpn?  A lock-free bit test. */
 extern bool cache_holds (struct ftl *ftl, uint64_t lpn);
+/* How many pages from lpn on (at most n) the cache does not hold: the
+ * same test, 64 pages at a time.
+ */
+extern uint64_t cache_absent_run (struct ftl *ftl, uint64_t lpn, uint64_t n);
 /* Drop cached pages of [first, end) (a trim; caller holds their
  * stripe locks).
  */
