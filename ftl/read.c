@@ -144,8 +144,12 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
                strerror (-r));
     return r;
   }
-  if (first < n)
-    return verify_oob (ftl, lpn, ppn, first, n, ec, oob, &s);
+  if (first < n && (r = verify_oob (ftl, lpn, ppn, first, n, ec, oob,
+                                     &s)) < 0)
+    return r;
+  /* Every page of the run is verified: the one place where pages leave
+   * the log.
+   */
   return 0;
 }
 
