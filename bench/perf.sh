@@ -387,7 +387,7 @@ memory_mode ()
     echo
     echo "\`bench/perf.sh --memory --memory-sizes $memory_sizes\` on $(fstype "$work") ($dir), $(date -u +%Y-%m-%d)."
     echo
-    echo "| Disk | Map at 4 B/page | RSS after create | RSS after full write | Peak RSS | Create to first answer | Clean shutdown |"
+    echo "| Disk | Map and checks at 8 B/page | RSS after create | RSS after full write | Peak RSS | Create to first answer | Clean shutdown |"
     echo "|---|---|---|---|---|---|---|"
     for sz in "${sizes[@]}"; do
         bytes="$(to_bytes "$sz")"
@@ -416,7 +416,7 @@ memory_mode ()
         stop_server mem
         t1="$(now)"
         printf '| %s | %s MiB | %s MiB | %s | %s MiB | %s s | %s s |\n' \
-            "$sz" "$(mib $(( bytes / 4096 * 4 / 1024 )))" "$(mib "$rss_open")" \
+            "$sz" "$(mib $(( bytes / 4096 * 8 / 1024 )))" "$(mib "$rss_open")" \
             "$fill_rss" "$(mib "$hwm")" "$create_s" "$(elapsed "$t0" "$t1")"
         first=false
     done
@@ -598,6 +598,7 @@ function med(k) { return (k in vals) ? num(median(vals[k])) : "-" }
     add(w SUBSEP s SUBSEP "p99", $8)
     add(w SUBSEP s SUBSEP "p999", $9)
     if ($6 > 0) add(w SUBSEP s SUBSEP "cpu", $10 / ($6 / 1073741824))
+    if ($6 > 0) cpu[rep, w, s] = $10 / ($6 / 1073741824)
     reps[rep] = 1
 }
 END {
@@ -610,6 +611,8 @@ END {
             add(w SUBSEP s SUBSEP "xfile", iops[r, w, s] / iops[r, w, "file"])
         if (iops[r, w, "memory"] > 0)
             add(w SUBSEP s SUBSEP "xmem", iops[r, w, s] / iops[r, w, "memory"])
+        if (((r, w, "file") in cpu) && cpu[r, w, "file"] > 0 && ((r, w, s) in cpu))
+            add(w SUBSEP s SUBSEP "cpuxfile", cpu[r, w, s] / cpu[r, w, "file"])
     }
     for (r in reps) for (j = 1; j <= ns; j++) {
         s = ss[j]
@@ -639,6 +642,18 @@ END {
             printf "| %s | %s | %s |\n", ss[j], \
                 spread("scale-read" SUBSEP ss[j]), spread("scale-write" SUBSEP ss[j])
     }
+    # CPU time per GiB moved, the plugin against the file plugin.
+    print ""
+    print "CPU time per GiB moved (user+system of the server), ftl against file:"
+    print ""
+    print "| Workload | ftl CPU s/GiB | file CPU s/GiB | ftl / file |"
+    print "|---|---|---|---|"
+    for (i = 1; i <= nw; i++) {
+        w = ws[i]
+        if (!((w SUBSEP "ftl" SUBSEP "cpu") in vals)) continue
+        printf "| %s | %s | %s | %s |\n", w, spread(w SUBSEP "ftl" SUBSEP "cpu"), \
+            spread(w SUBSEP "file" SUBSEP "cpu"), spread(w SUBSEP "ftl" SUBSEP "cpuxfile")
+    }
     # Targets: the plugin against the file plugin.
     print ""
     print "| Target (ftl) | Goal | Measured | |"
@@ -650,7 +665,7 @@ END {
     target("rand-write-qd16", "xfile", 3.0, "random write iodepth 16, before GC, vs file")
     target("rand-write-steady", "xfile", 0.6, "random write steady state vs file")
     target("rand-write-fsync32", "xfile", 1.0, "random write fsync=32 vs file")
-    targetk("scale-read" SUBSEP "ftl", 1.5, "4 connections / 1, reads")
+    targetk("scale-read" SUBSEP "ftl", 1.0, "4 connections / 1, reads")
 }
 function target(w, what, goal, label) { targetk(w SUBSEP "ftl" SUBSEP what, goal, label) }
 function targetk(k, goal, label,    m) {
@@ -664,7 +679,10 @@ function targetk(k, goal, label,    m) {
 echo
 echo "Peak RSS (VmHWM, highest over the server instances): $(
     for name in "${servers[@]}"; do
-        printf '%s %d MiB, ' "$name" $(( ${hwm_kib[$name]:-0} / 1024 ))
+        printf '%s %d MiB (%s MiB per GiB of disk), ' "$name" \
+            $(( ${hwm_kib[$name]:-0} / 1024 )) \
+            "$(awk -v k="${hwm_kib[$name]:-0}" -v b="$size_bytes" \
+                   'BEGIN { printf "%.1f", k / 1024 / (b / 1073741824) }')"
     done | sed 's/, $//')."
 if [ ${#gc_pre_runs[@]} -gt 0 ]; then
     echo "GC runs in the ftl image during the \"before GC\" writes, per repeat: ${gc_pre_runs[*]}."

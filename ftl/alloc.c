@@ -247,6 +247,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
                 const uint8_t *const *data, uint32_t *moved)
 {
   uint8_t oob[ALLOC_PROGRAM_MAX * FTL_OOB_BYTES];
+  uint32_t check[ALLOC_PROGRAM_MAX];
   uint32_t blk = f->block, page = f->wp, ec;
   uint64_t seq_sum = 0;
   uint32_t nseq = 0;
@@ -278,6 +279,9 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       seq_sum += lp->seq;
       nseq++;
     }
+    /* A poison page's checksum vouches for damaged data: no check. */
+    check[i] = lp->kind == FTL_OOB_DATA ?
+      map_check_fold (o.data_checksum) : 0;
     fmt_oob_encode (&o, oob + (size_t) i * FTL_OOB_BYTES);
   }
   __atomic_fetch_add (&ftl->seq_sum[blk], seq_sum, __ATOMIC_RELAXED);
@@ -304,8 +308,8 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
     if (lp->kind == FTL_OOB_TRIM)
       __atomic_fetch_add (&ftl->trim_pages[blk], 1, __ATOMIC_RELAXED);
     else if (lp->from == FTL_UNMAPPED)
-      map_install (ftl, lp->lpn, ppn);
-    else if (map_relocate (ftl, lp->lpn, lp->from, ppn) && moved)
+      map_install (ftl, lp->lpn, ppn, check[i]);
+    else if (map_relocate (ftl, lp->lpn, lp->from, ppn, check[i]) && moved)
       ++*moved;
   }
   frontier_advance (ftl, f, n);

@@ -414,6 +414,29 @@ cache_holds (struct ftl *ftl, uint64_t lpn)
   return ftl->cache.nslots && bit_test (&ftl->cache, lpn);
 }
 
+uint64_t
+cache_absent_run (struct ftl *ftl, uint64_t lpn, uint64_t n)
+{
+  struct cache *c = &ftl->cache;
+  uint64_t i = 0;
+
+  if (!c->nslots)
+    return n;
+  while (i < n) {
+    uint64_t l = lpn + i;
+    /* The bits of [l, l + n - i) in l's word, shifted down to bit 0. */
+    uint64_t w = __atomic_load_n (&c->bits[l / 64], __ATOMIC_ACQUIRE)
+      >> (l % 64);
+    uint64_t span = MIN (64 - l % 64, n - i);
+    if (span < 64)
+      w &= (UINT64_C (1) << span) - 1;
+    if (w)
+      return i + __builtin_ctzll (w);
+    i += span;
+  }
+  return n;
+}
+
 void
 cache_drop (struct ftl *ftl, uint64_t first, uint64_t end)
 {

@@ -34,6 +34,9 @@
  *                 (compare-and-swap from the old PPN, so a host write that
  *                 raced wins): map.c.  Readers take no lock: they
  *                 validate with the block's erase generation (media.h).
+ *   check[lpn]    the data checksum of l2p[lpn]'s page, folded to 4
+ *                 bytes: a hint that lets reads skip the OOB entry
+ *                 (map.c); relaxed atomics.
  *   (reverse map) there is none in memory: the OOB entry of a physical
  *                 page names the LPN it was programmed with (or marks
  *                 a page of trim records), and GC reads the victim's
@@ -368,6 +371,8 @@ struct ftl {
 
   /* The map (map.c). */
   uint32_t *l2p;
+  uint32_t *check;              /* per logical page: its data checksum
+                                 * folded (map_check_fold), 0: unknown */
   uint32_t *valid;
   uint64_t mapped;              /* atomic: LPNs with data */
   pthread_mutex_t stripe[FTL_STRIPES];
@@ -472,6 +477,22 @@ l2p_load (struct ftl *ftl, uint64_t lpn)
   return __atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
 }
 
+static inline uint32_t
+check_load (struct ftl *ftl, uint64_t lpn)
+{
+  return __atomic_load_n (&ftl->check[lpn], __ATOMIC_RELAXED);
+}
+
+/* A page's data checksum (fmt_checksum) as kept in check[]: 32 bits,
+ * never 0 (which means unknown).
+ */
+static inline uint32_t
+map_check_fold (uint64_t sum)
+{
+  uint32_t c = (uint32_t) (sum ^ (sum >> 32));
+  return c ? c : 1;
+}
+
 /* map.c: the map, valid counts, stripe locks and drain notes. */
 extern int map_init (struct ftl *ftl);
 extern void map_free (struct ftl *ftl);
@@ -483,15 +504,30 @@ extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
 extern uint64_t map_stripe_mask (uint64_t first, uint64_t last);
 extern void map_lock_mask (struct ftl *ftl, uint64_t mask);
 extern void map_unlock_mask (struct ftl *ftl, uint64_t mask);
-/* A host write programmed lpn at ppn (caller holds lpn's stripe). */
-extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn);
+/* A host write programmed lpn at ppn, whose data has the check check
+ * (map_check_fold; 0 if none may be trusted).  Caller holds lpn's
+ * stripe.
+ */
+extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn,
+                         uint32_t check);
 /* Unmap lpn (caller holds its stripe); true if it was mapped. */
 extern bool map_unmap (struct ftl *ftl, uint64_t lpn);
-/* GC copied lpn from page from to page to: move the mapping if lpn
- * still maps to from.  Returns whether it moved.
+/* GC copied lpn from page from to page to (whose data has the check
+ * check, or 0): move the mapping if lpn still maps to from.  Returns
+ * whether it moved.
  */
 extern bool map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from,
-                          uint32_t to);
+                          uint32_t to, uint32_t check);
+/* A read verified lpn's page by its OOB entry, whose checksum folds to
+ * check: note it, unless lpn's check changed from seen meanwhile.
+ */
+extern void map_check_heal (struct ftl *ftl, uint64_t lpn, uint32_t seen,
+                            uint32_t check);
+/* After recovery: the checks of every mapped page, from the OOB entries
+ * (a page whose entry does not vouch for it gets none, and is read the
+ * slow way).  Returns 0 or -ENOMEM.
+ */
+extern int map_checks_load (struct ftl *ftl);
 /* Block b loses a valid page: note the drain epoch, then decrement. */
 extern void map_drop_valid (struct ftl *ftl, uint32_t b);
 extern void map_note_drain (struct ftl *ftl, uint32_t b);
@@ -832,6 +868,10 @@ extern bool cache_wait_slot (struct ftl *ftl, unsigned shard);
 extern bool cache_read (struct ftl *ftl, uint64_t lpn, uint8_t *dst);
 /* Does the cache (maybe) hold lpn?  A lock-free bit test. */
 extern bool cache_holds (struct ftl *ftl, uint64_t lpn);
+/* How many pages from lpn on (at most n) the cache does not hold: the
+ * same test, 64 pages at a time.
+ */
+extern uint64_t cache_absent_run (struct ftl *ftl, uint64_t lpn, uint64_t n);
 /* Drop cached pages of [first, end) (a trim; caller holds their
  * stripe locks).
  */

@@ -27,6 +27,20 @@
  *     (map_drained_durably).
  *   - mapped is the number of logical pages with a mapping.
  *
+ * Checks: check[lpn] is the data checksum of the page that lpn maps to,
+ * folded to 32 bits (map_check_fold), so that a read can verify a page
+ * without reading its OOB entry; 0 means "not known here".  It is a
+ * hint, never trusted on its own: a read accepts a page whose data
+ * matches it (the checksum is seeded with the physical page, so a
+ * check left from another page of lpn does not match), and verifies
+ * any other page against its OOB entry, as before, then notes the
+ * check it found there.  A host write sets it before it publishes the
+ * new mapping, a relocation after its compare-and-swap; a check that a
+ * race left stale only sends one read to the OOB entry.  Poison pages
+ * (format.h) never get one.  map_checks_load fills them at open from
+ * the OOB entries of every written page.  With the map that is 8 bytes
+ * per logical page.
+ *
  * Stripe locks: LPN ranges of 2^FTL_STRIPE_SHIFT pages hash to
  * FTL_STRIPES mutexes.  A request locks every stripe it touches in
  * ascending index order, so writers of different regions run in parallel
@@ -39,6 +53,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ftl-internal.h"
 
@@ -46,9 +61,10 @@ int
 map_init (struct ftl *ftl)
 {
   ftl->l2p = malloc (ftl->logical_pages * sizeof *ftl->l2p);
+  ftl->check = calloc (ftl->logical_pages, sizeof *ftl->check);
   ftl->valid = calloc (ftl->blocks, sizeof *ftl->valid);
   ftl->drain_epoch = calloc (ftl->blocks, sizeof *ftl->drain_epoch);
-  if (!ftl->l2p || !ftl->valid || !ftl->drain_epoch)
+  if (!ftl->l2p || !ftl->check || !ftl->valid || !ftl->drain_epoch)
     return -ENOMEM;
   for (unsigned i = 0; i < FTL_STRIPES; i++)
     pthread_mutex_init (&ftl->stripe[i], NULL);
@@ -59,9 +75,11 @@ void
 map_free (struct ftl *ftl)
 {
   free (ftl->l2p);
+  free (ftl->check);
   free (ftl->valid);
   free (ftl->drain_epoch);
   ftl->l2p = NULL;
+  ftl->check = NULL;
   ftl->valid = NULL;
   ftl->drain_epoch = NULL;
   for (unsigned i = 0; i < FTL_STRIPES; i++)
@@ -136,11 +154,12 @@ map_drop_valid (struct ftl *ftl, uint32_t b)
 }
 
 void
-map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
+map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t check)
 {
   uint32_t old;
 
   assert (lpn < ftl->logical_pages);
+  __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
   add_valid (ftl, media_ppn_block (&ftl->media, ppn));
   old = __atomic_exchange_n (&ftl->l2p[lpn], ppn, __ATOMIC_ACQ_REL);
   assert (old != ppn);
@@ -167,7 +186,8 @@ map_unmap (struct ftl *ftl, uint64_t lpn)
 }
 
 bool
-map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to)
+map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to,
+              uint32_t check)
 {
   uint32_t expect = from;
   uint32_t tb = media_ppn_block (&ftl->media, to);
@@ -177,6 +197,7 @@ map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to)
   add_valid (ftl, tb);
   if (__atomic_compare_exchange_n (&ftl->l2p[lpn], &expect, to, false,
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
     map_drop_valid (ftl, media_ppn_block (&ftl->media, from));
     return true;
   }
@@ -227,4 +248,39 @@ map_block_erased (struct ftl *ftl, uint32_t b)
 {
   assert (__atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED) == 0);
   __atomic_store_n (&ftl->drain_epoch[b], 0, __ATOMIC_RELAXED);
+}
+
+void
+map_check_heal (struct ftl *ftl, uint64_t lpn, uint32_t seen, uint32_t check)
+{
+  __atomic_compare_exchange_n (&ftl->check[lpn], &seen, check, false,
+                               __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+int
+map_checks_load (struct ftl *ftl)
+{
+  struct media *m = &ftl->media;
+  uint8_t *oob = malloc ((size_t) ftl->ppb * FTL_OOB_BYTES);
+
+  if (!oob)
+    return -ENOMEM;
+  memset (ftl->check, 0, ftl->logical_pages * sizeof *ftl->check);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    uint32_t wp = m->wp[b], ec = media_erase_count (m, b);
+    if (wp == 0 || ftl->valid[b] == 0 ||
+        media_read_oob (m, b, 0, wp, oob) < 0)
+      continue;                 /* its pages are read the slow way */
+    for (uint32_t i = 0; i < wp; i++) {
+      struct ftl_oob o;
+      uint32_t ppn = media_ppn (m, b, i);
+      if (fmt_oob_decode (oob + (size_t) i * FTL_OOB_BYTES, FTL_OOB_BYTES,
+                          &o) == FTL_FMT_OK &&
+          o.kind == FTL_OOB_DATA && o.lpn < ftl->logical_pages &&
+          o.erase_count == ec && ftl->l2p[o.lpn] == ppn)
+        ftl->check[o.lpn] = map_check_fold (o.data_checksum);
+    }
+  }
+  free (oob);
+  return 0;
 }

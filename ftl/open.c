@@ -542,6 +542,9 @@ step_recovery (struct ftl *ftl, struct open_ctx *c)
   if (r == 0) {
     wl_recovered (ftl);
     errmodel_recovered (ftl);
+    if ((r = map_checks_load (ftl)) < 0)
+      snprintf (c->err, c->errlen, "loading the page checks: %s",
+                strerror (-r));
   }
   return r;
 }

@@ -64,13 +64,9 @@ read_host_pages (struct ftl *ftl, uint64_t lpn, uint64_t n, uint8_t *out)
 {
   uint64_t i = 0;
 
-  if (!ftl->cache.nslots)
-    return read_pages (ftl, lpn, n, out);
   while (i < n) {
     uint8_t *p = out + (i << ftl->page_shift);
-    uint64_t run = 0;
-    while (i + run < n && run < UINT32_MAX && !cache_holds (ftl, lpn + i + run))
-      run++;
+    uint64_t run = cache_absent_run (ftl, lpn + i, MIN (n - i, UINT32_MAX));
     if (run > 0) {
       int r = read_pages (ftl, lpn + i, run, p);
       if (r < 0)

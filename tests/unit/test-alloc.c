@@ -162,26 +162,26 @@ START_TEST (test_map_install_unmap)
   for (uint32_t b = 0; b < ftl->blocks; b++)
     ck_assert_uint_eq (ftl->valid[b], 0);
 
-  map_install (ftl, 5, media_ppn (m, 3, 0));
+  map_install (ftl, 5, media_ppn (m, 3, 0), 0);
   ck_assert_uint_eq (ftl->l2p[5], media_ppn (m, 3, 0));
   ck_assert_uint_eq (ftl->valid[3], 1);
   ck_assert_uint_eq (ftl->mapped, 1);
 
-  map_install (ftl, 6, media_ppn (m, 3, 1));
+  map_install (ftl, 6, media_ppn (m, 3, 1), 0);
   ck_assert_uint_eq (ftl->valid[3], 2);
   ck_assert_uint_eq (ftl->mapped, 2);
 
   /* Remap: the old block loses a valid page, the count of mapped pages
    * does not change.
    */
-  map_install (ftl, 5, media_ppn (m, 4, 0));
+  map_install (ftl, 5, media_ppn (m, 4, 0), 0);
   ck_assert_uint_eq (ftl->l2p[5], media_ppn (m, 4, 0));
   ck_assert_uint_eq (ftl->valid[3], 1);
   ck_assert_uint_eq (ftl->valid[4], 1);
   ck_assert_uint_eq (ftl->mapped, 2);
 
   /* Remap within one block. */
-  map_install (ftl, 6, media_ppn (m, 3, 2));
+  map_install (ftl, 6, media_ppn (m, 3, 2), 0);
   ck_assert_uint_eq (ftl->valid[3], 1);
   ck_assert_uint_eq (ftl->mapped, 2);
 
@@ -199,7 +199,7 @@ START_TEST (test_map_install_unmap)
   ck_assert_uint_eq (ftl->mapped, 0);
 
   /* The last logical page. */
-  map_install (ftl, LPAGES - 1, media_ppn (m, 19, PPB - 1));
+  map_install (ftl, LPAGES - 1, media_ppn (m, 19, PPB - 1), 0);
   ck_assert_uint_eq (ftl->valid[19], 1);
   ck_assert (map_unmap (ftl, LPAGES - 1));
   ck_assert_uint_eq (ftl->valid[19], 0);

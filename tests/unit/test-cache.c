@@ -267,6 +267,47 @@ START_TEST (test_extents_see_cached_pages)
 }
 END_TEST
 
+/* cache_absent_run counts the pages from lpn on that the cache does not
+ * hold, 64 bits at a time, across word boundaries; a read that spans
+ * cached and uncached pages takes each from where it is.
+ */
+START_TEST (test_absent_runs)
+{
+  struct ftl *ftl = open_cache (16);
+  uint64_t *bits = ftl->cache.bits;
+  const uint64_t held[] = { 3, 63, 64, 130, 255 };
+  uint8_t buf[11 * PS];
+
+  ck_assert_uint_eq (cache_absent_run (ftl, 0, LP), LP);
+  /* Bits alone (no slot): cache_absent_run reads nothing else. */
+  for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+    bits[held[i] / 64] |= UINT64_C (1) << (held[i] % 64);
+  ck_assert_uint_eq (cache_absent_run (ftl, 0, LP), 3);
+  ck_assert_uint_eq (cache_absent_run (ftl, 0, 2), 2);
+  ck_assert_uint_eq (cache_absent_run (ftl, 3, LP), 0);
+  ck_assert_uint_eq (cache_absent_run (ftl, 4, LP - 4), 59);
+  ck_assert_uint_eq (cache_absent_run (ftl, 65, LP - 65), 65);
+  ck_assert_uint_eq (cache_absent_run (ftl, 65, 65), 65);
+  ck_assert_uint_eq (cache_absent_run (ftl, 131, 124), 124);
+  ck_assert_uint_eq (cache_absent_run (ftl, 131, 125), 124);
+  for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+    bits[held[i] / 64] &= ~(UINT64_C (1) << (held[i] % 64));
+
+  for (uint64_t l = 10; l <= 20; l++)
+    write_page (ftl, l, 1, 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  write_page (ftl, 15, 2, 0);
+  ck_assert_int_eq (ftl_read (ftl, buf, sizeof buf, 10 * PS), 0);
+  for (uint64_t l = 10; l <= 20; l++) {
+    uint64_t lpn = l, v = 0;
+    ck_assert_int_ge (unit_page_identify (buf + (l - 10) * PS, PS, &lpn, &v),
+                      0);
+    ck_assert_uint_eq (v, l == 15 ? 2 : 1);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 START_TEST (test_bad_sizes)
 {
   struct ftl_options o = {
@@ -397,6 +438,7 @@ cache_suite (void)
   tcase_add_test (tc, test_partial_pages_merge);
   tcase_add_test (tc, test_full_cache_writers_destage);
   tcase_add_test (tc, test_extents_see_cached_pages);
+  tcase_add_test (tc, test_absent_runs);
   tcase_add_test (tc, test_bad_sizes);
   tcase_add_test (tc, test_power_cut);
   suite_add_tcase (s, tc);

@@ -957,6 +957,131 @@ START_TEST (test_damaged_data_page)
 }
 END_TEST
 
+/* Reads verify a page against the check of its logical page kept in
+ * memory (map.c) and read its OOB entry only when that does not match.
+ * After a reopen, clean or after a crash, every mapped page has its
+ * check: reading the whole disk reads no OOB entry.  A check that
+ * does not match sends the read to the OOB entry: damaged data is
+ * still an error, while intact data whose OOB entry was damaged under
+ * an open handle reads as written (it matches the checksum it was
+ * written with), and as an error once the image is reopened.
+ */
+static uint64_t oob_preads;
+static uint64_t block_bytes_seen, data_offset_seen, meta_bytes_seen;
+
+static int
+counting_pread (void *opaque, int fd, void *buf, size_t len, off_t off)
+{
+  if (block_bytes_seen && (uint64_t) off >= data_offset_seen) {
+    uint64_t in = ((uint64_t) off - data_offset_seen) % block_bytes_seen;
+    if (in >= FTL_BLKHDR_BYTES && in < meta_bytes_seen)
+      __atomic_fetch_add (&oob_preads, 1, __ATOMIC_RELAXED);
+  }
+  return media_default_io.pread (opaque, fd, buf, len, off);
+}
+
+START_TEST (test_checks_in_memory)
+{
+  uint64_t versions[LP4];
+  struct ftl_io io = *unit_nosync_io ();
+  struct ftl *ftl;
+  uint8_t page[PS4];
+
+  io.pread = counting_pread;
+  make_clean_image (path, versions);
+
+  /* A clean reopen: the checks come from the OOB entries. */
+  ftl = unit_open (path, 0, 0, 0, 0, 0, &io);
+  data_offset_seen = ftl->media.data_offset;
+  block_bytes_seen = ftl->media.block_bytes;
+  meta_bytes_seen = (uint64_t) ftl->media.meta_pages << ftl->page_shift;
+  oob_preads = 0;
+  verify_versions (ftl, versions, "clean reopen");
+  ck_assert_uint_eq (oob_preads, 0);
+  for (uint64_t l = 0; l < LP4; l++)
+    if (ftl->l2p[l] != FTL_UNMAPPED)
+      ck_assert_uint_ne (ftl->check[l], 0);
+
+  /* New writes get their checks when they are mapped. */
+  for (uint64_t l = 10; l < 20; l++) {
+    unit_fill_page (page, PS4, l, 50000 + l);
+    ck_assert_int_eq (ftl_write (ftl, page, PS4, l * PS4, 0), 0);
+    versions[l] = 50000 + l;
+  }
+  oob_preads = 0;
+  verify_versions (ftl, versions, "after writes");
+  ck_assert_uint_eq (oob_preads, 0);
+
+  /* A check that went wrong costs one read of the OOB entry, which
+   * puts it right.
+   */
+  __atomic_store_n (&ftl->check[12], ftl->check[12] ^ 1, __ATOMIC_RELAXED);
+  verify_versions (ftl, versions, "a wrong check");
+  ck_assert_uint_eq (oob_preads, 1);
+  verify_versions (ftl, versions, "the check put right");
+  ck_assert_uint_eq (oob_preads, 1);
+
+  /* Damage under the open handle: page 13's data, page 14's OOB
+   * entry (its LPN).
+   */
+  uint64_t data13 = media_page_offset (&ftl->media, ftl->l2p[13]);
+  uint32_t ppn14 = ftl->l2p[14];
+  uint64_t oob14 = media_meta_offset (&ftl->media,
+                                      media_ppn_block (&ftl->media, ppn14))
+    + FTL_BLKHDR_BYTES
+    + (uint64_t) media_ppn_page (&ftl->media, ppn14) * FTL_OOB_BYTES;
+  unit_flip_byte (path, data13 + 7, 0x10);
+  unit_flip_byte (path, oob14 + 4, 0x01);
+  unit_quiet = true;
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 13 * PS4), -EIO);
+  ck_assert_msg (strstr (unit_last_error, "data checksum mismatch") != NULL,
+                 "error: '%s'", unit_last_error);
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 14 * PS4), 0);
+  uint64_t lpn = 14, v = 0;
+  ck_assert_int_ge (unit_page_identify (page, PS4, &lpn, &v), 0);
+  ck_assert_uint_eq (v, versions[14]);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* Reopened, both are errors. */
+  ftl = unit_open (path, 0, 0, 0, 0, 0, &io);
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 13 * PS4), -EIO);
+  ck_assert_int_eq (ftl_read (ftl, page, PS4, 14 * PS4), -EIO);
+  unit_quiet = false;
+  oob_preads = 0;
+  for (uint64_t l = 0; l < LP4; l++) {
+    if (l == 13 || l == 14)
+      continue;
+    ck_assert_int_eq (ftl_read (ftl, page, PS4, l * PS4), 0);
+    lpn = l;
+    v = 0;
+    ck_assert_int_ge (unit_page_identify (page, PS4, &lpn, &v), 0);
+    ck_assert_uint_eq (v, versions[l]);
+  }
+  ck_assert_uint_eq (oob_preads, 0);
+
+  /* Pages that only the roll-forward finds after a crash. */
+  for (uint64_t l = 20; l < 30; l++) {
+    unit_fill_page (page, PS4, l, 60000 + l);
+    ck_assert_int_eq (ftl_write (ftl, page, PS4, l * PS4, 0), 0);
+  }
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  open_abandon (ftl);
+  ftl = unit_open (path, 0, 0, 0, 0, 0, &io);
+  ck_assert (ftl->was_unclean);
+  oob_preads = 0;
+  for (uint64_t l = 20; l < 30; l++) {
+    ck_assert_int_eq (ftl_read (ftl, page, PS4, l * PS4), 0);
+    lpn = l;
+    v = 0;
+    ck_assert_int_ge (unit_page_identify (page, PS4, &lpn, &v), 0);
+    ck_assert_uint_eq (v, 60000 + l);
+  }
+  ck_assert_uint_eq (oob_preads, 0);
+  block_bytes_seen = 0;
+  open_abandon (ftl);
+}
+END_TEST
+
 /* Never stale: a page that was durable (flushed) and is damaged after
  * a crash reads as an error, never as the version it replaced; a page
  * never flushed that fails its checksum is a torn write and reads as
@@ -1068,6 +1193,7 @@ recovery_suite (void)
   tcase_add_test (tc, test_damaged_superblock);
   tcase_add_test (tc, test_truncated);
   tcase_add_test (tc, test_damaged_data_page);
+  tcase_add_test (tc, test_checks_in_memory);
   tcase_add_test (tc, test_never_stale);
   suite_add_tcase (s, tc);
   return s;
