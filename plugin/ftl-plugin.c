@@ -77,6 +77,7 @@ ftl_plugin_unload (void)
   free (filename);
   free (stats_path);
   free (fault_file);
+  stats_unload ();
 }
 
 /* Parse a duration key (a number with us, ms or s). */
@@ -302,6 +303,8 @@ ftl_plugin_config (const char *key, const char *value)
   }
   else if (powercut_config (key, value, &b))
     return b;
+  else if (stats_config (key, value, &b))
+    return b;
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
     fault_file = nbdkit_absolute_path (value);
@@ -355,7 +358,7 @@ ftl_plugin_config_complete (void)
     }
   }
 
-  return 0;
+  return stats_config_complete ();
 }
 
 #define ftl_plugin_config_help \
@@ -383,6 +386,7 @@ ftl_plugin_config_complete (void)
   "dies=<N>                       Dies per channel of the model (default 4).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
+  STATS_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
 
 /* Pass the library's messages to nbdkit. */
@@ -443,7 +447,7 @@ ftl_plugin_get_ready (void)
 
   ftl_get_geometry (ftl, &geometry);
 
-  if (stats_path && stats_init (ftl, stats_path, stats_interval) == -1) {
+  if (stats_init (ftl, stats_path, stats_interval) == -1) {
     ftl_close (ftl);
     ftl = NULL;
     return -1;

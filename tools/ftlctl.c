@@ -29,6 +29,7 @@ static const struct subcommand subcommands[] = {
   { "check",  cmd_check,  "[--repair] FILE" },
   { "dump",   cmd_dump,
     "(--page PPN | --lpn LPN | --block N) [--hex] FILE" },
+  { "plot",   cmd_plot,   "[--output PNG] TIMELINE" },
 };
 
 /* The list of subcommands. */
