@@ -30,6 +30,8 @@ static const struct subcommand subcommands[] = {
   { "dump",   cmd_dump,
     "(--page PPN | --lpn LPN | --block N) [--hex] FILE" },
   { "plot",   cmd_plot,   "[--output PNG] TIMELINE" },
+  { "replay", cmd_replay,
+    "[--format FMT] [--pace] [--background MODE] TRACE [KEY=VALUE...]" },
 };
 
 /* The list of subcommands. */
