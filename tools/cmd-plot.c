@@ -114,9 +114,9 @@ add_line (void *opaque, const struct ftl_stat_set *set, unsigned long lineno)
   "set xlabel 'erase count'\n"\
   "set ylabel 'erase blocks'\n"\
   "set yrange [0:*]\n"\
-  "set offsets 1,1,0,0\n"\
+  "set xrange [%g:%g]\n"\
   "set style fill solid 0.5\n"\
-  "set boxwidth 0.9 relative\n"\
+  "set boxwidth %g\n"\
   "plot '%s/histogram.dat' u 1:2 w boxes t 'blocks'\n"\
   "unset multiplot\n"
 
@@ -135,6 +135,7 @@ cmd_plot (int argc, char **argv)
   int status = FTLCTL_EXIT_ERROR;
   FILE *hist = NULL, *gp = NULL;
   double first, width;
+  unsigned nbuckets = 0;
 
   g_option_context_add_main_entries (ctx, entries, NULL);
   g_option_context_set_summary (ctx,
@@ -202,6 +203,7 @@ cmd_plot (int argc, char **argv)
       break;
     fprintf (hist, "%g %g\n", first + i * width,
              ftl_stats_num (&p.last, path, 0));
+    nbuckets++;
   }
   fclose (hist);
 
@@ -212,7 +214,8 @@ cmd_plot (int argc, char **argv)
     goto out;
   }
   title = g_path_get_basename (argv[1]);
-  fprintf (gp, SCRIPT, output, title, dir, dir);
+  fprintf (gp, SCRIPT, output, title, dir, first - width,
+           first + (nbuckets + 0.5) * width, width * 0.9, dir);
   g_free (title);
   int r = pclose (gp);
   if (r == -1 || !WIFEXITED (r) || WEXITSTATUS (r) != 0) {

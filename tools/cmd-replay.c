@@ -304,6 +304,33 @@ log_message (void *opaque, enum ftl_log_level level, const char *msg)
     ftlctl_error ("%s: %s", (const char *) opaque, msg);
 }
 
+/* With the background thread: wait until it has nothing left to do,
+ * as a server idles after its last request before it stops, so that
+ * the statistics do not depend on where GC was when the trace ended.
+ * The thread sleeps up to 100 ms when idle and 1 s after an error:
+ * idle is when the counters stay the same for 1.2 s.  At most 10 s.
+ */
+static void
+settle (struct ftl *ftl)
+{
+  struct ftl_stats a, b;
+  int same = 0;
+
+  ftl_get_stats (ftl, &a);
+  for (int i = 0; i < 66 && same < 8; i++) {
+    g_usleep (150 * 1000);
+    ftl_get_stats (ftl, &b);
+    if (a.media_erases == b.media_erases &&
+        a.media_program_pages == b.media_program_pages &&
+        a.blocks_free == b.blocks_free &&
+        a.cache.dirty_bytes == b.cache.dirty_bytes)
+      same++;
+    else
+      same = 0;
+    a = b;
+  }
+}
+
 static void
 sleep_until (int64_t when_us)
 {
@@ -552,9 +579,11 @@ cmd_replay (int argc, char **argv)
   }
   progress_clear (&prog);
 
-  /* As the plugin at shutdown: stop the threads, empty the cache, then
-   * the statistics.
+  /* As the plugin at shutdown: let the background work finish, stop
+   * the threads, empty the cache, then the statistics.
    */
+  if (!inline_bg)
+    settle (ftl);
   ftl_stop_watchdog (ftl);
   ftl_stop_background (ftl);
   if ((r = ftl_destage (ftl)) < 0)
