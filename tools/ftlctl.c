@@ -32,6 +32,7 @@ static const struct subcommand subcommands[] = {
   { "plot",   cmd_plot,   "[--output PNG] TIMELINE" },
   { "replay", cmd_replay,
     "[--format FMT] [--pace] [--background MODE] TRACE [KEY=VALUE...]" },
+  { "top",    cmd_top,    "[--once] [--interval SECS] STATS|TIMELINE" },
 };
 
 /* The list of subcommands. */
