@@ -292,7 +292,8 @@ parse_number (struct parser *p)
   char *end;
   double d;
 
-  while (p->pos < p->len && strchr ("+-0123456789.eE", p->s[p->pos]))
+  while (p->pos < p->len && p->s[p->pos] != '\0' &&
+         strchr ("+-0123456789.eE", p->s[p->pos]))
     p->pos++;
   n = p->pos - start;
   if (n == 0 || n >= sizeof buf) {
@@ -751,18 +752,21 @@ render_histogram (const struct ftl_stat_set *set, FILE *fp)
   double first = ftl_stats_num (set, "wear.histogram.first", 0);
   double width = ftl_stats_num (set, "wear.histogram.width", 1);
   double total = 0;
-  char path[64];
 
   fputs ("# HELP nbdkit_ftl_block_erases Erase blocks by erase count.\n"
          "# TYPE nbdkit_ftl_block_erases histogram\n", fp);
-  for (unsigned i = 0; ; i++) {
-    snprintf (path, sizeof path, "wear.histogram.counts[%u]", i);
-    if (!ftl_stats_find (set, path))
-      break;
-    total += ftl_stats_num (set, path, 0);
+  /* The counts, in document order (which is their order). */
+  for (size_t j = 0, i = 0; j < set->n; j++) {
+    const struct ftl_stat *v = &set->v[j];
+
+    if (strncmp (v->path, "wear.histogram.counts[", 22) != 0 ||
+        v->kind != FTL_STAT_NUMBER)
+      continue;
+    total += v->num;
     fprintf (fp, "nbdkit_ftl_block_erases_bucket{le=\"%.0f\"} ",
              first + (i + 1) * width - 1);
     value (fp, total);
+    i++;
   }
   fputs ("nbdkit_ftl_block_erases_bucket{le=\"+Inf\"} ", fp);
   value (fp, total);
@@ -772,65 +776,109 @@ render_histogram (const struct ftl_stat_set *set, FILE *fp)
   value (fp, total);
 }
 
-/* String members: one info gauge per object, the strings as labels
- * (gc.policy and gc.mode: nbdkit_ftl_gc_info{mode=...,policy=...} 1).
+/* Members sorted by a key (a metric name, or the object holding a
+ * string), ties in document order: the families below are found by
+ * sorting, never by comparing every pair, so a large input renders in
+ * O(n log n).
  */
+struct keyed {
+  char *key;
+  size_t i;                     /* index in the set */
+};
+
+static int
+cmp_keyed (const void *a, const void *b)
+{
+  const struct keyed *x = a, *y = b;
+  int c = strcmp (x->key, y->key);
+
+  if (c)
+    return c;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
 static void
+free_keyed (struct keyed *k, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free (k[i].key);
+  free (k);
+}
+
+/* String members: one info gauge per object, the strings as labels
+ * (gc.policy and gc.mode: nbdkit_ftl_gc_info{policy=...,mode=...} 1).
+ */
+static int
 render_info (const struct ftl_stat_set *set, FILE *fp)
 {
+  struct keyed *k = calloc (set->n ? set->n : 1, sizeof *k);
+  size_t n = 0;
+
+  if (k == NULL)
+    return -ENOMEM;
   for (size_t i = 0; i < set->n; i++) {
     const struct ftl_stat *v = &set->v[i];
     const char *dot = strrchr (v->path, '.');
-    size_t plen = dot ? (size_t) (dot - v->path) : 0;
-    char name[MAX_PATH], label[MAX_PATH];
-    bool seen = false, first = true;
 
     if (v->kind != FTL_STAT_STRING || special (v->path))
       continue;
-    /* Only once per object: at its first string. */
-    for (size_t j = 0; j < i && !seen; j++) {
-      const struct ftl_stat *u = &set->v[j];
-      const char *d = strrchr (u->path, '.');
-      size_t ulen = d ? (size_t) (d - u->path) : 0;
-      seen = u->kind == FTL_STAT_STRING && ulen == plen &&
-        strncmp (u->path, v->path, plen) == 0;
+    k[n].key = strndup (v->path, dot ? (size_t) (dot - v->path) : 0);
+    if (k[n].key == NULL) {
+      free_keyed (k, n);
+      return -ENOMEM;
     }
-    if (seen)
-      continue;
-    snprintf (label, sizeof label, "%.*s", (int) plen, v->path);
-    path_name (label, name, sizeof name);
+    k[n++].i = i;
+  }
+  qsort (k, n, sizeof *k, cmp_keyed);
+  for (size_t g = 0; g < n; ) {
+    const char *obj = k[g].key;
+    char name[MAX_PATH];
+    bool top = obj[0] == '\0';
+    size_t end;
+
+    path_name (obj, name, sizeof name);
     fprintf (fp, "# HELP nbdkit_ftl_%s%sinfo Settings%s%s.\n"
              "# TYPE nbdkit_ftl_%s%sinfo gauge\n"
              "nbdkit_ftl_%s%sinfo{",
-             name, plen ? "_" : "", plen ? " of " : "", label,
-             name, plen ? "_" : "", name, plen ? "_" : "");
-    for (size_t j = i; j < set->n; j++) {
-      const struct ftl_stat *u = &set->v[j];
+             name, top ? "" : "_", top ? "" : " of ", obj,
+             name, top ? "" : "_", name, top ? "" : "_");
+    for (end = g; end < n && strcmp (k[end].key, obj) == 0; end++) {
+      const struct ftl_stat *u = &set->v[k[end].i];
       const char *d = strrchr (u->path, '.');
-      size_t ulen = d ? (size_t) (d - u->path) : 0;
       char key[MAX_PATH];
 
-      if (u->kind != FTL_STAT_STRING || ulen != plen ||
-          strncmp (u->path, v->path, plen) != 0)
-        continue;
       path_name (d ? d + 1 : u->path, key, sizeof key);
-      fprintf (fp, "%s%s=", first ? "" : ",", key);
+      fprintf (fp, "%s%s=", end == g ? "" : ",", key);
       label_value (fp, u->str);
-      first = false;
     }
     fputs ("} 1\n", fp);
+    g = end;
   }
+  free_keyed (k, n);
+  return 0;
 }
 
 int
 ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp)
 {
+  struct keyed *k = calloc (set->n ? set->n : 1, sizeof *k);
+  bool *skip = calloc (set->n ? set->n : 1, sizeof *skip);
+  size_t n = 0;
+  int r = -ENOMEM;
+
+  if (k == NULL || skip == NULL)
+    goto out;
+
+  /* The metric name of each numeric member; a name met twice (two
+   * paths that differ only in characters a name cannot hold) is
+   * written once, for its first member.
+   */
   for (size_t i = 0; i < set->n; i++) {
     const struct ftl_stat *v = &set->v[i];
     const struct metric_def *d;
     char name[MAX_PATH];
-    bool dup = false;
 
+    skip[i] = true;
     if ((v->kind != FTL_STAT_NUMBER && v->kind != FTL_STAT_BOOL) ||
         special (v->path))
       continue;
@@ -839,20 +887,27 @@ ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp)
       snprintf (name, sizeof name, "%s", d->name);
     else
       path_name (v->path, name, sizeof name);
-    /* mapped_pages appears twice (capacity.mapped_pages is the same
-     * figure); a family name is written once.
-     */
-    for (size_t j = 0; j < i && !dup; j++) {
-      const struct metric_def *e = find_def (set->v[j].path);
-      char other[MAX_PATH];
-      if (e)
-        snprintf (other, sizeof other, "%s", e->name);
-      else
-        path_name (set->v[j].path, other, sizeof other);
-      dup = strcmp (other, name) == 0;
-    }
-    if (dup)
+    k[n].key = strdup (name);
+    if (k[n].key == NULL)
+      goto out;
+    k[n++].i = i;
+  }
+  qsort (k, n, sizeof *k, cmp_keyed);
+  for (size_t j = 0; j < n; j++)
+    skip[k[j].i] = j > 0 && strcmp (k[j].key, k[j - 1].key) == 0;
+
+  for (size_t i = 0; i < set->n; i++) {
+    const struct ftl_stat *v = &set->v[i];
+    const struct metric_def *d;
+    char name[MAX_PATH];
+
+    if (skip[i])
       continue;
+    d = find_def (v->path);
+    if (d)
+      snprintf (name, sizeof name, "%s", d->name);
+    else
+      path_name (v->path, name, sizeof name);
     fprintf (fp, "# HELP nbdkit_ftl_%s ", name);
     if (d)
       fprintf (fp, "%s\n", d->help);
@@ -863,12 +918,19 @@ ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp)
     fprintf (fp, "nbdkit_ftl_%s ", name);
     value (fp, v->num * (d ? d->scale : 1));
   }
-  render_info (set, fp);
+  if ((r = render_info (set, fp)) < 0)
+    goto out;
   if (ftl_stats_find (set, "wear.histogram.first"))
     render_histogram (set, fp);
   if (ftl_stats_find (set, "latency_us.read.count"))
     render_latency (set, fp);
-  return ferror (fp) ? -EIO : 0;
+  r = ferror (fp) ? -EIO : 0;
+
+ out:
+  if (k)
+    free_keyed (k, n);
+  free (skip);
+  return r;
 }
 
 int

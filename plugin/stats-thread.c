@@ -52,6 +52,8 @@ struct host_counters {
   uint64_t write_pages, read_pages, trim_pages, flushes;
 };
 static struct host_counters last;
+/* ... and when the last timeline line was written. */
+static struct host_counters log_host;
 
 /* The timeline: the previous line's snapshot and time. */
 static struct ftl_stat_set log_prev;
@@ -203,13 +205,6 @@ append_log_locked (const char *json, struct ftl_stat_set *set)
       r = -errno;
   }
   report (&log_out, r);
-  log_prev_busy = !log_has_prev ||
-    ftl_stats_num (set, "host.write_pages", 0) !=
-      ftl_stats_num (&log_prev, "host.write_pages", 0) ||
-    ftl_stats_num (set, "host.read_pages", 0) !=
-      ftl_stats_num (&log_prev, "host.read_pages", 0) ||
-    ftl_stats_num (set, "host.trim_pages", 0) !=
-      ftl_stats_num (&log_prev, "host.trim_pages", 0);
   ftl_stats_free (&log_prev);
   log_prev = *set;
   memset (set, 0, sizeof *set);
@@ -251,8 +246,11 @@ write_locked (bool with_log)
     if (metrics_out.path)
       report (&metrics_out,
               ftl_write_file_atomic (metrics_out.path, write_metrics, &set));
-    if (with_log && log_out.path)
+    if (with_log && log_out.path) {
       append_log_locked (json, &set);
+      log_prev_busy = memcmp (&now, &log_host, sizeof now) != 0;
+      log_host = now;
+    }
   }
   last = now;
  out:
@@ -260,13 +258,16 @@ write_locked (bool with_log)
   free (json);
 }
 
+/* Have the host counters changed since the stats file (or the
+ * timeline) was last written?
+ */
 static bool
-busy_locked (void)
+busy_locked (const struct host_counters *since)
 {
   struct host_counters now;
 
   host_counters (&now);
-  return memcmp (&now, &last, sizeof now) != 0;
+  return memcmp (&now, since, sizeof now) != 0;
 }
 
 int
@@ -322,9 +323,11 @@ stats_thread (void *arg)
       ;
     if (stopping)
       break;
-    if (busy_locked ())
-      write_locked (true);
-    else if (log_out.path && log_prev_busy)
+    /* The timeline also gets the first idle interval after a busy
+     * one, so that its rates fall back to zero.
+     */
+    if (busy_locked (&last) ||
+        (log_out.path && (log_prev_busy || busy_locked (&log_host))))
       write_locked (true);
   }
   pthread_mutex_unlock (&lock);
