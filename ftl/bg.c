@@ -13,8 +13,10 @@
  *   3. after a step that reclaimed a victim: a static wear leveling
  *      move, if a block is due for one (gc_wear_level);
  *   4. while free blocks are at or below gc.high: one victim (watermark
- *      mode), or one slice after yielding while a request's deadline is
- *      near (deadline mode), holding ckpt_rw shared only for it.
+ *      mode, where victims waiting for a barrier count as free up to a
+ *      batch, see gc_step), or one slice after yielding while a
+ *      request's deadline is near (deadline mode), holding ckpt_rw
+ *      shared only for it.
  *
  * The thread (started by ftl_start_background) loops over steps; it
  * sleeps when a step finds nothing to do, until a writer finds the free
@@ -132,17 +134,28 @@ yield (struct ftl *ftl)
   }
 }
 
-/* Step 4: one victim, or one slice of one.  Returns 1 if it did
- * something, 0 if the free pool is above gc.high (and no victim is in
- * progress), or a negative errno (-ENOSPC: nothing to reclaim).
+/* Step 4: one victim, or one slice of one.  Watermark mode counts the
+ * victims that wait for a barrier (gc.pending) with the free blocks, up
+ * to gc.high + gc.erase_batch - 1, so that up to erase_batch of them
+ * share one; once the free blocks alone are down to gc.high, they get
+ * their barrier.  Returns 1 if it did something, 0 if there was nothing
+ * to do (and no victim is in progress), or a negative errno (-ENOSPC:
+ * nothing to reclaim).
  */
 static int
 gc_step (struct ftl *ftl)
 {
   bool slices = ftl->gc.mode == FTL_GC_DEADLINE;
+  uint32_t nfree = alloc_nfree (ftl), npending = gc_npending (ftl);
+  uint32_t target = ftl->gc.high + ftl->gc.erase_batch - 1;
   int r;
 
-  if (alloc_nfree (ftl) > ftl->gc.high && !(slices && gc_in_progress (ftl)))
+  if (slices) {
+    if (nfree > ftl->gc.high && !gc_in_progress (ftl))
+      return 0;
+  }
+  else if (nfree + npending > target &&
+           !(npending > 0 && nfree <= ftl->gc.high))
     return 0;
   work = BG_GC;
   if (slices) {
@@ -153,7 +166,7 @@ gc_step (struct ftl *ftl)
     return r;
   }
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
-  r = gc_reclaim (ftl, ftl->gc.high, true);
+  r = gc_reclaim (ftl, target, true);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
   return r < 0 ? r : 1;
 }

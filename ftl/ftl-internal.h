@@ -118,8 +118,12 @@
  * last free block.
  */
 #define FTL_RESERVE_BLOCKS 1
-/* Victims GC may relocate before it syncs once and erases them all. */
+/* Victims GC may relocate before it syncs once and erases them all:
+ * one per FTL_GC_BATCH_SPARE_DIV spare blocks, from 2 to
+ * FTL_GC_ERASE_BATCH (see step_policies in open.c).
+ */
 #define FTL_GC_ERASE_BATCH 8
+#define FTL_GC_BATCH_SPARE_DIV 16
 /* Data rewritten or relocated within hot_age sequence numbers of its
  * last write is hot: hot_age = logical pages * NUM / DEN, that is within
  * one drive write.  Under an 80/20 or 90/10 load the hot set is
@@ -218,10 +222,13 @@ struct gc {
   bool wl_after;                /* background GC reclaimed a victim: its
                                  * next step may move a block for wear
                                  * leveling (gc_wear_level) */
-  /* Within one gc_reclaim: victims relocated and drained, still FULL,
-   * erased together after one barrier.
+  /* Victims relocated and drained, still FULL, waiting for a barrier
+   * to cover them (gc.c): up to erase_batch of them share one, and a
+   * client's flush or a background barrier may cover them first.
+   * npending changes under gc.lock and is read atomically outside it.
    */
-  bool defer;
+  bool defer;                   /* within gc_reclaim: victims may wait */
+  uint32_t erase_batch;         /* set at open, 2..FTL_GC_ERASE_BATCH */
   uint32_t pending[FTL_GC_ERASE_BATCH];
   unsigned npending;
   struct gc_victim cur;         /* the victim background GC reclaims in
@@ -587,8 +594,9 @@ extern int gc_reclaim_block (struct ftl *ftl, uint32_t b);
  * -ENOSPC (device full) or -EROFS (worn out).
  */
 extern int gc_make_room (struct ftl *ftl, bool urgent);
-/* Erase drained blocks that an earlier barrier covers, up to max of
- * them and while at most target are free.  Returns how many it erased
+/* Erase drained blocks that an earlier barrier covers (pending victims
+ * first), up to max of them and while at most target are free (pending
+ * victims whatever the pool).  Returns how many it erased
  * (or a negative errno); *waiting tells whether drained blocks wait for
  * a barrier (gc_barrier then serves them all).
  */
@@ -619,6 +627,12 @@ gc_running_here (struct ftl *ftl)
   return __atomic_load_n (&ftl->gc.owned, __ATOMIC_ACQUIRE) &&
     pthread_equal (__atomic_load_n (&ftl->gc.owner, __ATOMIC_RELAXED),
                    pthread_self ());
+}
+/* Victims relocated and waiting for a barrier (read outside gc.lock). */
+static inline unsigned
+gc_npending (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->gc.npending, __ATOMIC_RELAXED);
 }
 /* Is a victim being reclaimed in slices? */
 static inline bool

@@ -14,11 +14,18 @@
  * When nothing in the victim is valid any more it is erased, once a
  * barrier (trimlog_barrier) that began after its last valid page was
  * replaced has completed (map_drained_durably): one barrier serves every
- * block drained before it, a client's flush included.  Within one
- * gc_reclaim, up to FTL_GC_ERASE_BATCH relocated victims wait and share
- * one barrier (flush_pending), unless the free pool is down to two
- * blocks or GC needs a block for its own copies.  After its erase a
- * block is retired if worn out (wl.c) or returns to the free pool.
+ * block drained before it, a client's flush included.  Relocated
+ * victims wait for it (gc.pending, up to gc.erase_batch of them): a
+ * client's flush or a background barrier may cover them first, and then
+ * they are erased without a sync of their own (gc.erases_unsynced);
+ * otherwise one barrier serves them all (flush_pending) when the batch
+ * is full, when the free pool alone is down to gc.high, when a
+ * foreground collection needs room, or when GC needs a block for its
+ * own copies.  A background sync then serves erase_batch victims
+ * instead of one, for erase_batch - 1 blocks of spare space (the
+ * background thread keeps free + pending above gc.high + erase_batch -
+ * 1, see bg.c).  After its erase a block is retired if worn out (wl.c)
+ * or returns to the free pool.
  *
  * Drained blocks (FULL, nothing valid, no trim page a replay may need)
  * cost nothing to reclaim: collections take them first (find_drained),
@@ -340,28 +347,59 @@ find_drained (struct ftl *ftl, bool *ready)
   return any;
 }
 
-/* Run one barrier and erase the victims waiting for it.  Returns how
- * many were erased, or a negative errno.  Caller holds gc.lock.
+/* Erase the pending victims that a barrier already covers (a client's
+ * flush, a background barrier), without one of their own.  Returns how
+ * many it erased, or a negative errno.  Caller holds gc.lock.
+ */
+static int
+erase_covered_pending (struct ftl *ftl)
+{
+  struct gc *gc = &ftl->gc;
+  unsigned n = gc->npending, kept = 0;
+  int done = 0, r = 0;
+
+  for (unsigned i = 0; i < n; i++) {
+    uint32_t b = gc->pending[i];
+    /* After an error the rest stay FULL, with nothing valid, and GC
+     * takes them again.
+     */
+    if (r == 0 && map_drained_durably (ftl, b)) {
+      r = erase_covered (ftl, b);
+      if (r == 0)
+        done++;
+    }
+    else if (r == 0)
+      gc->pending[kept++] = b;
+  }
+  __atomic_store_n (&gc->npending, kept, __ATOMIC_RELAXED);
+  return r < 0 ? r : done;
+}
+
+/* Erase the victims waiting for a barrier: those already covered
+ * without one, the rest after one barrier.  Returns how many were
+ * erased, or a negative errno.  Caller holds gc.lock.
  */
 static int
 flush_pending (struct ftl *ftl)
 {
   struct gc *gc = &ftl->gc;
   uint32_t pending[FTL_GC_ERASE_BATCH];
-  unsigned n = gc->npending;
-  int r;
+  unsigned n;
+  int r, done;
 
-  if (n == 0)
-    return 0;
+  done = erase_covered_pending (ftl);
+  n = gc->npending;
+  if (done < 0 || n == 0)
+    return done;
   /* Emptied first: after an error the rest stay FULL, with nothing
    * valid, and GC takes them again.
    */
   memcpy (pending, gc->pending, n * sizeof *pending);
-  gc->npending = 0;
+  __atomic_store_n (&gc->npending, 0, __ATOMIC_RELAXED);
   r = gc_barrier (ftl);
   for (unsigned i = 0; i < n && r == 0; i++)
     r = erase_block (ftl, pending[i]);
-  return r < 0 ? r : (int) n;
+  return r < 0 ? r : done + (int) n;
 }
 
 /* ---- relocation ---- */
@@ -620,11 +658,13 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
   }
 
   /* Within gc_reclaim, and while the pool has room to spare, the erase
-   * waits: several victims share one barrier (see flush_pending).
+   * waits: several victims share one barrier, or a client's flush
+   * covers them (see flush_pending).
    */
   if (gc->defer && !gc->moving_for_wl &&
-      gc->npending < FTL_GC_ERASE_BATCH && alloc_nfree (ftl) > 2) {
-    gc->pending[gc->npending++] = victim;
+      gc->npending < gc->erase_batch && alloc_nfree (ftl) > gc->low) {
+    gc->pending[gc->npending] = victim;
+    __atomic_store_n (&gc->npending, gc->npending + 1, __ATOMIC_RELAXED);
     return 0;
   }
 
@@ -776,7 +816,8 @@ gc_reclaim (struct ftl *ftl, uint32_t target, bool bg)
   if (hurry)
     target = MIN (target, gc->low);
   gc->defer = true;
-  while (alloc_nfree (ftl) + gc->npending <= target) {
+  r = erase_covered_pending (ftl);
+  while (r >= 0 && alloc_nfree (ftl) + gc->npending <= target) {
     bool cheap = false;
     r = reclaim_step (ftl, hurry, bg, &cheap);
     if (r < 0)
@@ -787,16 +828,25 @@ gc_reclaim (struct ftl *ftl, uint32_t target, bool bg)
        * collection waits for one victim at most; or several with
        * nothing to copy, which cost an erase each and share a sync.
        */
-      if (!cheap || gc->npending == 0 || gc->npending >= FTL_GC_ERASE_BATCH) {
+      if (!cheap || gc->npending == 0 || gc->npending >= gc->erase_batch) {
         r = 0;
         break;
       }
     }
     r = 0;
   }
-  int r2 = flush_pending (ftl);
-  if (r == 0 && r2 < 0)
-    r = r2;
+  if (r > 0)
+    r = 0;
+  /* The pending victims wait for a barrier that covers them while the
+   * free pool alone is above gc.high and the batch has room; a
+   * foreground collection wants the room now.
+   */
+  if (!bg || gc->npending >= gc->erase_batch ||
+      alloc_nfree (ftl) <= gc->high) {
+    int r2 = flush_pending (ftl);
+    if (r == 0 && r2 < 0)
+      r = r2;
+  }
   gc->defer = false;
   gc_unlock (ftl);
   return r;
@@ -833,7 +883,10 @@ gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
 
   *waiting = false;
   gc_lock (ftl);
-  while (n < max && alloc_nfree (ftl) <= target) {
+  r = erase_covered_pending (ftl);
+  if (r > 0)
+    n += r;
+  while (r >= 0 && n < max && alloc_nfree (ftl) <= target) {
     bool ready;
     uint32_t b = find_drained (ftl, &ready);
     if (b == FTL_NO_BLOCK)

@@ -501,6 +501,12 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
   ftl->gc.high = ftl->gc.low + MIN (spare / FTL_GC_HIGH_SPARE_DIV, 8);
   if (ftl->gc.mode == FTL_GC_DEADLINE)
     ftl->gc.high = MAX (ftl->gc.high, ftl->gc.low + 2);
+  /* Victims that wait, relocated, for one barrier to cover them all:
+   * each holds a block that is neither free nor holds data, so they
+   * cost spare space as the watermarks do (see gc.c).
+   */
+  ftl->gc.erase_batch = MIN (MAX (spare / FTL_GC_BATCH_SPARE_DIV, 2),
+                             FTL_GC_ERASE_BATCH);
   /* The background thread erases blocks with nothing left to copy up
    * to here (bg.c).
    */

@@ -274,12 +274,23 @@ write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n)
 int
 write_barrier (struct ftl *ftl)
 {
+  bool waiting;
   int r;
 
-  dl_hold ();
-  r = gc_make_room (ftl, false);
-  dl_release ();
-  if (r == 0)                   /* lets GC erase what it drained before */
-    r = trimlog_barrier (ftl);
-  return r;
+  r = trimlog_barrier (ftl);
+  /* The barrier covers the victims that wait for their erase and the
+   * blocks drained before it: erase them now, with no sync of their
+   * own, if garbage collection has any waiting or free blocks are low
+   * (otherwise the background thread does it).  Relocating new victims
+   * is left to the writers and the background thread: here it would
+   * take a sync of its own, before the client's flush returns.
+   */
+  if (r == 0 && (gc_npending (ftl) > 0 ||
+                 alloc_nfree (ftl) <= ftl->gc.low)) {
+    dl_hold ();
+    r = gc_erase_drained (ftl, FTL_GC_ERASE_BATCH, ftl->gc.drain_target,
+                          &waiting);
+    dl_release ();
+  }
+  return r < 0 ? r : 0;
 }

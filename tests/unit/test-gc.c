@@ -819,11 +819,11 @@ END_TEST
 #define BG_LPAGES 1024
 
 static struct ftl *
-open_manual (enum ftl_gc_mode mode, uint32_t wl_threshold)
+open_manual_op (enum ftl_gc_mode mode, uint32_t wl_threshold, uint32_t op)
 {
   struct ftl_options o = {
     .path = path, .logical_bytes = BG_LPAGES * PS, .page_size = PS,
-    .pages_per_block = 16, .op_percent = 50, .streams = 1,
+    .pages_per_block = 16, .op_percent = op, .streams = 1,
     .gc_mode = mode, .wl_threshold = wl_threshold, .log = gc_log,
     .io = &trace_io, .manual_background = true,
   };
@@ -840,6 +840,12 @@ open_manual (enum ftl_gc_mode mode, uint32_t wl_threshold)
   ck_assert_int_eq (ftl_start_background (ftl), 0);
   ck_assert (!ftl->cache.running);
   return ftl;
+}
+
+static struct ftl *
+open_manual (enum ftl_gc_mode mode, uint32_t wl_threshold)
+{
+  return open_manual_op (mode, wl_threshold, 50);
 }
 
 /* Overwrite n pages, hot_pct% of the writes on the first tenth of
@@ -991,6 +997,69 @@ START_TEST (test_background_steps)
 }
 END_TEST
 
+/* Victims of background GC wait for their erase (gc.pending): without
+ * flushes, several share one sync; with a client's flush after each
+ * burst of writes, the flush covers them and GC syncs far less often
+ * than it erases.
+ */
+START_TEST (test_background_erase_batch)
+{
+  /* 64 spare blocks: a batch of 4. */
+  struct ftl *ftl = open_manual_op (FTL_GC_WATERMARK, UINT32_MAX, 100);
+  struct ref r;
+  uint64_t rng = 23 + seed_offset;
+  struct ftl_stats a, b;
+  uint64_t erases, syncs;
+  unsigned waited = 0;
+
+  ck_assert_uint_eq (ftl->gc.erase_batch, 4);
+  bg_fill (ftl, &r, &rng);
+  step_until_idle (ftl, 1000, 16);
+
+  ftl_get_stats (ftl, &a);
+  for (unsigned round = 0; round < 160; round++) {
+    bg_overwrite (ftl, &r, &rng, 16, 0);
+    step_until_idle (ftl, 1000, 16);
+    waited += gc_npending (ftl) > 0;
+  }
+  ftl_get_stats (ftl, &b);
+  erases = b.media_erases - a.media_erases;
+  syncs = b.gc_barriers - a.gc_barriers;
+  printf ("erase batch %u, no flushes: %" PRIu64 " erases, %" PRIu64
+          " syncs of GC; victims waiting after %u rounds of 160\n",
+          ftl->gc.erase_batch, erases, syncs, waited);
+  ck_assert_uint_gt (erases, 40);
+  ck_assert_uint_gt (waited, 0);
+  /* At least 1.5 victims per sync on average. */
+  ck_assert_uint_le (syncs * 3, erases * 2);
+
+  ftl_get_stats (ftl, &a);
+  for (unsigned round = 0; round < 160; round++) {
+    bg_overwrite (ftl, &r, &rng, 16, 0);
+    step_until_idle (ftl, 1000, 16);
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+  }
+  ftl_get_stats (ftl, &b);
+  erases = b.media_erases - a.media_erases;
+  syncs = b.gc_barriers - a.gc_barriers;
+  printf ("with a flush after each burst: %" PRIu64 " erases, %" PRIu64
+          " syncs of GC, %" PRIu64 " erases covered by a flush\n", erases,
+          syncs, b.gc_erases_unsynced - a.gc_erases_unsynced);
+  ck_assert_uint_gt (erases, 40);
+  ck_assert_uint_le (syncs * 4, erases);
+  ck_assert_uint_ge ((b.gc_erases_unsynced - a.gc_erases_unsynced) * 2,
+                     erases);
+
+  verify_all (ftl, &r);
+  ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
 /* Deadline mode: a GC step is one slice, at most GC_SLICE (8) pages
  * relocated; steps go on until the high watermark.
  */
@@ -1045,6 +1114,7 @@ gc_suite (void)
   tcase_add_test (tc, test_gc_with_trims);
   tcase_add_test (tc, test_erase_after_barrier);
   tcase_add_test (tc, test_background_steps);
+  tcase_add_test (tc, test_background_erase_batch);
   tcase_add_test (tc, test_background_slices);
   suite_add_tcase (s, tc);
   return s;
