@@ -283,6 +283,8 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
   __atomic_fetch_add (&ftl->seq_sum[blk], seq_sum, __ATOMIC_RELAXED);
   __atomic_fetch_add (&ftl->seq_cnt[blk], nseq, __ATOMIC_RELAXED);
 
+  if (page == 0)
+    errmodel_programmed (&ftl->em, errmodel_now (&ftl->em), blk);
   r = media_program (&ftl->media, blk, page, n, data, oob);
   if (r < 0) {
     /* The pages count as programmed (never reprogrammed), hold nothing

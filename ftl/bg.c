@@ -12,11 +12,15 @@
  *      large sequential overwrite then seldom waits for a sync);
  *   3. after a step that reclaimed a victim: a static wear leveling
  *      move, if a block is due for one (gc_wear_level);
- *   4. while free blocks are at or below gc.high: one victim (watermark
+ *   4. with the error model on: a read reclaim, if a block is noted
+ *      for one (gc_read_reclaim);
+ *   5. while free blocks are at or below gc.high: one victim (watermark
  *      mode, where victims waiting for a barrier count as free up to a
  *      batch, see gc_step), or one slice after yielding while a
  *      request's deadline is near (deadline mode), holding ckpt_rw
- *      shared only for it.
+ *      shared only for it;
+ *   6. with nothing else to do: the error model's idle scrub, if a
+ *      block is due (errmodel_scrub_step).
  *
  * The thread (started by ftl_start_background) loops over steps; it
  * sleeps when a step finds nothing to do, until a writer finds the free
@@ -134,7 +138,7 @@ yield (struct ftl *ftl)
   }
 }
 
-/* Step 4: one victim, or one slice of one.  Watermark mode counts the
+/* Step 5: one victim, or one slice of one.  Watermark mode counts the
  * victims that wait for a barrier (gc.pending) with the free blocks, up
  * to gc.high + gc.erase_batch - 1, so that up to erase_batch of them
  * share one; once the free blocks alone are down to gc.high, they get
@@ -201,9 +205,21 @@ bg_step (struct ftl *ftl)
   if (r != 0)
     return r;
 
+  if (ftl->em.enabled) {
+    work = BG_RECLAIM;
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    r = gc_read_reclaim (ftl);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    if (r != 0)
+      return r;
+  }
+
   r = gc_step (ftl);
-  if (r == 0)
+  if (r == 0) {
     ftl->bg.drained_idle = false;       /* idle: look again next time */
+    work = BG_SCRUB;
+    r = errmodel_scrub_step (ftl);
+  }
   return r;
 }
 

@@ -105,6 +105,8 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h)
       .write_pointer = ftl->media.wp[b],
       .state = ftl->state[b],
     };
+    if (cb.state == FTL_BLK_OPEN || cb.state == FTL_BLK_FULL)
+      cb.program_hour = errmodel_program_hour (&ftl->em, b);
     /* A FREE block is unwritten; no frontier is open in a snapshot
      * that a writer could be changing (ckpt_rw is exclusive).
      */
@@ -126,6 +128,8 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h)
     __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
   h->counters[FTL_CTR_ERASE] +=
     __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
+  h->pe_offset = ftl->em.pe_offset;
+  h->clock_skew = errmodel_skew (&ftl->em);
   selfcheck_assert (ftl, "checkpoint");
   pthread_rwlock_unlock (&ftl->ckpt_rw);
   return since;

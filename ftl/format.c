@@ -244,6 +244,11 @@ fmt_durable_decode (const uint8_t *buf, size_t len, struct ftl_durable *out)
 
 /* ---- checkpoint header and body entries ---- */
 
+_Static_assert (FTL_CKPT_NCOUNTERS == FTL_CTR__MAX,
+                "every counter has its place in the checkpoint header");
+_Static_assert (80 + 8 * FTL_CKPT_NCOUNTERS <= 248,
+                "the counters end before the media clock");
+
 void
 fmt_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
 {
@@ -259,8 +264,10 @@ fmt_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
   put32le (buf + 64, h->blocks);
   put32le (buf + 68, h->pages_per_block);
   put32le (buf + 72, h->clean);
+  put32le (buf + 76, h->pe_offset);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     put64le (buf + 80 + 8 * i, h->counters[i]);
+  put64le (buf + 248, (uint64_t) h->clock_skew);
   put64le (buf + 16, struct_checksum (buf, FTL_CKPT_HDR_BYTES, 16, 8));
 }
 
@@ -295,6 +302,8 @@ fmt_ckpt_header_decode (const uint8_t *buf, size_t len,
   h.clean = get32le (buf + 72);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     h.counters[i] = get64le (buf + 80 + 8 * i);
+  h.pe_offset = get32le (buf + 76);
+  h.clock_skew = (int64_t) get64le (buf + 248);
   /* Bound the page count first: the map's length must not wrap around
    * to a body length that only looks right.
    */
@@ -335,7 +344,7 @@ fmt_ckpt_block_encode (const struct ftl_ckpt_block *b, uint8_t *buf)
 {
   put32le (buf, b->erase_count);
   put32le (buf + 4, b->write_pointer);
-  put32le (buf + 8, b->state);
+  put32le (buf + 8, (b->state & 0xff) | (b->program_hour << 8));
 }
 
 void
@@ -343,7 +352,8 @@ fmt_ckpt_block_decode (const uint8_t *buf, struct ftl_ckpt_block *out)
 {
   out->erase_count = get32le (buf);
   out->write_pointer = get32le (buf + 4);
-  out->state = get32le (buf + 8);
+  out->state = get32le (buf + 8) & 0xff;
+  out->program_hour = get32le (buf + 8) >> 8;
 }
 
 /* ---- the checkpoint validity rule (format.h) ---- */
@@ -400,6 +410,13 @@ fmt_ckpt_block_check (const struct ftl_ckpt_block *b,
       snprintf (why, whylen, "is %s but has %u pages written",
                 b->state == FTL_BLK_FREE ? "free" : "retired",
                 b->write_pointer);
+    return false;
+  }
+  if ((b->state == FTL_BLK_FREE || b->state == FTL_BLK_RETIRED) &&
+      b->program_hour != 0) {
+    if (why)
+      snprintf (why, whylen, "is %s but has a program time",
+                b->state == FTL_BLK_FREE ? "free" : "retired");
     return false;
   }
   return true;

@@ -46,7 +46,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FTL_FORMAT_VERSION     1
+/* Version 2: a checkpoint's block table keeps each block's program
+ * hour, and its header the media clock and the added P/E cycles (the
+ * error model, errmodel.h).  Version 1 images are read as they are
+ * (no program hours, a media clock without skew) and become version 2
+ * when first opened read-write (the superblock first, so that an older
+ * program refuses the image rather than misread a checkpoint).
+ */
+#define FTL_FORMAT_VERSION     2
 
 #define FTL_SB_MAGIC           "NBDKFTL\0"   /* 8 bytes */
 #define FTL_SB_SLOT            4096
@@ -61,7 +68,7 @@
 
 #define FTL_CKPT_MAGIC         "FTLCKPT\0"   /* 8 bytes */
 #define FTL_CKPT_HDR_BYTES     256
-#define FTL_CKPT_NCOUNTERS     14
+#define FTL_CKPT_NCOUNTERS     21
 #define FTL_CKPT_MAP_ENTRY_BYTES 4          /* per logical page in the body */
 #define FTL_CKPT_BLOCK_BYTES   12           /* per erase block in the body */
 
@@ -128,6 +135,17 @@ enum ftl_ckpt_counter {
    * zero (so they read as none counted yet).
    */
   FTL_CTR_POWER_CYCLES, FTL_CTR_UNSAFE_SHUTDOWNS,
+  /* The health log's (NVMe's names): completed host read and write
+   * commands (zeroes count as writes), the bytes they carried, and
+   * the reads that failed with a media error.
+   */
+  FTL_CTR_HOST_READ_CMDS, FTL_CTR_HOST_WRITE_CMDS,
+  FTL_CTR_HOST_READ_BYTES, FTL_CTR_HOST_WRITE_BYTES,
+  FTL_CTR_MEDIA_ERRORS,
+  /* The error model's (errmodel.h): bits corrected by ECC, read retry
+   * steps taken.
+   */
+  FTL_CTR_CORRECTED_BITS, FTL_CTR_READ_RETRIES,
   FTL_CTR__MAX
 };
 
@@ -142,6 +160,10 @@ struct ftl_ckpt_header {
   uint32_t pages_per_block;
   uint32_t clean;               /* written by a clean shutdown */
   uint64_t counters[FTL_CKPT_NCOUNTERS];
+  /* Version 2 (zero in version 1). */
+  uint32_t pe_offset;           /* P/E cycles added (ftlctl age --pe) */
+  int64_t clock_skew;           /* media clock - wall clock, seconds,
+                                 * when the checkpoint was taken */
 };
 
 /* Per erase block state in a checkpoint body. */
@@ -155,8 +177,14 @@ enum ftl_block_state {
 struct ftl_ckpt_block {
   uint32_t erase_count;
   uint32_t write_pointer;       /* pages programmed since the erase */
-  uint32_t state;               /* enum ftl_block_state */
+  uint32_t state;               /* enum ftl_block_state (8 bits) */
+  uint32_t program_hour;        /* version 2, in the state word's upper
+                                 * 24 bits: 1 + hours of the media clock
+                                 * from the image's creation to the
+                                 * block's first program since its
+                                 * erase; 0: none, or not known */
 };
+#define FTL_MAX_PROGRAM_HOUR   0xffffffu
 
 /* Block header, at the start of the metadata area. */
 struct ftl_block_header {

@@ -22,6 +22,7 @@
  *   alloc.c     erase blocks, frontiers, programming at a frontier
  *   map.c       l2p, valid counts, stripe locks, drain notes
  *   ---------
+ *   errmodel.c (media that ages: bit errors, ECC, read retry, scrub),
  *   media.c (the NAND rules), format.c (on-disk codec), deadline.c,
  *   timing.c, fault.c, stats.c
  *
@@ -94,6 +95,7 @@
 
 #include "ftl.h"
 #include "deadline.h"
+#include "errmodel.h"
 #include "fault.h"
 #include "format.h"
 #include "media.h"
@@ -438,6 +440,7 @@ struct ftl {
   struct deadline dl;
   struct timing timing;
   struct fault fault;
+  struct errmodel em;           /* media that ages (errmodel.h) */
 
   /* Counters (atomic), persisted in checkpoints. */
   uint64_t ctr[FTL_CTR__MAX];
@@ -602,6 +605,11 @@ extern int gc_make_room (struct ftl *ftl, bool urgent);
  */
 extern int gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
                              bool *waiting);
+/* After a barrier (a client's flush): erase the victims waiting for
+ * one that it covered, unless somebody holds gc.lock (who then does
+ * it).  Returns how many it erased, or a negative errno.
+ */
+extern int gc_erase_covered (struct ftl *ftl);
 /* A barrier run for erases (counted: gc.syncs). */
 extern int gc_barrier (struct ftl *ftl);
 /* Deadline mode: one slice of background GC.  Returns 1 if it did a
@@ -673,6 +681,12 @@ extern void wl_recovered (struct ftl *ftl);
  * and stop hot/cold separation if they cannot hold its frontiers.
  */
 extern void wl_check_end_of_life (struct ftl *ftl);
+/* The health log's available spare: the percentage of the blocks
+ * beyond what writes need (the logical capacity, the minimum spare and
+ * the write cache's room) that are neither retired nor on their last
+ * cycle; 0 once the disk is worn out.  Takes alloc_lock.
+ */
+extern unsigned wl_available_spare (struct ftl *ftl);
 static inline bool
 wl_worn_out (struct ftl *ftl)
 {
@@ -688,6 +702,7 @@ extern void bg_free (struct ftl *ftl);
  */
 enum bg_work {
   BG_NONE, BG_CKPT, BG_ERASE, BG_BARRIER, BG_WL, BG_GC, BG_DESTAGE,
+  BG_RECLAIM, BG_SCRUB,
   BG_WORK__MAX
 };
 extern enum bg_work bg_work_here (void);
@@ -696,6 +711,11 @@ bg_running (struct ftl *ftl)
 {
   return __atomic_load_n (&ftl->bg.running, __ATOMIC_ACQUIRE);
 }
+/* Read reclaim: move the data of one block noted by the error model,
+ * if the free pool allows.  Returns 1 if it moved a block, 0 if none,
+ * or a negative errno.  Caller holds ckpt_rw shared.
+ */
+extern int gc_read_reclaim (struct ftl *ftl);
 /* Wake the background thread if free blocks are at or below its
  * target.
  */
@@ -750,6 +770,37 @@ extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);
  */
 extern int read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n,
                        uint8_t *buf);
+
+/* errmodel.c: what the FTL calls of the error model (errmodel.h). */
+/* After n pages at ppn (one block, erase count ec) were read and
+ * verified: draw their bit errors; count the corrected bits and read
+ * retries (and time the retries); -EIO if a page is uncorrectable.
+ * Notes the block for read reclaim when its reads near the limit.
+ */
+extern int errmodel_read (struct ftl *ftl, uint32_t ppn, uint32_t n,
+                          uint32_t ec);
+/* A FULL block noted for read reclaim that skip(b) does not exclude
+ * (nor one on its last cycle), or FTL_NO_BLOCK.  Caller holds gc.lock.
+ */
+extern uint32_t errmodel_reclaim_pick (struct ftl *ftl,
+                                       bool (*skip) (struct ftl *, uint32_t));
+extern void errmodel_reclaimed (struct ftl *ftl);
+/* Garbage collection read page ppn (erase count ec) to relocate it:
+ * is it uncorrectable?  Its corrected bits and retries count as a host
+ * read's do; a lost page counts in media.uncorrectable (the host's
+ * later reads of it count as media errors).
+ */
+extern bool errmodel_relocation_lost (struct ftl *ftl, uint32_t ppn,
+                                      uint32_t ec);
+/* The idle scrub: if one is due, read the next FULL block through the
+ * model (noting it for read reclaim if it needs it).  Returns 1 if it
+ * scrubbed a block, else 0.  Caller holds bg.step_lock.
+ */
+extern int errmodel_scrub_step (struct ftl *ftl);
+/* After recovery: blocks with pages but no known program time were
+ * programmed now, as far as the model knows.
+ */
+extern void errmodel_recovered (struct ftl *ftl);
 
 /* cache.c: the write cache.  Callers check ftl->cache.nslots first. */
 extern int cache_init (struct ftl *ftl, uint64_t bytes);

@@ -137,6 +137,28 @@ struct ftl_timing {
   unsigned channels, dies;
 };
 
+/* Media that ages (see the plugin's man page, MEDIA ERRORS): the raw
+ * bit error model, ECC and read retry, read reclaim and scrub.  The
+ * media clock (retention time) runs whether the model is on or not;
+ * time_scale makes it run faster while the disk is open.  Zero means
+ * the default everywhere.
+ */
+struct ftl_errors {
+  bool enabled;                 /* the error model (off by default) */
+  uint64_t seed;                /* draws are a hash of it and the read */
+  double time_scale;            /* media seconds per wall second */
+  double scale;                 /* multiplies every raw bit error rate */
+  double disturb;               /* multiplies the read disturb rate */
+  uint32_t ecc_bits;            /* correctable bits per 1 KiB codeword */
+  uint32_t retry_steps;         /* read retry steps */
+  uint32_t reclaim_reads;       /* page reads of a block before read
+                                 * reclaim moves its data */
+  bool no_reclaim;              /* no read reclaim */
+  uint64_t scrub_ns;            /* between blocks the scrub reads when
+                                 * idle; UINT64_MAX: no scrub */
+};
+#define FTL_MAX_TIME_SCALE 1e9
+
 /* Request kinds, for deadlines and latency histograms.  Zero counts as
  * a write.
  */
@@ -191,6 +213,7 @@ struct ftl_options {
                                  * (every write goes to the log before
                                  * it completes); FTL_WRITE_CACHE_AUTO:
                                  * ftl_default_write_cache */
+  struct ftl_errors errors;     /* media that ages (off by default) */
   bool manual_background;       /* ftl_start_background starts no thread:
                                  * the caller runs the background work
                                  * with ftl_background_step (tests) */
@@ -297,6 +320,17 @@ typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
 extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
                         ftl_extent_fn fn, void *opaque);
 
+/* Accelerated aging: move the media clock forward by seconds (all data
+ * on the disk is that much older, as if the disk had been on a shelf)
+ * and add pe program/erase cycles to the wear the error model sees
+ * (the erase counts of the blocks, their retirement and the health
+ * log's percentage used are those of the erases done).  Written to a
+ * checkpoint before it returns.  Returns 0, -EROFS on a handle opened
+ * read-only, -EOVERFLOW if the cycles added would pass 2^32 - 1, or
+ * the error of the checkpoint.
+ */
+extern int ftl_age (struct ftl *ftl, uint64_t seconds, uint32_t pe);
+
 /* True if the disk refuses writes: opened read-only, or worn out (so
  * many erase blocks retired, or on their last cycle, that the rest
  * cannot sustain writes).  Reads keep working; writes, trims and zeros
@@ -348,6 +382,38 @@ extern int ftl_background_step (struct ftl *ftl);
 extern int ftl_start_watchdog (struct ftl *ftl);
 extern void ftl_stop_watchdog (struct ftl *ftl);
 
+/* The health log, with the names, units and meaning of NVMe's SMART /
+ * Health Information log page (02h), as `nvme smart-log` prints them.
+ * The counters are kept in the image.
+ */
+#define FTL_CW_SPARE      (1u << 0) /* available spare below threshold */
+#define FTL_CW_DEGRADED   (1u << 2) /* reliability degraded: media errors,
+                                     * or worn out */
+#define FTL_CW_READ_ONLY  (1u << 3) /* the media is read-only (worn out;
+                                     * not set by a read-only open) */
+/* NVMe drives commonly report a threshold of 10%. */
+#define FTL_AVAILABLE_SPARE_THRESHOLD 10
+struct ftl_health {
+  uint8_t critical_warning;     /* FTL_CW_* bits */
+  uint8_t available_spare;      /* percent of the spare blocks that may
+                                 * still wear out before the disk turns
+                                 * read-only */
+  uint8_t available_spare_threshold;  /* percent */
+  uint8_t percentage_used;      /* mean erase count against the
+                                 * endurance; 100 once worn out; at
+                                 * most 255 */
+  uint64_t data_units_read;     /* thousands of 512-byte units read by
+                                 * the host, rounded up */
+  uint64_t data_units_written;  /* ... written (zeroes carry none) */
+  uint64_t host_read_commands;  /* completed reads */
+  uint64_t host_write_commands; /* completed writes and zeroes */
+  uint64_t power_cycles;        /* read-write opens, this one included */
+  uint64_t unsafe_shutdowns;    /* opens that found no clean shutdown */
+  uint64_t media_errors;        /* reads that failed: uncorrectable,
+                                 * or a page that failed its checksum */
+  uint64_t num_err_log_entries; /* errors logged: one per media error */
+};
+
 /* Counters.  All page counts are in pages. */
 struct ftl_stats {
   uint64_t host_write_pages;    /* pages written by the host */
@@ -358,6 +424,15 @@ struct ftl_stats {
   uint64_t media_read_pages;
   uint64_t media_erases;
   uint64_t media_syncs;         /* syncs of the file since open */
+  uint64_t media_corrected_bits;  /* bit errors ECC corrected */
+  uint64_t media_read_retries;  /* read retry steps taken */
+  uint64_t media_uncorrectable; /* pages no retry recovered, since open */
+  int64_t media_clock_skew;     /* media clock - wall clock, seconds */
+  uint32_t media_pe_offset;     /* P/E cycles added by ftlctl age */
+  bool errors;                  /* the error model is on */
+  uint64_t gc_reclaimed_blocks; /* read reclaims, since open */
+  uint64_t scrub_blocks;        /* blocks scrubbed, since open */
+  uint64_t scrub_pages;         /* ... their pages */
   uint64_t gc_copied_pages;
   uint64_t gc_runs;             /* victim blocks reclaimed */
   uint64_t gc_background_runs;  /* ... of them, by the background thread */
@@ -410,11 +485,7 @@ struct ftl_stats {
                                  * for cached pages to reach the log */
     uint64_t write_waits;       /* writes that found the cache full */
   } cache;
-  struct {                      /* kept in the image, as NVMe's health
-                                 * log counts them */
-    uint64_t power_cycles;      /* read-write opens, this one included */
-    uint64_t unsafe_shutdowns;  /* opens that found no clean shutdown */
-  } health;
+  struct ftl_health health;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
 
@@ -448,6 +519,12 @@ extern unsigned ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts,
  */
 extern int ftl_render_stats_json (struct ftl *ftl, unsigned sections,
                                   FILE *fp);
+
+/* The health log alone, as {"health": {...}} (the same member as in
+ * the statistics), followed by a newline.  Returns 0, or -EIO if
+ * writing to fp failed.
+ */
+extern int ftl_render_health_json (struct ftl *ftl, FILE *fp);
 
 /* Write the statistics with FTL_STATS_SERVER to path, replacing the
  * file atomically (write to a unique temporary file, then rename).

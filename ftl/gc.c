@@ -295,6 +295,7 @@ erase_block (struct ftl *ftl, uint32_t victim)
   }
   __atomic_store_n (&ftl->trim_pages[victim], 0, __ATOMIC_RELAXED);
   map_block_erased (ftl, victim);
+  errmodel_erased (&ftl->em, victim);
   pthread_mutex_lock (&ftl->alloc_lock);
   wl_erased (ftl, victim);
   pthread_mutex_unlock (&ftl->alloc_lock);
@@ -519,6 +520,16 @@ read_batch (struct ftl *ftl, const struct gc_victim *v,
          */
         log_msg (ftl, FTL_LOG_WARN, "gc: logical page %u: page %u of "
                  "block %u fails its checksum; moved as lost data",
+                 mv[i + j].lpn, media_ppn_page (&ftl->media, mv[i + j].from),
+                 v->block);
+        mv[i + j].kind = FTL_OOB_POISON;
+      }
+      else if (mv[i + j].kind == FTL_OOB_DATA &&
+               errmodel_relocation_lost (ftl, mv[i + j].from,
+                                         o.erase_count)) {
+        /* The error model's uncorrectable page: lost as well. */
+        log_msg (ftl, FTL_LOG_WARN, "gc: logical page %u: page %u of "
+                 "block %u is uncorrectable; moved as lost data",
                  mv[i + j].lpn, media_ppn_page (&ftl->media, mv[i + j].from),
                  v->block);
         mv[i + j].kind = FTL_OOB_POISON;
@@ -754,6 +765,34 @@ wear_level (struct ftl *ftl)
   return r < 0 ? r : 1;
 }
 
+/* Read reclaim: a block whose reads or corrected errors near the
+ * limit (noted by the error model) is reclaimed like a victim, out of
+ * turn, only when the free pool is above the low watermark.  Its copies
+ * count as GC copies (in the WAF), its erase as a GC run, and the block
+ * in gc.reclaimed_blocks.
+ * Caller holds gc.lock.
+ */
+static int
+read_reclaim (struct ftl *ftl)
+{
+  uint32_t b;
+  int r;
+
+  if (alloc_nfree (ftl) + ftl->gc.npending <= ftl->gc.low)
+    return 0;
+  b = errmodel_reclaim_pick (ftl, held_by_gc);
+  if (b == FTL_NO_BLOCK)
+    return 0;
+  log_debug (ftl, FTL_DEBUG_GC, "read reclaim of block %u", b);
+  r = reclaim_block (ftl, b);
+  if (r >= 0)
+    r = flush_pending (ftl);
+  if (r < 0)
+    return r;
+  errmodel_reclaimed (ftl);
+  return 1;
+}
+
 /* ---- entry points ---- */
 
 /* One step of a collection: erase or sync for a drained block, else
@@ -906,6 +945,27 @@ gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
 }
 
 int
+gc_erase_covered (struct ftl *ftl)
+{
+  int r;
+
+  if (gc_npending (ftl) == 0)
+    return 0;
+  /* Whoever holds gc.lock erases covered victims before it syncs for
+   * them (flush_pending) or collects again (gc_reclaim): no need to
+   * wait for it.
+   */
+  if (pthread_mutex_trylock (&ftl->gc.lock) != 0)
+    return 0;
+  __atomic_store_n (&ftl->gc.owner, pthread_self (), __ATOMIC_RELAXED);
+  __atomic_store_n (&ftl->gc.owned, true, __ATOMIC_RELEASE);
+  dl_hold ();
+  r = erase_covered_pending (ftl);
+  gc_unlock (ftl);
+  return r;
+}
+
+int
 gc_slice (struct ftl *ftl)
 {
   struct gc *gc = &ftl->gc;
@@ -946,6 +1006,17 @@ gc_slice (struct ftl *ftl)
   if (r == 0)
     r = 1;
  out:
+  gc_unlock (ftl);
+  return r;
+}
+
+int
+gc_read_reclaim (struct ftl *ftl)
+{
+  int r;
+
+  gc_lock (ftl);
+  r = gc_deadline_near (ftl) ? 0 : read_reclaim (ftl);
   gc_unlock (ftl);
   return r;
 }

@@ -409,6 +409,14 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
 }
 
 int
+media_read_retry (struct media *m, uint32_t blk, uint32_t n)
+{
+  if (!m->timing)
+    return 0;
+  return op_end (m, n, op_begin (m, blk, n, m->timing->read_ns));
+}
+
+int
 media_read_oob (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
                 uint8_t *buf)
 {

@@ -219,6 +219,11 @@ extern int media_program (struct media *m, uint32_t blk, uint32_t page,
 /* Read n data pages starting at ppn (all in one block). */
 extern int media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf);
 
+/* Read retry (errmodel.c): n more page reads of block blk's unit in
+ * the timing model (nothing without it; no data moves).
+ */
+extern int media_read_retry (struct media *m, uint32_t blk, uint32_t n);
+
 /* Read n encoded OOB entries starting at page 'page' of block 'blk'. */
 extern int media_read_oob (struct media *m, uint32_t blk, uint32_t page,
                            uint32_t n, uint8_t *buf);

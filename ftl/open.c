@@ -416,6 +416,19 @@ undo_media (struct ftl *ftl)
 }
 
 static int
+step_errors (struct ftl *ftl, struct open_ctx *c)
+{
+  return errmodel_init (&ftl->em, &c->o->errors, ftl->blocks, ftl->page_size,
+                        ftl->sb.created);
+}
+
+static void
+undo_errors (struct ftl *ftl)
+{
+  errmodel_free (&ftl->em);
+}
+
+static int
 step_wear (struct ftl *ftl, struct open_ctx *c)
 {
   wl_init (ftl, c->o->wl_threshold, c->o->endurance);
@@ -526,8 +539,10 @@ static int
 step_recovery (struct ftl *ftl, struct open_ctx *c)
 {
   int r = recovery_run (ftl, c->err, c->errlen);
-  if (r == 0)
+  if (r == 0) {
     wl_recovered (ftl);
+    errmodel_recovered (ftl);
+  }
   return r;
 }
 
@@ -541,6 +556,18 @@ step_in_use (struct ftl *ftl, struct open_ctx *c)
 
   if (ftl->readonly)
     return 0;
+  /* An older image becomes this version: its superblock says so
+   * before anything of the new version is written (format.h).
+   */
+  if (ftl->sb.version < FTL_FORMAT_VERSION) {
+    ftl->sb.version = FTL_FORMAT_VERSION;
+    r = ckpt_write_superblock (ftl, FTL_SB_DIRTY, 0);
+    if (r < 0) {
+      snprintf (c->err, c->errlen, "upgrading the image to format "
+                "version %u: %s", FTL_FORMAT_VERSION, strerror (-r));
+      return r;
+    }
+  }
   /* A power cycle, and an unsafe shutdown if the last session did not
    * close.  That session's own power cycle is in the image only if it
    * wrote a checkpoint; if the newest checkpoint is a clean one, it did
@@ -596,6 +623,7 @@ static const struct open_step open_steps[] = {
   { "deadline",    NULL,          step_deadline,   undo_deadline },
   { "timing",      NULL,          step_timing,     undo_timing },
   { "media",       NULL,          step_media,      undo_media },
+  { "errors",      NULL,          step_errors,     undo_errors },
   { "map",         map_init,      NULL,            map_free },
   { "durable",     durable_init,  NULL,            durable_free },
   { "write cache", NULL,          step_cache,      cache_free },

@@ -79,10 +79,12 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
                o.erase_count != ec ?
                "it was written before the block's last erase" :
                "data checksum mismatch");
+      ctr_add (ftl, FTL_CTR_MEDIA_ERRORS, 1);
       return -EIO;
     }
   }
-  return 0;
+  /* The bit errors the pages would have had (errmodel.h). */
+  return errmodel_read (ftl, ppn, n, ec);
 }
 
 int

@@ -111,6 +111,7 @@ apply_body (struct ftl *ftl, const struct ftl_ckpt_header *h,
     }
     ftl->state[b] = cb.state;
     media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
+    errmodel_set_program_hour (&ftl->em, b, cb.program_hour);
   }
   return 0;
 }
@@ -293,6 +294,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
        */
       ftl->state[b] = FTL_BLK_FREE;
       media_set_block (m, b, cec + 1, 0);
+      errmodel_erased (&ftl->em, b);
       return 0;
     }
   }
@@ -355,6 +357,11 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
              "%u..%u (erase count %u)", b, start, wp, ec);
   media_set_block (m, b, ec, wp);
   ftl->state[b] = wp == 0 ? FTL_BLK_FREE : FTL_BLK_FULL;
+  /* Erased since the checkpoint: programmed after it, when is not
+   * known (errmodel_recovered).
+   */
+  if (ec != cec)
+    errmodel_erased (&ftl->em, b);
   return 0;
 }
 
@@ -546,6 +553,7 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
   }
   for (int i = 0; i < FTL_CTR__MAX; i++)
     ftl->ctr[i] = h.counters[i];
+  errmodel_set_clock (&ftl->em, h.clock_skew, h.pe_offset);
   ftl->next_seq = h.seq;
   ftl->durable_ckpt_seq = h.seq;
 

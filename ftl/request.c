@@ -124,6 +124,8 @@ do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
     }
   }
   ctr_add (ftl, FTL_CTR_HOST_READ, DIV_ROUND_UP (count, ftl->page_size));
+  ctr_add (ftl, FTL_CTR_HOST_READ_CMDS, 1);
+  ctr_add (ftl, FTL_CTR_HOST_READ_BYTES, count);
  out:
   free (bounce);
   return r;
@@ -232,6 +234,10 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
       r = durable_commit (ftl);
     }
   }
+  if (r == 0) {
+    ctr_add (ftl, FTL_CTR_HOST_WRITE_CMDS, 1);
+    ctr_add (ftl, FTL_CTR_HOST_WRITE_BYTES, count);
+  }
   return r;
 }
 
@@ -324,6 +330,11 @@ do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
   }
   if (r == 0 && (flags & FTL_FUA))
     r = sync_fua (ftl);
+  /* A command of the health log, but no data units (NVMe counts none
+   * for Write Zeroes).
+   */
+  if (r == 0)
+    ctr_add (ftl, FTL_CTR_HOST_WRITE_CMDS, 1);
   return r;
 }
 
@@ -459,6 +470,25 @@ ftl_flush (struct ftl *ftl)
   if (r < 0)
     return r;
   return dl_end (&ftl->dl, &t, do_flush (ftl));
+}
+
+int
+ftl_age (struct ftl *ftl, uint64_t seconds, uint32_t pe)
+{
+  struct errmodel *em = &ftl->em;
+
+  if (ftl->readonly)
+    return -EROFS;
+  if (ftl_is_powered_off (ftl))
+    return -EIO;
+  if (seconds > INT64_MAX / 2 || (uint64_t) em->pe_offset + pe > UINT32_MAX)
+    return -EOVERFLOW;
+  /* Under the checkpoint lock: a checkpoint's snapshot reads them. */
+  pthread_mutex_lock (&ftl->ckpt_lock);
+  errmodel_set_clock (em, errmodel_skew (em) + (int64_t) seconds,
+                      em->pe_offset + pe);
+  pthread_mutex_unlock (&ftl->ckpt_lock);
+  return ckpt_write (ftl, false);
 }
 
 int

@@ -28,6 +28,44 @@ ctr (struct ftl *ftl, enum ftl_ckpt_counter c)
   return __atomic_load_n (&ftl->ctr[c], __ATOMIC_RELAXED);
 }
 
+/* Thousands of 512-byte units, rounded up (NVMe's data units). */
+static uint64_t
+data_units (uint64_t bytes)
+{
+  return DIV_ROUND_UP (DIV_ROUND_UP (bytes, 512), 1000);
+}
+
+/* The health log from the counters and the wear in st. */
+static void
+get_health (struct ftl *ftl, const struct ftl_stats *st,
+            struct ftl_health *h)
+{
+  bool worn_out = wl_worn_out (ftl);
+  double used = 100.0 * st->erase_mean / ftl->wl.endurance;
+
+  h->available_spare = wl_available_spare (ftl);
+  h->available_spare_threshold = FTL_AVAILABLE_SPARE_THRESHOLD;
+  used = MIN (used, 255.0);
+  h->percentage_used = (uint8_t) used;
+  if (worn_out)
+    h->percentage_used = MAX (h->percentage_used, 100);
+  h->data_units_read = data_units (ctr (ftl, FTL_CTR_HOST_READ_BYTES));
+  h->data_units_written = data_units (ctr (ftl, FTL_CTR_HOST_WRITE_BYTES));
+  h->host_read_commands = ctr (ftl, FTL_CTR_HOST_READ_CMDS);
+  h->host_write_commands = ctr (ftl, FTL_CTR_HOST_WRITE_CMDS);
+  h->power_cycles = ctr (ftl, FTL_CTR_POWER_CYCLES);
+  h->unsafe_shutdowns = ctr (ftl, FTL_CTR_UNSAFE_SHUTDOWNS);
+  h->media_errors = ctr (ftl, FTL_CTR_MEDIA_ERRORS);
+  h->num_err_log_entries = h->media_errors;
+  h->critical_warning = 0;
+  if (h->available_spare < h->available_spare_threshold)
+    h->critical_warning |= FTL_CW_SPARE;
+  if (worn_out || h->media_errors > 0)
+    h->critical_warning |= FTL_CW_DEGRADED;
+  if (worn_out)
+    h->critical_warning |= FTL_CW_READ_ONLY;
+}
+
 void
 ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
 {
@@ -45,6 +83,18 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->media_erases = ctr (ftl, FTL_CTR_ERASE)
     + __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
   st->media_syncs = __atomic_load_n (&ftl->media.syncs, __ATOMIC_RELAXED);
+  st->media_corrected_bits = ctr (ftl, FTL_CTR_CORRECTED_BITS);
+  st->media_read_retries = ctr (ftl, FTL_CTR_READ_RETRIES);
+  st->media_uncorrectable = __atomic_load_n (&ftl->em.uncorrectable,
+                                             __ATOMIC_RELAXED);
+  st->media_clock_skew = errmodel_skew (&ftl->em);
+  st->media_pe_offset = ftl->em.pe_offset;
+  st->errors = ftl->em.enabled;
+  st->gc_reclaimed_blocks = __atomic_load_n (&ftl->em.reclaimed,
+                                             __ATOMIC_RELAXED);
+  st->scrub_blocks = __atomic_load_n (&ftl->em.scrub_blocks,
+                                      __ATOMIC_RELAXED);
+  st->scrub_pages = __atomic_load_n (&ftl->em.scrub_pages, __ATOMIC_RELAXED);
   st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
   st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
   st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
@@ -79,8 +129,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);
   cache_get_stats (ftl, st);
-  st->health.power_cycles = ctr (ftl, FTL_CTR_POWER_CYCLES);
-  st->health.unsafe_shutdowns = ctr (ftl, FTL_CTR_UNSAFE_SHUTDOWNS);
+  get_health (ftl, st, &st->health);
 }
 
 unsigned
@@ -184,6 +233,13 @@ jw_fixed (struct jw *w, const char *key, double v)
 }
 
 static void
+jw_int (struct jw *w, const char *key, int64_t v)
+{
+  jw_member (w, key);
+  fprintf (w->fp, "%" PRId64, v);
+}
+
+static void
 jw_bool (struct jw *w, const char *key, bool v)
 {
   jw_member (w, key);
@@ -268,6 +324,26 @@ render_geometry (struct jw *w, const struct stats_view *v)
   jw_end (w);
 }
 
+/* The health log, as NVMe names its fields. */
+static void
+render_health (struct jw *w, const struct ftl_health *h)
+{
+  jw_begin (w, "health");
+  jw_uint (w, "critical_warning", h->critical_warning);
+  jw_uint (w, "available_spare", h->available_spare);
+  jw_uint (w, "available_spare_threshold", h->available_spare_threshold);
+  jw_uint (w, "percentage_used", h->percentage_used);
+  jw_uint (w, "data_units_read", h->data_units_read);
+  jw_uint (w, "data_units_written", h->data_units_written);
+  jw_uint (w, "host_read_commands", h->host_read_commands);
+  jw_uint (w, "host_write_commands", h->host_write_commands);
+  jw_uint (w, "power_cycles", h->power_cycles);
+  jw_uint (w, "unsafe_shutdowns", h->unsafe_shutdowns);
+  jw_uint (w, "media_errors", h->media_errors);
+  jw_uint (w, "num_err_log_entries", h->num_err_log_entries);
+  jw_end (w);
+}
+
 static void
 render_counters (struct jw *w, const struct stats_view *v)
 {
@@ -286,6 +362,12 @@ render_counters (struct jw *w, const struct stats_view *v)
   jw_uint (w, "erases", st->media_erases);
   if (server)
     jw_uint (w, "syncs", st->media_syncs);
+  jw_uint (w, "corrected_bits", st->media_corrected_bits);
+  jw_uint (w, "read_retries", st->media_read_retries);
+  if (server)
+    jw_uint (w, "uncorrectable", st->media_uncorrectable);
+  jw_int (w, "clock_skew_seconds", st->media_clock_skew);
+  jw_uint (w, "pe_offset", st->media_pe_offset);
   jw_end (w);
   jw_begin (w, "gc");
   if (server) {
@@ -300,8 +382,15 @@ render_counters (struct jw *w, const struct stats_view *v)
     jw_uint (w, "yields", st->gc_yields);
     jw_uint (w, "syncs", st->gc_barriers);
     jw_uint (w, "erases_unsynced", st->gc_erases_unsynced);
+    jw_uint (w, "reclaimed_blocks", st->gc_reclaimed_blocks);
   }
   jw_end (w);
+  if (server) {
+    jw_begin (w, "scrub");
+    jw_uint (w, "blocks", st->scrub_blocks);
+    jw_uint (w, "pages", st->scrub_pages);
+    jw_end (w);
+  }
   jw_begin (w, "wl");
   if (server)
     jw_uint (w, "threshold", st->wl_threshold);
@@ -310,10 +399,7 @@ render_counters (struct jw *w, const struct stats_view *v)
   jw_uint (w, "checkpoints", st->checkpoints);
   jw_uint (w, "mapped_pages", st->mapped_pages);
   jw_fixed (w, "waf", st->waf);
-  jw_begin (w, "health");
-  jw_uint (w, "power_cycles", st->health.power_cycles);
-  jw_uint (w, "unsafe_shutdowns", st->health.unsafe_shutdowns);
-  jw_end (w);
+  render_health (w, &st->health);
 }
 
 static void
@@ -371,6 +457,14 @@ render_requests (struct jw *w, const struct stats_view *v)
   jw_uint (w, "flush_waits", st->cache.flush_waits);
   jw_uint (w, "write_waits", st->cache.write_waits);
   jw_end (w);
+  jw_begin (w, "errors");
+  jw_bool (w, "enabled", st->errors);
+  jw_fixed (w, "time_scale", v->ftl->em.time_scale);
+  jw_uint (w, "seed", v->ftl->em.seed);
+  jw_uint (w, "ecc_bits", v->ftl->em.ecc_bits);
+  jw_uint (w, "read_retry_steps", v->ftl->em.steps);
+  jw_uint (w, "reclaim_reads", v->ftl->em.reclaim_reads);
+  jw_end (w);
   jw_begin (w, "deadline");
   jw_uint (w, "timeout_us", st->deadline.timeout_ns / 1000);
   jw_uint (w, "retries", st->deadline.retries);
@@ -414,6 +508,20 @@ ftl_render_stats_json (struct ftl *ftl, unsigned sections, FILE *fp)
   render_wear (&w, &v);
   if (has (&v, FTL_STATS_SERVER))
     render_requests (&w, &v);
+  jw_end (&w);
+  fputc ('\n', fp);
+  return ferror (fp) ? -EIO : 0;
+}
+
+int
+ftl_render_health_json (struct ftl *ftl, FILE *fp)
+{
+  struct ftl_stats st;
+  struct jw w = { .fp = fp };
+
+  ftl_get_stats (ftl, &st);
+  jw_begin (&w, NULL);
+  render_health (&w, &st.health);
   jw_end (&w);
   fputc ('\n', fp);
   return ferror (fp) ? -EIO : 0;

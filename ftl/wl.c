@@ -123,6 +123,32 @@ wl_erased (struct ftl *ftl, uint32_t b)
   wl_check_end_of_life (ftl);
 }
 
+/* Blocks that must stay usable for the disk to take writes. */
+static uint64_t
+blocks_needed (struct ftl *ftl)
+{
+  return DIV_ROUND_UP (ftl->logical_pages, ftl->ppb)
+    + FTL_MIN_SPARE_BLOCKS (ftl->nstreams)
+    + cache_spare_blocks (ftl->cache.nslots, ftl->ppb);
+}
+
+unsigned
+wl_available_spare (struct ftl *ftl)
+{
+  uint64_t need = blocks_needed (ftl), usable, spare;
+
+  if (wl_worn_out (ftl) || ftl->blocks <= need)
+    return 0;
+  pthread_mutex_lock (&ftl->alloc_lock);
+  usable = ftl->blocks - ftl->wl.retired - ftl->wl.last_cycle;
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  spare = ftl->blocks - need;
+  if (usable <= need)
+    return 0;
+  /* Round down, but say 100 only while nothing is used up. */
+  return (unsigned) ((usable - need) * 100 / spare);
+}
+
 void
 wl_check_end_of_life (struct ftl *ftl)
 {

@@ -274,23 +274,16 @@ write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n)
 int
 write_barrier (struct ftl *ftl)
 {
-  bool waiting;
   int r;
 
   r = trimlog_barrier (ftl);
-  /* The barrier covers the victims that wait for their erase and the
-   * blocks drained before it: erase them now, with no sync of their
-   * own, if garbage collection has any waiting or free blocks are low
-   * (otherwise the background thread does it).  Relocating new victims
-   * is left to the writers and the background thread: here it would
-   * take a sync of its own, before the client's flush returns.
+  /* The barrier covers the victims that wait for their erase: erase
+   * them now, with no sync of their own, unless garbage collection is
+   * busy (it erases them itself before it syncs or collects again).
+   * Collecting is left to the writers and the background thread: here
+   * it would take a sync of its own before the client's flush returns.
    */
-  if (r == 0 && (gc_npending (ftl) > 0 ||
-                 alloc_nfree (ftl) <= ftl->gc.low)) {
-    dl_hold ();
-    r = gc_erase_drained (ftl, FTL_GC_ERASE_BATCH, ftl->gc.drain_target,
-                          &waiting);
-    dl_release ();
-  }
+  if (r == 0)
+    r = gc_erase_covered (ftl);
   return r < 0 ? r : 0;
 }

@@ -29,6 +29,7 @@
 
 #include "ftl.h"
 #include "powercut.h"
+#include "errors.h"
 #include "stats-thread.h"
 
 /* Debug flags: -D ftl.gc=1 and so on. */
@@ -305,6 +306,8 @@ ftl_plugin_config (const char *key, const char *value)
     return b;
   else if (stats_config (key, value, &b))
     return b;
+  else if (errors_config (key, value, &b))
+    return b;
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
     fault_file = nbdkit_absolute_path (value);
@@ -387,6 +390,7 @@ ftl_plugin_config_complete (void)
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
   STATS_CONFIG_HELP \
+  ERRORS_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
 
 /* Pass the library's messages to nbdkit. */
@@ -434,6 +438,7 @@ ftl_plugin_get_ready (void)
     .timing          = timing,
     .fault_file      = fault_file,
     .write_cache_bytes = write_cache,
+    .errors          = *errors_options (),
   };
   int r;
 

@@ -137,6 +137,15 @@ SHIM
             # Keep the runtime from the commands that nbdkit --run
             # starts (python, qemu, dd are not built for it either, and
             # some fail under it).
+            #
+            # Debian 12's nbdkit (1.32) leaks one allocation of its own
+            # (280 bytes) at exit in some runs, which LeakSanitizer then
+            # reports and turns into exit status 1.  It is suppressed
+            # only where nbdkit itself called malloc: allocation stacks
+            # of the server keep two frames (the allocator and its
+            # caller), so a leak of the plugin, whose caller is in the
+            # plugin or a library, is still reported.
+            echo 'leak:/usr/bin/nbdkit' > "$_shim/lsan.supp"
             {
                 echo '#!/usr/bin/env bash'
                 echo 'args=()'
@@ -148,6 +157,9 @@ SHIM
                 echo '        *) args+=("$1"); shift ;;'
                 echo '    esac'
                 echo 'done'
+                printf 'export ASAN_OPTIONS="malloc_context_size=2 ${ASAN_OPTIONS:-}"\n'
+                printf 'export LSAN_OPTIONS="suppressions=%q ${LSAN_OPTIONS:-}"\n' \
+                       "$_shim/lsan.supp"
                 printf 'LD_PRELOAD=%q exec %q "${args[@]}"\n' \
                        "$FTL_SANITIZER_PRELOAD" "$(command -v nbdkit)"
             } > "$_shim/nbdkit"

@@ -64,3 +64,18 @@ timeout 120 nbdkit -U - "$FTL_PLUGIN" file="$disk" endurance=5 \
     --run 'nbdinfo --json "$uri"' > "$tmp/info.json"
 cat "$tmp/info.json"
 jq -e '.exports[0].is_read_only == true' "$tmp/info.json"
+
+# The health log: every erase of the endurance used, the spare used up,
+# and the critical warning's read-only and reliability bits set.
+jq -c .health "$stats"
+jq -e '.health.percentage_used >= 100 and .health.available_spare == 0 and
+       .health.critical_warning == (1 + 4 + 8)' "$stats"
+# At rest, without the write cache's blocks to keep, the disk may have
+# just enough blocks left to take writes: then it is not read-only, but
+# most of its life is used and little or no spare is left.
+$FTLCTL health --endurance 5 --json "$disk" > "$tmp/health.json"
+cat "$tmp/health.json"
+jq -e '.health.percentage_used >= 50 and .health.available_spare < 50 and
+       .health.host_write_commands == '"$(jq .health.host_write_commands "$stats")" \
+   "$tmp/health.json"
+$FTLCTL health --endurance 5 "$disk" | grep -E '^percentage_used +: [0-9]+%$'

@@ -171,8 +171,8 @@ $info[0] as $i | $stats[0] as $s | ($i | members) as $mi |
   ($ms - $mi | map(name)) - ($ms - $mi | only(["gc.policy", "gc.mode",
       "gc.slices", "gc.yields", "gc.syncs", "gc.erases_unsynced",
       "wl.threshold", "wear.endurance", "wear.last_cycle_blocks", "readonly",
-      "deadline", "cache", "media.syncs",
-      "latency_us"])) ] as [$stray_info, $stray_stats] |
+      "deadline", "cache", "media.syncs", "media.uncorrectable",
+      "gc.reclaimed_blocks", "scrub", "errors", "latency_us"])) ] as [$stray_info, $stray_stats] |
 [ $both[] | . as $p | select(name | IN("checkpoints", "blocks.open",
       "blocks.full", "blocks.free") | not) |
   select(($i | getpath($p)) != ($s | getpath($p))) |

@@ -178,6 +178,14 @@ print_text (const struct info *in)
   field ("  wl moved pages", "%" PRIu64 "\n", st->wl_moved_pages);
   field ("  checkpoints", "%" PRIu64 "\n", st->checkpoints);
   field ("  waf", "%.4f\n", st->waf);
+
+  printf ("\nmedia errors (see the plugin's errors=):\n");
+  field ("  corrected bits", "%" PRIu64 "\n", st->media_corrected_bits);
+  field ("  read retries", "%" PRIu64 "\n", st->media_read_retries);
+  field ("  media errors", "%" PRIu64 "\n", st->health.media_errors);
+  field ("  media clock", "%+.1f days from the wall clock\n",
+         st->media_clock_skew / 86400.0);
+  field ("  cycles added", "%u (ftlctl age --pe)\n", st->media_pe_offset);
 }
 
 int

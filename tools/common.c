@@ -148,12 +148,15 @@ log_message (void *opaque, enum ftl_log_level level, const char *msg)
 struct ftl *
 image_open (const char *file, bool readonly, bool quiet)
 {
-  struct ftl_options opts = {
-    .path = file,
-    .readonly = readonly,
-    .log = quiet ? NULL : log_message,
-    .log_opaque = (void *) file,
-  };
+  struct ftl_options opts = { .readonly = readonly };
+
+  return image_open_with (file, &opts, quiet);
+}
+
+struct ftl *
+image_open_with (const char *file, const struct ftl_options *o, bool quiet)
+{
+  struct ftl_options opts = *o;
   char errbuf[512] = "";
   struct ftl *ftl;
   struct stat st;
@@ -171,6 +174,9 @@ image_open (const char *file, bool readonly, bool quiet)
                   "(ftlctl format creates one)", file);
     return NULL;
   }
+  opts.path = file;
+  opts.log = quiet ? NULL : log_message;
+  opts.log_opaque = (void *) file;
   r = ftl_open (&opts, &ftl, errbuf, sizeof errbuf);
   if (r < 0) {
     ftlctl_error ("%s: %s", file, errbuf[0] ? errbuf : strerror (-r));

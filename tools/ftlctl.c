@@ -26,6 +26,8 @@ static const struct subcommand subcommands[] = {
     "--size SIZE [--page-size SIZE] [--pages-per-block N]\n"
     "                [--op PERCENT] [--force] FILE" },
   { "info",   cmd_info,   "[--json] FILE" },
+  { "health", cmd_health, "[--json] [--endurance N] FILE" },
+  { "age",    cmd_age,    "[--days N] [--pe N] FILE" },
   { "check",  cmd_check,  "[--repair] FILE" },
   { "dump",   cmd_dump,
     "(--page PPN | --lpn LPN | --block N) [--hex] FILE" },

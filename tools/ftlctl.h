@@ -33,6 +33,8 @@
  */
 extern int cmd_format (int argc, char **argv);
 extern int cmd_info (int argc, char **argv);
+extern int cmd_health (int argc, char **argv);
+extern int cmd_age (int argc, char **argv);
 extern int cmd_check (int argc, char **argv);
 extern int cmd_dump (int argc, char **argv);
 extern int cmd_plot (int argc, char **argv);
@@ -70,6 +72,10 @@ extern bool parse_double (const char *option, const char *s, double *r);
  * library's warnings and errors go to stderr unless quiet.
  */
 extern struct ftl *image_open (const char *file, bool readonly, bool quiet);
+/* The same with more options (path and log are set here). */
+extern struct ftl *image_open_with (const char *file,
+                                    const struct ftl_options *opts,
+                                    bool quiet);
 
 /* The name of an erase block state (enum ftl_block_state): "free"... */
 extern const char *block_state_name (unsigned state);

@@ -412,6 +412,7 @@ static const char *work_names[BG_WORK__MAX] = {
   [BG_CKPT] = "checkpoint", [BG_ERASE] = "erases",
   [BG_BARRIER] = "barrier", [BG_WL] = "wear leveling",
   [BG_GC] = "garbage collection", [BG_DESTAGE] = "destage",
+  [BG_RECLAIM] = "read reclaim", [BG_SCRUB] = "scrub",
 };
 
 static enum bg_work

@@ -372,6 +372,8 @@ good_ckpt_header (void)
     + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks;
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     h.counters[i] = 0x0101010101010101ULL * (i + 1);
+  h.pe_offset = 0x4000004;
+  h.clock_skew = -0x500000000005LL;
   return h;
 }
 
@@ -417,6 +419,8 @@ START_TEST (test_ckpt_header_round_trip)
   ck_assert_uint_eq (out.clean, h.clean);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     ck_assert_uint_eq (out.counters[i], h.counters[i]);
+  ck_assert_uint_eq (out.pe_offset, h.pe_offset);
+  ck_assert_int_eq (out.clock_skew, h.clock_skew);
 
   h.clean = 0;
   fmt_ckpt_header_encode (&h, buf);
@@ -494,10 +498,10 @@ END_TEST
 START_TEST (test_ckpt_block_round_trip)
 {
   static const struct ftl_ckpt_block cases[] = {
-    { 0, 0, FTL_BLK_FREE },
-    { 1, 17, FTL_BLK_OPEN },
-    { UINT32_MAX, 65536, FTL_BLK_FULL },
-    { 0x12345678, 0x9abcdef0, 0x0badf00d },
+    { 0, 0, FTL_BLK_FREE, 0 },
+    { 1, 17, FTL_BLK_OPEN, 1 },
+    { UINT32_MAX, 65536, FTL_BLK_FULL, FTL_MAX_PROGRAM_HOUR },
+    { 0x12345678, 0x9abcdef0, 0x0d, 0xbadf00 },
   };
   uint8_t buf[FTL_CKPT_BLOCK_BYTES + 4];
 
@@ -509,12 +513,35 @@ START_TEST (test_ckpt_block_round_trip)
       ck_assert_uint_eq (buf[k], 0xa5);
     ck_assert_uint_eq (get32le (buf), cases[i].erase_count);
     ck_assert_uint_eq (get32le (buf + 4), cases[i].write_pointer);
-    ck_assert_uint_eq (get32le (buf + 8), cases[i].state);
+    /* The state in the low byte, the program hour above it. */
+    ck_assert_uint_eq (get32le (buf + 8),
+                       cases[i].state | cases[i].program_hour << 8);
     fmt_ckpt_block_decode (buf, &out);
     ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
     ck_assert_uint_eq (out.write_pointer, cases[i].write_pointer);
     ck_assert_uint_eq (out.state, cases[i].state);
+    ck_assert_uint_eq (out.program_hour, cases[i].program_hour);
   }
+}
+END_TEST
+
+/* A version 1 entry (the state word holds the state alone) reads as
+ * having no program time; version 1 never wrote the upper bits.
+ */
+START_TEST (test_ckpt_block_version_1)
+{
+  uint8_t buf[FTL_CKPT_BLOCK_BYTES];
+  struct ftl_ckpt_block out;
+
+  put32le (buf, 7);
+  put32le (buf + 4, 256);
+  put32le (buf + 8, FTL_BLK_FULL);
+  fmt_ckpt_block_decode (buf, &out);
+  ck_assert_uint_eq (out.erase_count, 7);
+  ck_assert_uint_eq (out.write_pointer, 256);
+  ck_assert_uint_eq (out.state, FTL_BLK_FULL);
+  ck_assert_uint_eq (out.program_hour, 0);
+  ck_assert (fmt_ckpt_block_check (&out, 256, NULL, 0));
 }
 END_TEST
 
@@ -571,6 +598,9 @@ START_TEST (test_ckpt_validity_rule)
     { { 0, 1, FTL_BLK_FREE }, "is free but has 1 pages written" },
     { { 9, 5, FTL_BLK_RETIRED }, "is retired but has 5 pages written" },
     { { 0, 0, 4 }, "has an unknown state 4" },
+    { { 9, 256, FTL_BLK_FULL, 12345 }, NULL },
+    { { 9, 0, FTL_BLK_FREE, 3 }, "is free but has a program time" },
+    { { 9, 0, FTL_BLK_RETIRED, 3 }, "is retired but has a program time" },
   };
   uint8_t body[64];
   char why[128];
@@ -1092,6 +1122,7 @@ format_suite (void)
   tcase_add_test (tc, test_ckpt_header_round_trip);
   tcase_add_test (tc, test_ckpt_header_rejects);
   tcase_add_test (tc, test_ckpt_block_round_trip);
+  tcase_add_test (tc, test_ckpt_block_version_1);
   tcase_add_test (tc, test_ckpt_body_layout);
   tcase_add_test (tc, test_ckpt_validity_rule);
   suite_add_tcase (s, tc);

@@ -1,0 +1,2 @@
+/* The FTL library module errmodel.c, built with libFuzzer instrumentation. */
+#include "errmodel.c"
