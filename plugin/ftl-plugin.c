@@ -78,6 +78,7 @@ ftl_plugin_unload (void)
   free (filename);
   free (stats_path);
   free (fault_file);
+  stats_unload ();
 }
 
 /* Parse a duration key (a number with us, ms or s). */
@@ -303,6 +304,8 @@ ftl_plugin_config (const char *key, const char *value)
   }
   else if (powercut_config (key, value, &b))
     return b;
+  else if (stats_config (key, value, &b))
+    return b;
   else if (errors_config (key, value, &b))
     return b;
   else if (strcmp (key, "debug-faults") == 0) {
@@ -358,7 +361,7 @@ ftl_plugin_config_complete (void)
     }
   }
 
-  return 0;
+  return stats_config_complete ();
 }
 
 #define ftl_plugin_config_help \
@@ -386,6 +389,7 @@ ftl_plugin_config_complete (void)
   "dies=<N>                       Dies per channel of the model (default 4).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
+  STATS_CONFIG_HELP \
   ERRORS_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
 
@@ -448,7 +452,7 @@ ftl_plugin_get_ready (void)
 
   ftl_get_geometry (ftl, &geometry);
 
-  if (stats_path && stats_init (ftl, stats_path, stats_interval) == -1) {
+  if (stats_init (ftl, stats_path, stats_interval) == -1) {
     ftl_close (ftl);
     ftl = NULL;
     return -1;

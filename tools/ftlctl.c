@@ -31,6 +31,10 @@ static const struct subcommand subcommands[] = {
   { "check",  cmd_check,  "[--repair] FILE" },
   { "dump",   cmd_dump,
     "(--page PPN | --lpn LPN | --block N) [--hex] FILE" },
+  { "plot",   cmd_plot,   "[--output PNG] TIMELINE" },
+  { "replay", cmd_replay,
+    "[--format FMT] [--pace] [--background MODE] TRACE [KEY=VALUE...]" },
+  { "top",    cmd_top,    "[--once] [--interval SECS] STATS|TIMELINE" },
 };
 
 /* The list of subcommands. */

@@ -37,6 +37,9 @@ extern int cmd_health (int argc, char **argv);
 extern int cmd_age (int argc, char **argv);
 extern int cmd_check (int argc, char **argv);
 extern int cmd_dump (int argc, char **argv);
+extern int cmd_plot (int argc, char **argv);
+extern int cmd_replay (int argc, char **argv);
+extern int cmd_top (int argc, char **argv);
 
 /* "ftlctl: " then the message on stderr, with a newline. */
 extern void ftlctl_error (const char *fs, ...)

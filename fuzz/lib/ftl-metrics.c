@@ -1,0 +1,2 @@
+/* The FTL library module metrics.c, built with libFuzzer instrumentation. */
+#include "metrics.c"

@@ -1,0 +1,247 @@
+/* ftlctl plot: draw a timeline (stats-log=) with gnuplot.
+ *
+ *   ftlctl plot [--output PNG] TIMELINE
+ *
+ * One PNG of five panels against the elapsed time: host throughput
+ * (pages per second written and read, GC copies), write amplification
+ * (over each interval and cumulative), free erase blocks, request
+ * latency percentiles (p50, p99, p99.9 of reads and writes, log
+ * scale), and the erase-count histogram of the last line.  The columns
+ * go to a temporary directory that gnuplot reads; gnuplot gets its
+ * script on its standard input.
+ */
+
+#include <config.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <glib.h>
+
+#include "ftlctl.h"
+#include "timeline.h"
+
+struct plot {
+  FILE *data;
+  struct ftl_stat_set last;     /* for the histogram */
+  unsigned long lines;
+};
+
+/* A number or gnuplot's missing-value mark. */
+static void
+column (FILE *fp, const struct ftl_stat_set *set, const char *path,
+        double scale)
+{
+  const struct ftl_stat *v = ftl_stats_find (set, path);
+
+  if (v && v->kind == FTL_STAT_NUMBER)
+    fprintf (fp, " %.6g", v->num * scale);
+  else
+    fputs (" ?", fp);
+}
+
+static bool
+add_line (void *opaque, const struct ftl_stat_set *set, unsigned long lineno)
+{
+  struct plot *p = opaque;
+  static const char *const cols[] = {
+    "rates.write_pages_per_s", "rates.read_pages_per_s",
+    "rates.gc_copied_pages_per_s", "rates.waf_interval", "rates.waf",
+    "rates.free_blocks",
+    "stats.latency_us.read.p50", "stats.latency_us.read.p99",
+    "stats.latency_us.read.p999", "stats.latency_us.write.p50",
+    "stats.latency_us.write.p99", "stats.latency_us.write.p999",
+  };
+
+  column (p->data, set, "elapsed_s", 1);
+  for (size_t i = 0; i < G_N_ELEMENTS (cols); i++)
+    column (p->data, set, cols[i], 1);
+  fputc ('\n', p->data);
+  /* Keep the last line's histogram. */
+  ftl_stats_free (&p->last);
+  for (size_t i = 0; i < set->n; i++) {
+    if (strncmp (set->v[i].path, "stats.wear.histogram.", 21) != 0)
+      continue;
+    struct ftl_stat_set *l = &p->last;
+    if (l->n == l->cap) {
+      l->cap = l->cap ? 2 * l->cap : 32;
+      l->v = realloc (l->v, l->cap * sizeof *l->v);
+      if (l->v == NULL)
+        abort ();
+    }
+    l->v[l->n] = set->v[i];
+    l->v[l->n].path = strdup (set->v[i].path);
+    l->v[l->n].str = set->v[i].str ? strdup (set->v[i].str) : NULL;
+    l->n++;
+  }
+  p->lines++;
+  return true;
+}
+
+#define SCRIPT \
+  "set terminal pngcairo size 1200,1500 noenhanced font ',10'\n"\
+  "set output '%s'\n"\
+  "set datafile missing '?'\n"\
+  "set multiplot layout 5,1 title '%s'\n"\
+  "set grid\n"\
+  "set key outside right\n"\
+  "set xlabel 'elapsed (s)'\n"\
+  "d = '%s/timeline.dat'\n"\
+  "set title 'Throughput'\n"\
+  "set ylabel 'pages/s'\n"\
+  "plot d u 1:2 w l t 'host write', d u 1:3 w l t 'host read', "\
+  "d u 1:4 w l t 'GC copy'\n"\
+  "set title 'Write amplification'\n"\
+  "set ylabel 'WAF'\n"\
+  "set yrange [0:*]\n"\
+  "plot d u 1:5 w lp pt 7 ps 0.4 t 'interval', d u 1:6 w l lw 2 t 'cumulative'\n"\
+  "set autoscale y\n"\
+  "set title 'Free erase blocks'\n"\
+  "set ylabel 'blocks'\n"\
+  "plot d u 1:7 w steps t 'free'\n"\
+  "set title 'Request latency (since start)'\n"\
+  "set ylabel 'us'\n"\
+  "set logscale y\n"\
+  "plot d u 1:($8>0?$8:1/0) w l t 'read p50', d u 1:($9>0?$9:1/0) w l t 'read p99', "\
+  "d u 1:($10>0?$10:1/0) w l t 'read p99.9', d u 1:($11>0?$11:1/0) w l t 'write p50', "\
+  "d u 1:($12>0?$12:1/0) w l t 'write p99', d u 1:($13>0?$13:1/0) w l t 'write p99.9'\n"\
+  "unset logscale y\n"\
+  "set title 'Erase counts (last line)'\n"\
+  "set xlabel 'erase count'\n"\
+  "set ylabel 'erase blocks'\n"\
+  "set yrange [0:*]\n"\
+  "set xrange [%g:%g]\n"\
+  "set style fill solid 0.5\n"\
+  "set boxwidth %g\n"\
+  "plot '%s/histogram.dat' u 1:2 w boxes t 'blocks'\n"\
+  "unset multiplot\n"
+
+int
+cmd_plot (int argc, char **argv)
+{
+  gchar *output = NULL;
+  GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+      "Write the PNG here (default: TIMELINE with .png)", "PNG" },
+    { NULL }
+  };
+  GOptionContext *ctx = g_option_context_new ("TIMELINE");
+  struct plot p = { 0 };
+  char *dir = NULL, *datafile = NULL, *histfile = NULL, *title;
+  int status = FTLCTL_EXIT_ERROR;
+  FILE *hist = NULL, *gp = NULL;
+  double first, width;
+  unsigned nbuckets = 0;
+
+  g_option_context_add_main_entries (ctx, entries, NULL);
+  g_option_context_set_summary (ctx,
+    "Draw a timeline written by the plugin's stats-log= (or by ftlctl\n"
+    "replay --stats-log) as a PNG with gnuplot: throughput, write\n"
+    "amplification, free erase blocks, latency percentiles and the\n"
+    "erase-count histogram.");
+  if (!parse_options (ctx, &argc, &argv)) {
+    status = FTLCTL_EXIT_USAGE;
+    goto out;
+  }
+  if (argc != 2) {
+    usage_error (ctx, "give one timeline file");
+    status = FTLCTL_EXIT_USAGE;
+    goto out;
+  }
+  if (output == NULL) {
+    const char *dot = strrchr (argv[1], '.');
+    const char *slash = strrchr (argv[1], '/');
+    size_t n = dot && (!slash || dot > slash) ? (size_t) (dot - argv[1])
+      : strlen (argv[1]);
+    output = g_strdup_printf ("%.*s.png", (int) n, argv[1]);
+  }
+  if (strchr (output, '\'') || strchr (argv[1], '\'')) {
+    ftlctl_error ("plot: file names with a quote (') are not supported");
+    goto out;
+  }
+
+  dir = g_dir_make_tmp ("ftlctl-plot-XXXXXX", NULL);
+  if (dir == NULL) {
+    ftlctl_error ("plot: cannot make a temporary directory");
+    goto out;
+  }
+  datafile = g_build_filename (dir, "timeline.dat", NULL);
+  histfile = g_build_filename (dir, "histogram.dat", NULL);
+  p.data = fopen (datafile, "w");
+  if (p.data == NULL) {
+    ftlctl_error ("%s: %s", datafile, strerror (errno));
+    goto out;
+  }
+  if (timeline_read (argv[1], add_line, &p) == -1)
+    goto out;
+  if (fclose (p.data) == EOF) {
+    p.data = NULL;
+    ftlctl_error ("%s: %s", datafile, strerror (errno));
+    goto out;
+  }
+  p.data = NULL;
+  if (p.lines == 0) {
+    ftlctl_error ("%s: no timeline lines", argv[1]);
+    goto out;
+  }
+
+  hist = fopen (histfile, "w");
+  if (hist == NULL) {
+    ftlctl_error ("%s: %s", histfile, strerror (errno));
+    goto out;
+  }
+  first = ftl_stats_num (&p.last, "stats.wear.histogram.first", 0);
+  width = ftl_stats_num (&p.last, "stats.wear.histogram.width", 1);
+  for (unsigned i = 0; ; i++) {
+    char path[64];
+    snprintf (path, sizeof path, "stats.wear.histogram.counts[%u]", i);
+    if (!ftl_stats_find (&p.last, path))
+      break;
+    fprintf (hist, "%g %g\n", first + i * width,
+             ftl_stats_num (&p.last, path, 0));
+    nbuckets++;
+  }
+  fclose (hist);
+
+  fflush (stdout);
+  gp = popen ("gnuplot", "w");
+  if (gp == NULL) {
+    ftlctl_error ("plot: cannot run gnuplot: %s", strerror (errno));
+    goto out;
+  }
+  title = g_path_get_basename (argv[1]);
+  fprintf (gp, SCRIPT, output, title, dir, first - width,
+           first + (nbuckets + 0.5) * width, width * 0.9, dir);
+  g_free (title);
+  int r = pclose (gp);
+  if (r == -1 || !WIFEXITED (r) || WEXITSTATUS (r) != 0) {
+    ftlctl_error ("plot: gnuplot failed%s",
+                  WIFEXITED (r) && WEXITSTATUS (r) == 127
+                  ? " (not installed? Debian: apt-get install gnuplot-nox)"
+                  : "");
+    goto out;
+  }
+  printf ("%s: %lu lines\n", output, p.lines);
+  status = FTLCTL_EXIT_OK;
+
+ out:
+  if (p.data)
+    fclose (p.data);
+  if (datafile)
+    unlink (datafile);
+  if (histfile)
+    unlink (histfile);
+  if (dir)
+    rmdir (dir);
+  g_free (datafile);
+  g_free (histfile);
+  g_free (dir);
+  g_free (output);
+  ftl_stats_free (&p.last);
+  g_option_context_free (ctx);
+  return status;
+}
