@@ -45,9 +45,7 @@ cmd_age (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!parse_options (ctx, &argc, &argv))
     goto out;
-  if (argc != 2) {
-    usage_error (ctx, argc < 2 ? "no image file given"
-                 : "too many arguments");
+  if (!one_image_arg (ctx, argc)) {
     goto out;
   }
   if (!days_s && !pe_s) {

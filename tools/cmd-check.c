@@ -266,9 +266,7 @@ cmd_check (int argc, char **argv)
     g_option_context_free (ctx);
     return CHECK_EXIT_OPERATIONAL;
   }
-  if (argc != 2) {
-    usage_error (ctx, argc < 2 ? "no image file given"
-                 : "too many arguments");
+  if (!one_image_arg (ctx, argc)) {
     g_option_context_free (ctx);
     return CHECK_EXIT_OPERATIONAL;
   }

@@ -355,9 +355,7 @@ cmd_dump (int argc, char **argv)
   g_option_context_add_main_entries (ctx, entries, NULL);
   if (!parse_options (ctx, &argc, &argv))
     goto out;
-  if (argc != 2) {
-    usage_error (ctx, argc < 2 ? "no image file given"
-                 : "too many arguments");
+  if (!one_image_arg (ctx, argc)) {
     goto out;
   }
   if ((page_s != NULL) + (lpn_s != NULL) + (block_s != NULL) != 1) {

@@ -68,6 +68,15 @@ usage_error (GOptionContext *ctx, const char *fs, ...)
 }
 
 bool
+one_image_arg (GOptionContext *ctx, int argc)
+{
+  if (argc == 2)
+    return true;
+  usage_error (ctx, argc < 2 ? "no image file given" : "too many arguments");
+  return false;
+}
+
+bool
 parse_size (const char *option, const char *s, uint64_t *r)
 {
   static const char suffixes[] = "KMGTPE";

@@ -51,6 +51,11 @@ extern void ftlctl_error (const char *fs, ...)
  */
 extern bool parse_options (GOptionContext *ctx, int *argc, char ***argv);
 
+/* After parse_options: is exactly one argument, the image file, left?
+ * If not, print the usage error and return false.
+ */
+extern bool one_image_arg (GOptionContext *ctx, int argc);
+
 /* Print a usage error (message, then the help of ctx) on stderr. */
 extern void usage_error (GOptionContext *ctx, const char *fs, ...)
   __attribute__ ((format (printf, 2, 3)));
