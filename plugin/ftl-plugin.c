@@ -29,7 +29,7 @@
 
 #include "ftl.h"
 #include "powercut.h"
-#include "errors.h"
+#include "keys.h"
 #include "stats-thread.h"
 
 /* Debug flags: -D ftl.gc=1 and so on. */
@@ -38,35 +38,13 @@ NBDKIT_DLL_PUBLIC int ftl_debug_ckpt;     /* checkpoints */
 NBDKIT_DLL_PUBLIC int ftl_debug_recovery; /* opening and roll-forward */
 NBDKIT_DLL_PUBLIC int ftl_debug_alloc;    /* erase block allocation */
 
-/* Parameters.  Zero means "not given". */
+/* Parameters: the FTL's keys (ftl/keys.h), and the plugin's own. */
+static struct ftl_keys keys;
 static char *filename;                  /* file= */
-static uint64_t size;                   /* size= */
-static double op_percent;               /* op= */
-static uint32_t page_size;              /* page-size= */
-static uint32_t pages_per_block;        /* pages-per-block= */
-static unsigned streams;                /* streams= */
-static enum ftl_gc_policy gc_policy = FTL_GC_COST_BENEFIT; /* gc= */
-static enum ftl_gc_mode gc_mode = FTL_GC_WATERMARK; /* gc-mode= */
-static bool hot_cold = true;            /* hot-cold= */
-static unsigned wl_threshold;           /* wl-threshold= */
-static unsigned endurance;              /* endurance= */
 static char *stats_path;                /* stats= */
 static unsigned stats_interval = 1;     /* stats-interval= */
 static bool rotational;                 /* rotational= */
-static uint64_t timeout_ns = FTL_DEFAULT_TIMEOUT_NS; /* timeout= */
-static unsigned timeout_retries = FTL_DEFAULT_TIMEOUT_RETRIES;
-                                        /* timeout-retries= */
-static struct ftl_timing timing = {     /* timing= and the latencies */
-  .read_ns    = FTL_DEFAULT_READ_LATENCY_NS,
-  .program_ns = FTL_DEFAULT_PROGRAM_LATENCY_NS,
-  .erase_ns   = FTL_DEFAULT_ERASE_LATENCY_NS,
-  .channels   = FTL_DEFAULT_CHANNELS,
-  .dies       = FTL_DEFAULT_DIES,
-};
-static int timing_key = -1;             /* timing= (-1: not given) */
-static bool latency_given;              /* a latency, channels or dies */
 static char *fault_file;                /* debug-faults= (tests only) */
-static uint64_t write_cache = FTL_WRITE_CACHE_AUTO; /* write-cache= */
 
 /* The open image, from .get_ready to .cleanup. */
 static struct ftl *ftl;
@@ -81,74 +59,25 @@ ftl_plugin_unload (void)
   stats_unload ();
 }
 
-/* Parse a duration key (a number with us, ms or s). */
-static int
-parse_duration (const char *key, const char *value, uint64_t *ns)
+static void
+ftl_plugin_load (void)
 {
-  char err[256];
-
-  if (ftl_parse_duration (value, ns, err, sizeof err) < 0) {
-    nbdkit_error ("%s: %s", key, err);
-    return -1;
-  }
-  return 0;
-}
-
-/* Parse channels= or dies=: 1 to FTL_MAX_UNITS. */
-static int
-parse_units (const char *key, const char *value, unsigned *r)
-{
-  if (nbdkit_parse_unsigned (key, value, r) == -1)
-    return -1;
-  if (*r < 1 || *r > FTL_MAX_UNITS) {
-    nbdkit_error ("%s must be from 1 to %d: %s", key, FTL_MAX_UNITS, value);
-    return -1;
-  }
-  return 0;
-}
-
-/* Parse a size that must be a power of 2 in [min, max]. */
-static int
-parse_power_of_2 (const char *key, const char *value,
-                  uint64_t min, uint64_t max, uint32_t *r)
-{
-  int64_t v = nbdkit_parse_size (value);
-
-  if (v == -1)
-    return -1;
-  if (v < (int64_t) min || v > (int64_t) max || (v & (v - 1)) != 0) {
-    nbdkit_error ("%s must be a power of 2 from %" PRIu64 " to %" PRIu64
-                  ": %s", key, min, max, value);
-    return -1;
-  }
-  *r = v;
-  return 0;
-}
-
-/* Parse op=: a decimal percentage such as 28 or 12.5. */
-static int
-parse_op (const char *value, double *r)
-{
-  char *end;
-  double d;
-
-  errno = 0;
-  d = strtod (value, &end);
-  if (errno != 0 || end == value || *end != '\0' || !isfinite (d) ||
-      d < FTL_MIN_OP_PERCENT || d > FTL_MAX_OP_PERCENT) {
-    nbdkit_error ("op must be a percentage from %g to %g: %s",
-                  FTL_MIN_OP_PERCENT, FTL_MAX_OP_PERCENT, value);
-    return -1;
-  }
-  *r = d;
-  return 0;
+  ftl_keys_init (&keys);
 }
 
 static int
 ftl_plugin_config (const char *key, const char *value)
 {
-  int64_t v;
+  char err[256];
   int b;
+
+  b = ftl_keys_set (&keys, key, value, err, sizeof err);
+  if (b == -1) {
+    nbdkit_error ("%s", err);
+    return -1;
+  }
+  if (b == 1)
+    return 0;
 
   if (strcmp (key, "file") == 0) {
     /* nbdkit changes directory when it becomes a daemon. */
@@ -156,77 +85,6 @@ ftl_plugin_config (const char *key, const char *value)
     filename = nbdkit_absolute_path (value);
     if (filename == NULL)
       return -1;
-  }
-  else if (strcmp (key, "size") == 0) {
-    v = nbdkit_parse_size (value);
-    if (v == -1)
-      return -1;
-    if (v == 0) {
-      nbdkit_error ("size must be greater than 0");
-      return -1;
-    }
-    size = v;
-  }
-  else if (strcmp (key, "op") == 0) {
-    if (parse_op (value, &op_percent) == -1)
-      return -1;
-  }
-  else if (strcmp (key, "page-size") == 0) {
-    if (parse_power_of_2 (key, value, FTL_MIN_PAGE_SIZE, FTL_MAX_PAGE_SIZE,
-                          &page_size) == -1)
-      return -1;
-  }
-  else if (strcmp (key, "pages-per-block") == 0) {
-    if (parse_power_of_2 (key, value, FTL_MIN_PAGES_PER_BLOCK,
-                          FTL_MAX_PAGES_PER_BLOCK, &pages_per_block) == -1)
-      return -1;
-  }
-  else if (strcmp (key, "streams") == 0) {
-    if (nbdkit_parse_unsigned ("streams", value, &streams) == -1)
-      return -1;
-    if (streams < 1 || streams > FTL_MAX_STREAMS) {
-      nbdkit_error ("streams must be from 1 to %d: %s",
-                    FTL_MAX_STREAMS, value);
-      return -1;
-    }
-  }
-  else if (strcmp (key, "gc") == 0) {
-    int p = ftl_gc_policy_from_name (value);
-    if (p == -1) {
-      nbdkit_error ("gc must be cost-benefit or greedy: %s", value);
-      return -1;
-    }
-    gc_policy = p;
-  }
-  else if (strcmp (key, "gc-mode") == 0) {
-    int m = ftl_gc_mode_from_name (value);
-    if (m == -1) {
-      nbdkit_error ("gc-mode must be deadline or watermark: %s", value);
-      return -1;
-    }
-    gc_mode = m;
-  }
-  else if (strcmp (key, "hot-cold") == 0) {
-    int hc = nbdkit_parse_bool (value);
-    if (hc == -1)
-      return -1;
-    hot_cold = hc;
-  }
-  else if (strcmp (key, "wl-threshold") == 0) {
-    if (nbdkit_parse_unsigned ("wl-threshold", value, &wl_threshold) == -1)
-      return -1;
-    if (wl_threshold < 1) {
-      nbdkit_error ("wl-threshold must be at least 1: %s", value);
-      return -1;
-    }
-  }
-  else if (strcmp (key, "endurance") == 0) {
-    if (nbdkit_parse_unsigned ("endurance", value, &endurance) == -1)
-      return -1;
-    if (endurance < 1) {
-      nbdkit_error ("endurance must be at least 1: %s", value);
-      return -1;
-    }
   }
   else if (strcmp (key, "stats") == 0) {
     free (stats_path);
@@ -244,69 +102,14 @@ ftl_plugin_config (const char *key, const char *value)
     }
   }
   else if (strcmp (key, "rotational") == 0) {
-    b = nbdkit_parse_bool (value);
-    if (b == -1)
-      return -1;
-    rotational = b;
-  }
-  else if (strcmp (key, "timeout") == 0) {
-    if (parse_duration (key, value, &timeout_ns) == -1)
-      return -1;
-    if (timeout_ns > 0 && timeout_ns < 1000000) {
-      nbdkit_error ("timeout must be 0 (off) or at least 1ms: %s", value);
+    if (ftl_parse_bool (key, value, &rotational, err, sizeof err) == -1) {
+      nbdkit_error ("%s", err);
       return -1;
     }
-  }
-  else if (strcmp (key, "timeout-retries") == 0) {
-    if (nbdkit_parse_unsigned (key, value, &timeout_retries) == -1)
-      return -1;
-    if (timeout_retries > 1000000) {
-      nbdkit_error ("timeout-retries must be at most 1000000: %s", value);
-      return -1;
-    }
-  }
-  else if (strcmp (key, "timing") == 0) {
-    b = nbdkit_parse_bool (value);
-    if (b == -1)
-      return -1;
-    timing_key = b;
-  }
-  else if (strcmp (key, "read-latency") == 0) {
-    if (parse_duration (key, value, &timing.read_ns) == -1)
-      return -1;
-    latency_given = true;
-  }
-  else if (strcmp (key, "program-latency") == 0) {
-    if (parse_duration (key, value, &timing.program_ns) == -1)
-      return -1;
-    latency_given = true;
-  }
-  else if (strcmp (key, "erase-latency") == 0) {
-    if (parse_duration (key, value, &timing.erase_ns) == -1)
-      return -1;
-    latency_given = true;
-  }
-  else if (strcmp (key, "channels") == 0) {
-    if (parse_units (key, value, &timing.channels) == -1)
-      return -1;
-    latency_given = true;
-  }
-  else if (strcmp (key, "dies") == 0) {
-    if (parse_units (key, value, &timing.dies) == -1)
-      return -1;
-    latency_given = true;
-  }
-  else if (strcmp (key, "write-cache") == 0) {
-    v = nbdkit_parse_size (value);
-    if (v == -1)
-      return -1;
-    write_cache = v;
   }
   else if (powercut_config (key, value, &b))
     return b;
   else if (stats_config (key, value, &b))
-    return b;
-  else if (errors_config (key, value, &b))
     return b;
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
@@ -325,7 +128,7 @@ ftl_plugin_config (const char *key, const char *value)
 static int
 ftl_plugin_config_complete (void)
 {
-  char *dir;
+  char err[256], *dir;
   int r;
 
   if (filename == NULL) {
@@ -333,14 +136,8 @@ ftl_plugin_config_complete (void)
     return -1;
   }
 
-  /* Giving a latency, channels or dies turns the timing model on,
-   * unless timing=false says otherwise.
-   */
-  timing.enabled = timing_key == -1 ? latency_given : timing_key;
-  if (timing.enabled &&
-      (uint64_t) timing.channels * timing.dies > FTL_MAX_UNITS) {
-    nbdkit_error ("channels x dies must be at most %d: %u x %u",
-                  FTL_MAX_UNITS, timing.channels, timing.dies);
+  if (ftl_keys_finish (&keys, err, sizeof err) == -1) {
+    nbdkit_error ("%s", err);
     return -1;
   }
 
@@ -366,31 +163,11 @@ ftl_plugin_config_complete (void)
 
 #define ftl_plugin_config_help \
   "file=<FILENAME>     (required) The image; created if absent and size= is given.\n" \
-  "size=<SIZE>                    Disk size (required to create an image).\n" \
-  "op=<PERCENT>                   Over-provisioning of a new image (default 28).\n" \
-  "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
-  "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
-  "streams=<N>                    Host write frontiers (default: 1 per 64 spare erase blocks, 1 to 4).\n" \
-  "gc=cost-benefit|greedy         Garbage collection victim policy (default cost-benefit).\n" \
-  "gc-mode=deadline|watermark     How GC shares the device with requests (default watermark).\n" \
-  "hot-cold=<BOOL>                Separate hot from cold data (default true).\n" \
-  "wl-threshold=<N>               Erase count spread that triggers static wear leveling (default 16).\n" \
-  "endurance=<N>                  Erases after which an erase block is retired (default 3000).\n" \
+  FTL_KEYS_HELP \
   "stats=<FILENAME>               Write statistics as JSON to this file.\n" \
   "stats-interval=<SECS>          Rewrite them this often while busy (default 1).\n" \
   "rotational=<BOOL>              Advertise a rotating disk (default false).\n" \
-  "timeout=<DURATION>             Request deadline, e.g. 500ms (default 30s, 0 = off).\n" \
-  "timeout-retries=<N>            Deadline resets of a progressing request (default 3).\n" \
-  "timing=<BOOL>                  NAND timing model (default false).\n" \
-  "read-latency=<DURATION>        Page read time of the model (default 75us).\n" \
-  "program-latency=<DURATION>     Page program time of the model (default 1ms).\n" \
-  "erase-latency=<DURATION>       Block erase time of the model (default 4500us).\n" \
-  "channels=<N>                   Channels of the model (default 8).\n" \
-  "dies=<N>                       Dies per channel of the model (default 4).\n" \
-  "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
-  "                               1M to 64M; 0 = every write reaches the image).\n" \
   STATS_CONFIG_HELP \
-  ERRORS_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
 
 /* Pass the library's messages to nbdkit. */
@@ -414,34 +191,17 @@ static int
 ftl_plugin_get_ready (void)
 {
   char errbuf[512] = "";
-  struct ftl_options opts = {
-    .path            = filename,
-    .logical_bytes   = size,
-    .page_size       = page_size,
-    .pages_per_block = pages_per_block,
-    .op_percent      = op_percent,
-    .streams         = streams,
-    .gc_policy       = gc_policy,
-    .gc_mode         = gc_mode,
-    .one_log         = !hot_cold,
-    .wl_threshold    = wl_threshold,
-    .endurance       = endurance,
-    .readonly        = false,
-    .debug           = (ftl_debug_gc       ? FTL_DEBUG_GC : 0) |
-                       (ftl_debug_ckpt     ? FTL_DEBUG_CKPT : 0) |
-                       (ftl_debug_recovery ? FTL_DEBUG_RECOVERY : 0) |
-                       (ftl_debug_alloc    ? FTL_DEBUG_ALLOC : 0),
-    .log             = log_message,
-    .log_opaque      = NULL,
-    .timeout_ns      = timeout_ns,
-    .timeout_retries = timeout_retries,
-    .timing          = timing,
-    .fault_file      = fault_file,
-    .write_cache_bytes = write_cache,
-    .errors          = *errors_options (),
-  };
+  struct ftl_options opts = keys.opts;
   int r;
 
+  opts.path = filename;
+  opts.debug = (ftl_debug_gc       ? FTL_DEBUG_GC : 0) |
+               (ftl_debug_ckpt     ? FTL_DEBUG_CKPT : 0) |
+               (ftl_debug_recovery ? FTL_DEBUG_RECOVERY : 0) |
+               (ftl_debug_alloc    ? FTL_DEBUG_ALLOC : 0);
+  opts.log = log_message;
+  opts.log_opaque = NULL;
+  opts.fault_file = fault_file;
   r = ftl_open (&opts, &ftl, errbuf, sizeof errbuf);
   if (r < 0) {
     nbdkit_error ("%s: %s", filename,
@@ -705,6 +465,7 @@ static struct nbdkit_plugin plugin = {
   .longname          = "nbdkit flash translation layer plugin",
   .version           = PACKAGE_VERSION,
   .description       = "A log-structured flash translation layer over a file",
+  .load              = ftl_plugin_load,
   .unload            = ftl_plugin_unload,
   .config            = ftl_plugin_config,
   .config_complete   = ftl_plugin_config_complete,

@@ -80,8 +80,13 @@ refuse "$disk" "$op_range: ten" file="$disk" op=ten
 refuse "$disk" 'streams must be from 1 to 16: 0' file="$disk" streams=0
 refuse "$disk" 'streams must be from 1 to 16: 1000' file="$disk" streams=1000
 refuse "$disk" 'size must be greater than 0' file="$disk" size=0
-refuse "$disk" 'could not parse size string \(lots\)' file="$disk" size=lots
-refuse "$disk" 'could not decipher boolean \(maybe\)' file="$disk" rotational=maybe
+refuse "$disk" "size: not a size \\(a number with an optional suffix K, M, G, T, P or E\\): 'lots'" file="$disk" size=lots
+refuse "$disk" "rotational: not a boolean \\(true or false\\): 'maybe'" file="$disk" rotational=maybe
+refuse "$disk" "hot-cold: not a boolean \\(true or false\\): 'maybe'" file="$disk" hot-cold=maybe
+refuse "$disk" "streams: not a non-negative integer: '-1'" file="$disk" streams=-1
+refuse "$disk" 'channels x dies must be at most 4096: 64 x 128' file="$disk" channels=64 dies=128
+refuse "$disk" "read-latency: duration '5' has no unit \\(us, ms or s\\)" file="$disk" read-latency=5
+refuse "$disk" 'ecc-bits must be from 1 to 8192: 0' file="$disk" ecc-bits=0
 refuse "$disk" 'gc-mode must be deadline or watermark: lazy' file="$disk" gc-mode=lazy
 refuse "$disk" 'stats-interval must be at least 1 second: 0' file="$disk" stats-interval=0
 refuse "$disk" "stats: cannot write a file next to $tmp/no/such/dir/stats.json: No such file or directory" \

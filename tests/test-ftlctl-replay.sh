@@ -71,6 +71,18 @@ fails "$FTLCTL" replay "$msr" gc=fifo
 grep -q 'gc must be cost-benefit or greedy: fifo' "$tmp/err"
 fails "$FTLCTL" replay "$msr" frobnicate=1
 grep -q "unknown key 'frobnicate'" "$tmp/err"
+fails "$FTLCTL" replay "$msr" ecc-bits=0
+grep -q 'ecc-bits must be from 1 to 8192: 0' "$tmp/err"
+fails "$FTLCTL" replay "$msr" channels=64 dies=128
+grep -q 'channels x dies must be at most 4096: 64 x 128' "$tmp/err"
+
+# The error model's keys, as the plugin's: bits corrected by ECC on
+# the reads of the trace, none without the model.
+"$FTLCTL" replay -q --disk 1 "$msr" size=64M > "$tmp/clean.json" 2>/dev/null
+expect "$tmp/clean.json" '.media.corrected_bits == 0'
+"$FTLCTL" replay -q --disk 1 "$msr" size=64M errors=true seed=7 \
+    error-scale=20 > "$tmp/aged.json" 2>/dev/null
+expect "$tmp/aged.json" '.media.corrected_bits > 0 and .media.uncorrectable == 0'
 fails "$FTLCTL" replay --format=vhd "$msr"
 echo 'hello world' > "$tmp/junk"
 fails "$FTLCTL" replay "$tmp/junk"

@@ -35,6 +35,7 @@
 #include <glib.h>
 
 #include "ftlctl.h"
+#include "ftl/keys.h"
 #include "ftl/metrics.h"
 #include "progress.h"
 #include "trace.h"
@@ -45,70 +46,23 @@
 #define REPLAY_MIN_SIZE (64 * 1024 * 1024)
 
 struct replay_keys {
-  struct ftl_options opts;
+  struct ftl_keys ftl;          /* the FTL's keys, as the plugin's */
   char *file;
   char *stats;                  /* stats= */
   char *stats_log;              /* stats-log= */
   char *metrics;                /* metrics= */
   double stats_interval;        /* seconds of the trace */
-  int timing_key;
-  bool latency_given;
 };
-
-static bool
-parse_bool (const char *key, const char *s, bool *r)
-{
-  static const char *const yes[] = { "1", "true", "yes", "on" };
-  static const char *const no[] = { "0", "false", "no", "off" };
-
-  for (size_t i = 0; i < G_N_ELEMENTS (yes); i++) {
-    if (strcasecmp (s, yes[i]) == 0) { *r = true; return true; }
-    if (strcasecmp (s, no[i]) == 0) { *r = false; return true; }
-  }
-  ftlctl_error ("%s: not a boolean: '%s'", key, s);
-  return false;
-}
-
-static bool
-parse_dur (const char *key, const char *s, uint64_t *ns)
-{
-  char err[200];
-
-  if (ftl_parse_duration (s, ns, err, sizeof err) < 0) {
-    ftlctl_error ("%s: %s", key, err);
-    return false;
-  }
-  return true;
-}
-
-static bool
-parse_u32 (const char *key, const char *s, uint64_t lo, uint64_t hi,
-           bool pow2, uint32_t *r)
-{
-  uint64_t v;
-
-  if (!(pow2 ? parse_size (key, s, &v) : parse_uint64 (key, s, &v)))
-    return false;
-  if (v < lo || v > hi || (pow2 && (v & (v - 1)))) {
-    ftlctl_error ("%s must be %sfrom %" PRIu64 " to %" PRIu64 ": %s", key,
-                  pow2 ? "a power of 2 " : "", lo, hi, s);
-    return false;
-  }
-  *r = v;
-  return true;
-}
 
 /* One KEY=VALUE: the plugin's keys, with the plugin's limits. */
 static bool
 parse_key (struct replay_keys *k, const char *arg)
 {
   const char *eq = strchr (arg, '=');
-  char *key;
+  char *key, err[256];
   const char *v;
-  struct ftl_options *o = &k->opts;
-  uint32_t u;
-  bool b, ok = true;
-  int p;
+  bool ok = true;
+  int r;
 
   if (eq == NULL || eq == arg) {
     ftlctl_error ("replay: expected KEY=VALUE: '%s'", arg);
@@ -116,91 +70,17 @@ parse_key (struct replay_keys *k, const char *arg)
   }
   key = g_strndup (arg, eq - arg);
   v = eq + 1;
-  if (strcmp (key, "file") == 0) {
+  r = ftl_keys_set (&k->ftl, key, v, err, sizeof err);
+  if (r == -1) {
+    ftlctl_error ("%s", err);
+    ok = false;
+  }
+  else if (r == 1)
+    ;
+  else if (strcmp (key, "file") == 0) {
     g_free (k->file);
     k->file = g_strdup (v);
   }
-  else if (strcmp (key, "size") == 0) {
-    ok = parse_size (key, v, &o->logical_bytes);
-    if (ok && o->logical_bytes == 0) {
-      ftlctl_error ("size must be greater than 0");
-      ok = false;
-    }
-  }
-  else if (strcmp (key, "op") == 0) {
-    ok = parse_double (key, v, &o->op_percent);
-    if (ok && (o->op_percent < FTL_MIN_OP_PERCENT ||
-               o->op_percent > FTL_MAX_OP_PERCENT)) {
-      ftlctl_error ("op must be a percentage from %g to %g: %s",
-                    FTL_MIN_OP_PERCENT, FTL_MAX_OP_PERCENT, v);
-      ok = false;
-    }
-  }
-  else if (strcmp (key, "page-size") == 0)
-    ok = parse_u32 (key, v, FTL_MIN_PAGE_SIZE, FTL_MAX_PAGE_SIZE, true,
-                    &o->page_size);
-  else if (strcmp (key, "pages-per-block") == 0)
-    ok = parse_u32 (key, v, FTL_MIN_PAGES_PER_BLOCK,
-                    FTL_MAX_PAGES_PER_BLOCK, true, &o->pages_per_block);
-  else if (strcmp (key, "streams") == 0) {
-    ok = parse_u32 (key, v, 1, FTL_MAX_STREAMS, false, &u);
-    o->streams = u;
-  }
-  else if (strcmp (key, "gc") == 0) {
-    if ((p = ftl_gc_policy_from_name (v)) == -1) {
-      ftlctl_error ("gc must be cost-benefit or greedy: %s", v);
-      ok = false;
-    }
-    else
-      o->gc_policy = p;
-  }
-  else if (strcmp (key, "gc-mode") == 0) {
-    if ((p = ftl_gc_mode_from_name (v)) == -1) {
-      ftlctl_error ("gc-mode must be deadline or watermark: %s", v);
-      ok = false;
-    }
-    else
-      o->gc_mode = p;
-  }
-  else if (strcmp (key, "hot-cold") == 0) {
-    ok = parse_bool (key, v, &b);
-    o->one_log = !b;
-  }
-  else if (strcmp (key, "wl-threshold") == 0)
-    ok = parse_u32 (key, v, 1, UINT32_MAX, false, &o->wl_threshold);
-  else if (strcmp (key, "endurance") == 0)
-    ok = parse_u32 (key, v, 1, UINT32_MAX, false, &o->endurance);
-  else if (strcmp (key, "timeout") == 0) {
-    ok = parse_dur (key, v, &o->timeout_ns);
-    if (ok && o->timeout_ns > 0 && o->timeout_ns < 1000000) {
-      ftlctl_error ("timeout must be 0 (off) or at least 1ms: %s", v);
-      ok = false;
-    }
-  }
-  else if (strcmp (key, "timeout-retries") == 0) {
-    ok = parse_u32 (key, v, 0, 1000000, false, &u);
-    o->timeout_retries = u;
-  }
-  else if (strcmp (key, "timing") == 0) {
-    ok = parse_bool (key, v, &b);
-    k->timing_key = b;
-  }
-  else if (strcmp (key, "read-latency") == 0)
-    ok = k->latency_given = parse_dur (key, v, &o->timing.read_ns);
-  else if (strcmp (key, "program-latency") == 0)
-    ok = k->latency_given = parse_dur (key, v, &o->timing.program_ns);
-  else if (strcmp (key, "erase-latency") == 0)
-    ok = k->latency_given = parse_dur (key, v, &o->timing.erase_ns);
-  else if (strcmp (key, "channels") == 0) {
-    ok = k->latency_given = parse_u32 (key, v, 1, FTL_MAX_UNITS, false, &u);
-    o->timing.channels = u;
-  }
-  else if (strcmp (key, "dies") == 0) {
-    ok = k->latency_given = parse_u32 (key, v, 1, FTL_MAX_UNITS, false, &u);
-    o->timing.dies = u;
-  }
-  else if (strcmp (key, "write-cache") == 0)
-    ok = parse_size (key, v, &o->write_cache_bytes);
   else if (strcmp (key, "stats") == 0) {
     g_free (k->stats);
     k->stats = g_strdup (v);
@@ -374,22 +254,7 @@ cmd_replay (int argc, char **argv)
   };
   GOptionContext *ctx = g_option_context_new ("TRACE [KEY=VALUE...]");
   struct replay_keys k = {
-    .opts = {
-      .gc_policy = FTL_GC_COST_BENEFIT,
-      .gc_mode = FTL_GC_WATERMARK,
-      .timeout_ns = FTL_DEFAULT_TIMEOUT_NS,
-      .timeout_retries = FTL_DEFAULT_TIMEOUT_RETRIES,
-      .timing = {
-        .read_ns = FTL_DEFAULT_READ_LATENCY_NS,
-        .program_ns = FTL_DEFAULT_PROGRAM_LATENCY_NS,
-        .erase_ns = FTL_DEFAULT_ERASE_LATENCY_NS,
-        .channels = FTL_DEFAULT_CHANNELS,
-        .dies = FTL_DEFAULT_DIES,
-      },
-      .write_cache_bytes = FTL_WRITE_CACHE_AUTO,
-    },
     .stats_interval = 1,
-    .timing_key = -1,
   };
   struct trace_options to = {
     .format = TRACE_AUTO, .blkparse_action = 'Q', .max_reports = 10,
@@ -455,12 +320,15 @@ cmd_replay (int argc, char **argv)
   }
   to.disk = disk;
   to.strict = strict;
+  ftl_keys_init (&k.ftl);
   for (int i = 2; i < argc; i++)
     if (!parse_key (&k, argv[i]))
       goto usage;
-  k.opts.timing.enabled = k.timing_key == -1 ? k.latency_given
-    : k.timing_key;
-  k.opts.manual_background = inline_bg;
+  if (ftl_keys_finish (&k.ftl, errbuf, sizeof errbuf) == -1) {
+    ftlctl_error ("%s", errbuf);
+    goto usage;
+  }
+  k.ftl.opts.manual_background = inline_bg;
 
   if (trace_read (argv[1], &to, &tr) == -1)
     goto out;
@@ -476,16 +344,16 @@ cmd_replay (int argc, char **argv)
     }
     image = g_build_filename (tmpdir, "disk.img", NULL);
   }
-  if (k.opts.logical_bytes == 0 && (k.file == NULL ||
+  if (k.ftl.opts.logical_bytes == 0 && (k.file == NULL ||
                                     access (k.file, F_OK) == -1)) {
     const uint64_t mib = 1024 * 1024;
-    k.opts.logical_bytes = MAX (REPLAY_MIN_SIZE,
+    k.ftl.opts.logical_bytes = MAX (REPLAY_MIN_SIZE,
                                 (tr.end + mib - 1) / mib * mib);
   }
-  k.opts.path = image;
-  k.opts.log = log_message;
-  k.opts.log_opaque = image;
-  r = ftl_open (&k.opts, &ftl, errbuf, sizeof errbuf);
+  k.ftl.opts.path = image;
+  k.ftl.opts.log = log_message;
+  k.ftl.opts.log_opaque = image;
+  r = ftl_open (&k.ftl.opts, &ftl, errbuf, sizeof errbuf);
   if (r < 0) {
     ftlctl_error ("%s: %s", image, errbuf[0] ? errbuf : strerror (-r));
     ftl = NULL;

@@ -15,6 +15,7 @@
 #include <glib.h>
 
 #include "ftlctl.h"
+#include "ftl/keys.h"
 
 void
 ftlctl_error (const char *fs, ...)
@@ -79,33 +80,13 @@ one_image_arg (GOptionContext *ctx, int argc)
 bool
 parse_size (const char *option, const char *s, uint64_t *r)
 {
-  static const char suffixes[] = "KMGTPE";
-  const char *p;
-  char *end;
-  uint64_t v;
-  unsigned shift = 0;
+  char err[256];
 
-  errno = 0;
-  if (!g_ascii_isdigit (s[0]))
-    goto bad;
-  v = strtoull (s, &end, 10);
-  if (errno != 0)
-    goto bad;
-  if (*end != '\0') {
-    p = strchr (suffixes, g_ascii_toupper (*end));
-    if (p == NULL || end[1] != '\0')
-      goto bad;
-    shift = 10 * (p - suffixes + 1);
-    if (v > (UINT64_MAX >> shift))
-      goto bad;
+  if (ftl_parse_size (option, s, r, err, sizeof err) == -1) {
+    ftlctl_error ("%s", err);
+    return false;
   }
-  *r = v << shift;
   return true;
-
- bad:
-  ftlctl_error ("%s: not a size (a number with an optional suffix K, M, "
-                "G, T, P or E): '%s'", option, s);
-  return false;
 }
 
 bool

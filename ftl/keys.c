@@ -1,0 +1,374 @@
+/* nbdkit-ftl: the FTL's KEY=VALUE settings.  See keys.h. */
+
+#include <config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "keys.h"
+#include "util.h"
+
+static int __attribute__ ((format (printf, 3, 4)))
+fail (char *err, size_t errlen, const char *fmt, ...)
+{
+  va_list ap;
+
+  if (errlen) {
+    va_start (ap, fmt);
+    vsnprintf (err, errlen, fmt, ap);
+    va_end (ap);
+  }
+  return -1;
+}
+
+void
+ftl_keys_init (struct ftl_keys *k)
+{
+  memset (k, 0, sizeof *k);
+  k->opts.gc_policy = FTL_GC_COST_BENEFIT;
+  k->opts.gc_mode = FTL_GC_WATERMARK;
+  k->opts.timeout_ns = FTL_DEFAULT_TIMEOUT_NS;
+  k->opts.timeout_retries = FTL_DEFAULT_TIMEOUT_RETRIES;
+  k->opts.timing.read_ns = FTL_DEFAULT_READ_LATENCY_NS;
+  k->opts.timing.program_ns = FTL_DEFAULT_PROGRAM_LATENCY_NS;
+  k->opts.timing.erase_ns = FTL_DEFAULT_ERASE_LATENCY_NS;
+  k->opts.timing.channels = FTL_DEFAULT_CHANNELS;
+  k->opts.timing.dies = FTL_DEFAULT_DIES;
+  k->opts.write_cache_bytes = FTL_WRITE_CACHE_AUTO;
+  k->timing = -1;
+}
+
+int
+ftl_parse_size (const char *key, const char *s, uint64_t *r,
+                char *err, size_t errlen)
+{
+  static const char suffixes[] = "KMGTPE";
+  const char *p;
+  char *end;
+  uint64_t v;
+  unsigned shift = 0;
+
+  if (s[0] < '0' || s[0] > '9')
+    goto bad;
+  errno = 0;
+  v = strtoull (s, &end, 10);
+  if (errno != 0)
+    goto bad;
+  if (*end == 'b' || *end == 'B')
+    end++;
+  else if (*end != '\0') {
+    p = strchr (suffixes, *end & ~0x20);
+    if (p == NULL || *end == '\0' || end[1] != '\0')
+      goto bad;
+    shift = 10 * (p - suffixes + 1);
+    if (v > (UINT64_MAX >> shift))
+      goto bad;
+    end++;
+  }
+  if (*end != '\0')
+    goto bad;
+  *r = v << shift;
+  return 0;
+
+ bad:
+  return fail (err, errlen, "%s: not a size (a number with an optional "
+               "suffix K, M, G, T, P or E): '%s'", key, s);
+}
+
+int
+ftl_parse_bool (const char *key, const char *s, bool *r,
+                char *err, size_t errlen)
+{
+  static const char *const yes[] = { "1", "true", "t", "yes", "y", "on" };
+  static const char *const no[] = { "0", "false", "f", "no", "n", "off" };
+
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+    if (strcasecmp (s, yes[i]) == 0) {
+      *r = true;
+      return 0;
+    }
+    if (strcasecmp (s, no[i]) == 0) {
+      *r = false;
+      return 0;
+    }
+  }
+  return fail (err, errlen, "%s: not a boolean (true or false): '%s'",
+               key, s);
+}
+
+/* An integer from min to max. */
+static int
+parse_range (const char *key, const char *s, uint64_t min, uint64_t max,
+             uint64_t *r, char *err, size_t errlen)
+{
+  char *end;
+  uint64_t v;
+
+  errno = 0;
+  if (s[0] < '0' || s[0] > '9' ||
+      (v = strtoull (s, &end, 10), errno != 0) || *end != '\0')
+    return fail (err, errlen, "%s: not a non-negative integer: '%s'",
+                 key, s);
+  if (v < min || v > max) {
+    if (max == UINT32_MAX || max == UINT64_MAX)
+      return fail (err, errlen, "%s must be at least %" PRIu64 ": %s",
+                   key, min, s);
+    return fail (err, errlen, "%s must be from %" PRIu64 " to %" PRIu64
+                 ": %s", key, min, max, s);
+  }
+  *r = v;
+  return 0;
+}
+
+static int
+parse_u32 (const char *key, const char *s, uint32_t min, uint32_t max,
+           uint32_t *r, char *err, size_t errlen)
+{
+  uint64_t v;
+
+  if (parse_range (key, s, min, max, &v, err, errlen) == -1)
+    return -1;
+  *r = v;
+  return 0;
+}
+
+static int
+parse_unsigned (const char *key, const char *s, unsigned min, unsigned max,
+                unsigned *r, char *err, size_t errlen)
+{
+  uint64_t v;
+
+  if (parse_range (key, s, min, max, &v, err, errlen) == -1)
+    return -1;
+  *r = v;
+  return 0;
+}
+
+/* A size that must be a power of 2 in [min, max]. */
+static int
+parse_power_of_2 (const char *key, const char *s, uint64_t min, uint64_t max,
+                  uint32_t *r, char *err, size_t errlen)
+{
+  uint64_t v;
+
+  if (ftl_parse_size (key, s, &v, err, errlen) == -1)
+    return -1;
+  if (v < min || v > max || (v & (v - 1)) != 0)
+    return fail (err, errlen, "%s must be a power of 2 from %" PRIu64
+                 " to %" PRIu64 ": %s", key, min, max, s);
+  *r = v;
+  return 0;
+}
+
+/* A decimal number in (0, max] (or [min, max] with min > 0). */
+static int
+parse_number (const char *key, const char *s, double min, double max,
+              bool min_open, double *r, char *err, size_t errlen)
+{
+  char *end;
+  double d;
+
+  errno = 0;
+  d = strtod (s, &end);
+  if (errno != 0 || end == s || *end != '\0' || !isfinite (d) ||
+      (min_open ? d <= min : d < min) || d > max) {
+    if (min_open)
+      return fail (err, errlen, "%s must be a number above %g and at most "
+                   "%g: %s", key, min, max, s);
+    return fail (err, errlen, "%s must be a percentage from %g to %g: %s",
+                 key, min, max, s);
+  }
+  *r = d;
+  return 0;
+}
+
+static int
+parse_dur (const char *key, const char *s, uint64_t *ns,
+           char *err, size_t errlen)
+{
+  char why[160];
+
+  if (ftl_parse_duration (s, ns, why, sizeof why) < 0)
+    return fail (err, errlen, "%s: %s", key, why);
+  return 0;
+}
+
+/* The keys of the geometry, policies, deadlines and the write cache. */
+static int
+set_main (struct ftl_keys *k, const char *key, const char *v,
+          char *err, size_t errlen)
+{
+  struct ftl_options *o = &k->opts;
+  bool b;
+  int p;
+
+  if (strcmp (key, "size") == 0) {
+    if (ftl_parse_size (key, v, &o->logical_bytes, err, errlen) == -1)
+      return -1;
+    if (o->logical_bytes == 0)
+      return fail (err, errlen, "size must be greater than 0");
+  }
+  else if (strcmp (key, "op") == 0)
+    return parse_number (key, v, FTL_MIN_OP_PERCENT, FTL_MAX_OP_PERCENT,
+                         false, &o->op_percent, err, errlen);
+  else if (strcmp (key, "page-size") == 0)
+    return parse_power_of_2 (key, v, FTL_MIN_PAGE_SIZE, FTL_MAX_PAGE_SIZE,
+                             &o->page_size, err, errlen);
+  else if (strcmp (key, "pages-per-block") == 0)
+    return parse_power_of_2 (key, v, FTL_MIN_PAGES_PER_BLOCK,
+                             FTL_MAX_PAGES_PER_BLOCK, &o->pages_per_block,
+                             err, errlen);
+  else if (strcmp (key, "streams") == 0)
+    return parse_unsigned (key, v, 1, FTL_MAX_STREAMS, &o->streams,
+                           err, errlen);
+  else if (strcmp (key, "gc") == 0) {
+    if ((p = ftl_gc_policy_from_name (v)) == -1)
+      return fail (err, errlen, "gc must be cost-benefit or greedy: %s", v);
+    o->gc_policy = p;
+  }
+  else if (strcmp (key, "gc-mode") == 0) {
+    if ((p = ftl_gc_mode_from_name (v)) == -1)
+      return fail (err, errlen, "gc-mode must be deadline or watermark: %s",
+                   v);
+    o->gc_mode = p;
+  }
+  else if (strcmp (key, "hot-cold") == 0) {
+    if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
+      return -1;
+    o->one_log = !b;
+  }
+  else if (strcmp (key, "wl-threshold") == 0)
+    return parse_u32 (key, v, 1, UINT32_MAX, &o->wl_threshold, err, errlen);
+  else if (strcmp (key, "endurance") == 0)
+    return parse_u32 (key, v, 1, UINT32_MAX, &o->endurance, err, errlen);
+  else if (strcmp (key, "timeout") == 0) {
+    if (parse_dur (key, v, &o->timeout_ns, err, errlen) == -1)
+      return -1;
+    if (o->timeout_ns > 0 && o->timeout_ns < 1000000)
+      return fail (err, errlen, "timeout must be 0 (off) or at least 1ms: "
+                   "%s", v);
+  }
+  else if (strcmp (key, "timeout-retries") == 0)
+    return parse_unsigned (key, v, 0, 1000000, &o->timeout_retries,
+                           err, errlen);
+  else if (strcmp (key, "write-cache") == 0)
+    return ftl_parse_size (key, v, &o->write_cache_bytes, err, errlen);
+  else
+    return 1;                   /* not one of these */
+  return 0;
+}
+
+/* The timing model's keys. */
+static int
+set_timing (struct ftl_keys *k, const char *key, const char *v,
+            char *err, size_t errlen)
+{
+  struct ftl_timing *t = &k->opts.timing;
+  bool b;
+  int r;
+
+  if (strcmp (key, "timing") == 0) {
+    if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
+      return -1;
+    k->timing = b;
+    return 0;
+  }
+  else if (strcmp (key, "read-latency") == 0)
+    r = parse_dur (key, v, &t->read_ns, err, errlen);
+  else if (strcmp (key, "program-latency") == 0)
+    r = parse_dur (key, v, &t->program_ns, err, errlen);
+  else if (strcmp (key, "erase-latency") == 0)
+    r = parse_dur (key, v, &t->erase_ns, err, errlen);
+  else if (strcmp (key, "channels") == 0)
+    r = parse_unsigned (key, v, 1, FTL_MAX_UNITS, &t->channels, err, errlen);
+  else if (strcmp (key, "dies") == 0)
+    r = parse_unsigned (key, v, 1, FTL_MAX_UNITS, &t->dies, err, errlen);
+  else
+    return 1;
+  if (r == 0)
+    k->timing_implied = true;
+  return r;
+}
+
+/* The error model's keys. */
+static int
+set_errors (struct ftl_keys *k, const char *key, const char *v,
+            char *err, size_t errlen)
+{
+  struct ftl_errors *e = &k->opts.errors;
+  uint64_t ns;
+  bool b;
+
+  if (strcmp (key, "errors") == 0) {
+    if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
+      return -1;
+    e->enabled = b;
+  }
+  else if (strcmp (key, "read-reclaim") == 0) {
+    if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
+      return -1;
+    e->no_reclaim = !b;
+  }
+  else if (strcmp (key, "seed") == 0)
+    return parse_range (key, v, 0, UINT64_MAX, &e->seed, err, errlen);
+  else if (strcmp (key, "time-scale") == 0)
+    return parse_number (key, v, 0, FTL_MAX_TIME_SCALE, true,
+                         &e->time_scale, err, errlen);
+  else if (strcmp (key, "error-scale") == 0)
+    return parse_number (key, v, 0, 1e6, true, &e->scale, err, errlen);
+  else if (strcmp (key, "read-disturb-scale") == 0)
+    return parse_number (key, v, 0, 1e9, true, &e->disturb, err, errlen);
+  else if (strcmp (key, "ecc-bits") == 0)
+    return parse_u32 (key, v, 1, 8192, &e->ecc_bits, err, errlen);
+  else if (strcmp (key, "read-retry") == 0)
+    return parse_u32 (key, v, 1, 64, &e->retry_steps, err, errlen);
+  else if (strcmp (key, "reclaim-reads") == 0)
+    return parse_u32 (key, v, 1, UINT32_MAX, &e->reclaim_reads, err, errlen);
+  else if (strcmp (key, "scrub-interval") == 0) {
+    if (parse_dur (key, v, &ns, err, errlen) == -1)
+      return -1;
+    e->scrub_ns = ns == 0 ? UINT64_MAX : ns;
+  }
+  else
+    return 1;
+  return 0;
+}
+
+int
+ftl_keys_set (struct ftl_keys *k, const char *key, const char *value,
+              char *err, size_t errlen)
+{
+  int (*const sets[]) (struct ftl_keys *, const char *, const char *,
+                       char *, size_t) = { set_main, set_timing, set_errors };
+
+  if (errlen)
+    err[0] = '\0';
+  for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
+    int r = sets[i] (k, key, value, err, errlen);
+    if (r <= 0)
+      return r == 0 ? 1 : -1;
+  }
+  return 0;
+}
+
+int
+ftl_keys_finish (struct ftl_keys *k, char *err, size_t errlen)
+{
+  struct ftl_timing *t = &k->opts.timing;
+
+  /* Giving a latency, channels or dies turns the timing model on,
+   * unless timing=false says otherwise.
+   */
+  t->enabled = k->timing == -1 ? k->timing_implied : k->timing;
+  if (t->enabled && (uint64_t) t->channels * t->dies > FTL_MAX_UNITS)
+    return fail (err, errlen, "channels x dies must be at most %d: %u x %u",
+                 FTL_MAX_UNITS, t->channels, t->dies);
+  return 0;
+}

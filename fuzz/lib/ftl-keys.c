@@ -1,0 +1,2 @@
+/* The FTL library module keys.c, built with libFuzzer instrumentation. */
+#include "keys.c"

@@ -1,0 +1,148 @@
+/* Unit tests of keys.c: the FTL's KEY=VALUE settings, which the plugin
+ * and ftlctl replay share.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl.h"
+#include "keys.h"
+
+/* Set one key; returns ftl_keys_set's result, err holds the message. */
+static int
+set (struct ftl_keys *k, const char *key, const char *value, char *err)
+{
+  return ftl_keys_set (k, key, value, err, 256);
+}
+
+START_TEST (test_sizes)
+{
+  char err[256];
+  uint64_t v;
+
+  ck_assert_int_eq (ftl_parse_size ("size", "4096", &v, err, sizeof err), 0);
+  ck_assert_uint_eq (v, 4096);
+  ck_assert_int_eq (ftl_parse_size ("size", "64M", &v, err, sizeof err), 0);
+  ck_assert_uint_eq (v, 64 << 20);
+  ck_assert_int_eq (ftl_parse_size ("size", "1g", &v, err, sizeof err), 0);
+  ck_assert_uint_eq (v, 1 << 30);
+  ck_assert_int_eq (ftl_parse_size ("size", "512b", &v, err, sizeof err), 0);
+  ck_assert_uint_eq (v, 512);
+  ck_assert_int_eq (ftl_parse_size ("size", "15E", &v, err, sizeof err), 0);
+  ck_assert_uint_eq (v, UINT64_C (15) << 60);
+  /* Overflow, a second suffix, a sign, nothing, a unit alone. */
+  const char *bad[] = { "16E", "1MM", "-1", "", "K", "1.5M", "1 M", "0x10" };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    ck_assert_msg (ftl_parse_size ("size", bad[i], &v, err,
+                                   sizeof err) == -1, "accepted '%s'",
+                   bad[i]);
+    ck_assert_msg (strstr (err, "size: not a size") != NULL, "%s", err);
+  }
+}
+END_TEST
+
+START_TEST (test_defaults_and_keys)
+{
+  struct ftl_keys k;
+  char err[256];
+
+  ftl_keys_init (&k);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
+  ck_assert (!k.opts.timing.enabled);
+  ck_assert_uint_eq (k.opts.write_cache_bytes, FTL_WRITE_CACHE_AUTO);
+  ck_assert_uint_eq (k.opts.timeout_ns, FTL_DEFAULT_TIMEOUT_NS);
+
+  ck_assert_int_eq (set (&k, "size", "256M", err), 1);
+  ck_assert_uint_eq (k.opts.logical_bytes, 256 << 20);
+  ck_assert_int_eq (set (&k, "hot-cold", "off", err), 1);
+  ck_assert (k.opts.one_log);
+  ck_assert_int_eq (set (&k, "gc", "greedy", err), 1);
+  ck_assert_int_eq (k.opts.gc_policy, FTL_GC_GREEDY);
+  ck_assert_int_eq (set (&k, "scrub-interval", "0", err), 1);
+  ck_assert_uint_eq (k.opts.errors.scrub_ns, UINT64_MAX);
+  ck_assert_int_eq (set (&k, "read-reclaim", "no", err), 1);
+  ck_assert (k.opts.errors.no_reclaim);
+
+  /* Not the FTL's: left to the caller. */
+  ck_assert_int_eq (set (&k, "file", "disk.img", err), 0);
+  ck_assert_int_eq (set (&k, "rotational", "true", err), 0);
+
+  /* A latency turns the model on, unless timing=false. */
+  ck_assert_int_eq (set (&k, "program-latency", "200us", err), 1);
+  ck_assert_uint_eq (k.opts.timing.program_ns, 200000);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
+  ck_assert (k.opts.timing.enabled);
+  ck_assert_int_eq (set (&k, "timing", "false", err), 1);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
+  ck_assert (!k.opts.timing.enabled);
+}
+END_TEST
+
+START_TEST (test_refused)
+{
+  static const struct { const char *key, *value, *message; } cases[] = {
+    { "size", "0", "size must be greater than 0" },
+    { "op", "ten", "op must be a percentage from 1 to 400: ten" },
+    { "page-size", "3000",
+      "page-size must be a power of 2 from 512 to 65536: 3000" },
+    { "streams", "0", "streams must be from 1 to 16: 0" },
+    { "streams", "-1", "streams: not a non-negative integer: '-1'" },
+    { "gc-mode", "lazy", "gc-mode must be deadline or watermark: lazy" },
+    { "hot-cold", "maybe", "hot-cold: not a boolean (true or false): 'maybe'" },
+    { "wl-threshold", "0", "wl-threshold must be at least 1: 0" },
+    { "timeout", "500us", "timeout must be 0 (off) or at least 1ms: 500us" },
+    { "read-latency", "5", "read-latency: duration '5' has no unit" },
+    { "channels", "5000", "channels must be from 1 to 4096: 5000" },
+    { "time-scale", "0",
+      "time-scale must be a number above 0 and at most 1e+09: 0" },
+    { "ecc-bits", "0", "ecc-bits must be from 1 to 8192: 0" },
+    { "seed", "x", "seed: not a non-negative integer: 'x'" },
+  };
+  struct ftl_keys k;
+  char err[256];
+
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    ftl_keys_init (&k);
+    ck_assert_int_eq (set (&k, cases[i].key, cases[i].value, err), -1);
+    ck_assert_msg (strncmp (err, cases[i].message,
+                            strlen (cases[i].message)) == 0,
+                   "%s=%s: '%s', expected '%s'", cases[i].key,
+                   cases[i].value, err, cases[i].message);
+  }
+
+  ftl_keys_init (&k);
+  ck_assert_int_eq (set (&k, "channels", "64", err), 1);
+  ck_assert_int_eq (set (&k, "dies", "128", err), 1);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), -1);
+  ck_assert_str_eq (err, "channels x dies must be at most 4096: 64 x 128");
+}
+END_TEST
+
+static Suite *
+keys_suite (void)
+{
+  Suite *s = suite_create ("keys");
+  TCase *tc = tcase_create ("keys");
+
+  tcase_add_test (tc, test_sizes);
+  tcase_add_test (tc, test_defaults_and_keys);
+  tcase_add_test (tc, test_refused);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (keys_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
