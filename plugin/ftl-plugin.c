@@ -29,6 +29,7 @@
 
 #include "ftl.h"
 #include "powercut.h"
+#include "slc-config.h"
 #include "errors.h"
 #include "stats-thread.h"
 
@@ -308,6 +309,8 @@ ftl_plugin_config (const char *key, const char *value)
     return b;
   else if (errors_config (key, value, &b))
     return b;
+  else if (slc_config (key, value, &b))
+    return b;
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
     fault_file = nbdkit_absolute_path (value);
@@ -391,6 +394,7 @@ ftl_plugin_config_complete (void)
   "                               1M to 64M; 0 = every write reaches the image).\n" \
   STATS_CONFIG_HELP \
   ERRORS_CONFIG_HELP \
+  SLC_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
 
 /* Pass the library's messages to nbdkit. */
@@ -439,6 +443,7 @@ ftl_plugin_get_ready (void)
     .fault_file      = fault_file,
     .write_cache_bytes = write_cache,
     .errors          = *errors_options (),
+    .slc             = *slc_options (),
   };
   int r;
 
