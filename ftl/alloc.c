@@ -261,6 +261,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
   uint8_t oob[ALLOC_PROGRAM_MAX * FTL_OOB_BYTES];
   uint32_t check[ALLOC_PROGRAM_MAX];
   uint32_t blk = f->block, page = f->wp, ec;
+  bool slc;
   uint64_t seq_sum = 0;
   uint32_t nseq = 0;
   int r;
@@ -269,6 +270,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
   assert (blk != FTL_NO_BLOCK &&
           n <= media_block_pages (&ftl->media, blk) - page);
   ec = media_erase_count (&ftl->media, blk);
+  slc = media_block_slc (&ftl->media, blk);
   for (uint32_t i = 0; i < n; i++) {
     const struct log_page *lp = &pages[i];
     uint32_t ppn = media_ppn (&ftl->media, blk, page + i);
@@ -277,7 +279,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       .seq = lp->seq,
       .erase_count = ec,
       .data_checksum = fmt_checksum (data[i], ftl->page_size, ppn),
-      .slc = media_block_slc (&ftl->media, blk),
+      .slc = slc,
     };
     if (lp->kind == FTL_OOB_TRIM) {
       o.trim_entries = lp->trim_entries;
