@@ -82,6 +82,12 @@ refuse "$disk" 'streams must be from 1 to 16: 1000' file="$disk" streams=1000
 refuse "$disk" 'size must be greater than 0' file="$disk" size=0
 refuse "$disk" 'could not parse size string \(lots\)' file="$disk" size=lots
 refuse "$disk" 'could not decipher boolean \(maybe\)' file="$disk" rotational=maybe
+refuse "$disk" 'cell-bits must be 2 \(MLC\), 3 \(TLC\) or 4 \(QLC\): 5' file="$disk" cell-bits=5
+refuse "$disk" 'slc-dynamic must be a size, auto or false: lots' file="$disk" slc-dynamic=lots
+refuse "$disk" "slc-fold-idle: 'soon' is not a duration \(a number with a unit: us, ms or s\)" \
+    file="$disk" slc-fold-idle=soon
+refuse "$disk" "$disk: slc-static of 67108864 bytes needs [0-9]+ SLC erase blocks; the spare allows at most [0-9]+ .*" \
+    file="$disk" slc-static=64M
 refuse "$disk" 'gc-mode must be deadline or watermark: lazy' file="$disk" gc-mode=lazy
 refuse "$disk" 'stats-interval must be at least 1 second: 0' file="$disk" stats-interval=0
 refuse "$disk" "stats: cannot write a file next to $tmp/no/such/dir/stats.json: No such file or directory" \
