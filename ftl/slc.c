@@ -263,11 +263,12 @@ slc_get_stats (struct ftl *ftl, struct ftl_stats *st)
 
   st->slc = slc->enabled;
   st->slc_size_pages = slc_budget (ftl) * slc->cap;
-  pthread_mutex_lock (&ftl->alloc_lock);
+  /* Without alloc_lock (a snapshot, as the erase counts in stats.c):
+   * writers do not wait for a scan of every block.
+   */
   for (uint32_t b = 0; b < ftl->blocks; b++)
     if (media_block_slc (&ftl->media, b))
-      used_pages += ftl->media.wp[b];
-  pthread_mutex_unlock (&ftl->alloc_lock);
+      used_pages += __atomic_load_n (&ftl->media.wp[b], __ATOMIC_RELAXED);
   st->slc_used_pages = used_pages;
   st->slc_folded_pages = __atomic_load_n (&slc->folded, __ATOMIC_RELAXED);
   st->slc_exhausted = __atomic_load_n (&slc->exhaustions, __ATOMIC_RELAXED);
