@@ -30,6 +30,9 @@
  * block keeps the sum and count of its pages' write sequence numbers
  * (seq_sum, seq_cnt), so no memory per logical page is needed.
  *
+ * A host frontier may open its block in SLC mode (slc.c): the block then
+ * holds media.slc_pages pages, and the frontier closes it after them.
+ *
  * Invariants: a block is FREE, OPEN (owned by exactly one frontier),
  * FULL or RETIRED; state and nfree change under alloc_lock; nfree is
  * the number of FREE blocks; a FREE block has wp 0 and no valid pages;
@@ -204,17 +207,21 @@ alloc_frontier_open (struct ftl *ftl, struct frontier *f, uint32_t keep)
   uint32_t b;
 
   if (f->block != FTL_NO_BLOCK) {
-    assert (f->wp < ftl->ppb);
+    assert (f->wp < media_block_pages (&ftl->media, f->block));
     return 0;
   }
   pthread_mutex_lock (&ftl->alloc_lock);
   b = take_free_block (ftl, keep, f == &ftl->gcf && !one_log (ftl));
+  /* Host data goes to the SLC cache while it has room (slc.c). */
+  if (b != FTL_NO_BLOCK && f->kind == FRONTIER_HOST)
+    slc_block_opened (ftl, b);
   pthread_mutex_unlock (&ftl->alloc_lock);
   if (b == FTL_NO_BLOCK)
     return -ENOSPC;
   log_debug (ftl, FTL_DEBUG_ALLOC, "%s frontier opens block %u "
-             "(erase count %u)", frontier_name (f), b,
-             media_erase_count (&ftl->media, b));
+             "(erase count %u%s)", frontier_name (f), b,
+             media_erase_count (&ftl->media, b),
+             media_block_slc (&ftl->media, b) ? ", SLC mode" : "");
   f->block = b;
   f->wp = 0;
   return 0;
@@ -224,12 +231,17 @@ alloc_frontier_open (struct ftl *ftl, struct frontier *f, uint32_t keep)
 static void
 frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
 {
+  uint32_t cap;
+
   assert (f->block != FTL_NO_BLOCK);
+  cap = media_block_pages (&ftl->media, f->block);   /* SLC: fewer */
   f->wp += n;
-  assert (f->wp <= ftl->ppb);
+  assert (f->wp <= cap);
   assert (ftl->media.wp[f->block] == f->wp);
   __atomic_fetch_add (&ftl->pages_since_ckpt, n, __ATOMIC_RELAXED);
-  if (f->wp == ftl->ppb) {
+  if (f->kind == FRONTIER_HOST)
+    slc_host_wrote (ftl);
+  if (f->wp == cap) {
     pthread_mutex_lock (&ftl->alloc_lock);
     assert (ftl->state[f->block] == FTL_BLK_OPEN);
     ftl->state[f->block] = FTL_BLK_FULL;
@@ -249,13 +261,16 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
   uint8_t oob[ALLOC_PROGRAM_MAX * FTL_OOB_BYTES];
   uint32_t check[ALLOC_PROGRAM_MAX];
   uint32_t blk = f->block, page = f->wp, ec;
+  bool slc;
   uint64_t seq_sum = 0;
   uint32_t nseq = 0;
   int r;
 
   assert (n > 0 && n <= ALLOC_PROGRAM_MAX);
-  assert (blk != FTL_NO_BLOCK && n <= ftl->ppb - page);
+  assert (blk != FTL_NO_BLOCK &&
+          n <= media_block_pages (&ftl->media, blk) - page);
   ec = media_erase_count (&ftl->media, blk);
+  slc = media_block_slc (&ftl->media, blk);
   for (uint32_t i = 0; i < n; i++) {
     const struct log_page *lp = &pages[i];
     uint32_t ppn = media_ppn (&ftl->media, blk, page + i);
@@ -264,6 +279,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       .seq = lp->seq,
       .erase_count = ec,
       .data_checksum = fmt_checksum (data[i], ftl->page_size, ppn),
+      .slc = slc,
     };
     if (lp->kind == FTL_OOB_TRIM) {
       o.trim_entries = lp->trim_entries;
@@ -353,6 +369,7 @@ alloc_close_frontiers (struct ftl *ftl)
   for (unsigned i = 0; i < n; i++) {
     if (all[i]->block != FTL_NO_BLOCK) {
       if (all[i]->wp == 0) {
+        slc_block_released (ftl, all[i]->block);
         ftl->state[all[i]->block] = FTL_BLK_FREE;
         ftl->nfree++;
       }

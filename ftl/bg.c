@@ -19,7 +19,10 @@
  *      batch, see gc_step), or one slice after yielding while a
  *      request's deadline is near (deadline mode), holding ckpt_rw
  *      shared only for it;
- *   6. with nothing else to do: the error model's idle scrub, if a
+ *   6. with the SLC cache: a fold of its oldest block, once host
+ *      writes paused for slc.fold_idle_ns, or when more blocks are in
+ *      SLC mode than the budget allows (gc_fold, slc.c);
+ *   7. with nothing else to do: the error model's idle scrub, if a
  *      block is due (errmodel_scrub_step).
  *
  * The thread (started by ftl_start_background) loops over steps; it
@@ -215,6 +218,12 @@ bg_step (struct ftl *ftl)
   }
 
   r = gc_step (ftl);
+  if (r == 0) {
+    work = BG_FOLD;
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    r = gc_fold (ftl);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+  }
   if (r == 0) {
     ftl->bg.drained_idle = false;       /* idle: look again next time */
     work = BG_SCRUB;

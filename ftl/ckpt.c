@@ -104,6 +104,7 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h)
       .erase_count = media_erase_count (&ftl->media, b),
       .write_pointer = ftl->media.wp[b],
       .state = ftl->state[b],
+      .slc = media_block_slc (&ftl->media, b),
     };
     if (cb.state == FTL_BLK_OPEN || cb.state == FTL_BLK_FULL)
       cb.program_hour = errmodel_program_hour (&ftl->em, b);

@@ -344,7 +344,8 @@ fmt_ckpt_block_encode (const struct ftl_ckpt_block *b, uint8_t *buf)
 {
   put32le (buf, b->erase_count);
   put32le (buf + 4, b->write_pointer);
-  put32le (buf + 8, (b->state & 0xff) | (b->program_hour << 8));
+  put32le (buf + 8, (b->state & 0x7f) | (b->slc ? FTL_CKPT_BLK_SLC : 0) |
+           (b->program_hour << 8));
 }
 
 void
@@ -352,7 +353,8 @@ fmt_ckpt_block_decode (const uint8_t *buf, struct ftl_ckpt_block *out)
 {
   out->erase_count = get32le (buf);
   out->write_pointer = get32le (buf + 4);
-  out->state = get32le (buf + 8) & 0xff;
+  out->state = get32le (buf + 8) & 0x7f;
+  out->slc = (get32le (buf + 8) & FTL_CKPT_BLK_SLC) != 0;
   out->program_hour = get32le (buf + 8) >> 8;
 }
 
@@ -419,6 +421,12 @@ fmt_ckpt_block_check (const struct ftl_ckpt_block *b,
                 b->state == FTL_BLK_FREE ? "free" : "retired");
     return false;
   }
+  if ((b->state == FTL_BLK_FREE || b->state == FTL_BLK_RETIRED) && b->slc) {
+    if (why)
+      snprintf (why, whylen, "is %s but in SLC mode",
+                b->state == FTL_BLK_FREE ? "free" : "retired");
+    return false;
+  }
   return true;
 }
 
@@ -465,7 +473,7 @@ void
 fmt_oob_encode (const struct ftl_oob *o, uint8_t *buf)
 {
   put16le (buf, FTL_OOB_MAGIC);
-  buf[2] = o->kind;
+  buf[2] = o->kind | (o->slc ? FTL_OOB_SLC : 0);
   buf[3] = FTL_FORMAT_VERSION;
   /* One field on the media: a data page's LPN, a trim page's count. */
   put32le (buf + 4, o->kind == FTL_OOB_TRIM ? o->trim_entries : o->lpn);
@@ -493,10 +501,14 @@ fmt_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
   put32le (tmp + 20, 0);
   if (get32le (buf + 20) != (uint32_t) fmt_checksum (tmp, FTL_OOB_BYTES, 0))
     return FTL_FMT_BAD_CHECKSUM;
-  if (buf[3] == 0 || (buf[2] != FTL_OOB_DATA && buf[2] != FTL_OOB_TRIM &&
-                      buf[2] != FTL_OOB_POISON))
+  /* The SLC flag exists from version 3 on. */
+  uint8_t kind = buf[2] & ~FTL_OOB_SLC;
+  bool slc = (buf[2] & FTL_OOB_SLC) != 0;
+  if (buf[3] == 0 || (slc && buf[3] < 3) ||
+      (kind != FTL_OOB_DATA && kind != FTL_OOB_TRIM && kind != FTL_OOB_POISON))
     return FTL_FMT_BAD_FIELD;
-  out->kind = buf[2];
+  out->kind = kind;
+  out->slc = slc;
   out->lpn = out->trim_entries = 0;
   if (out->kind == FTL_OOB_TRIM)
     out->trim_entries = get32le (buf + 4);

@@ -53,7 +53,13 @@
  * when first opened read-write (the superblock first, so that an older
  * program refuses the image rather than misread a checkpoint).
  */
-#define FTL_FORMAT_VERSION     2
+/* Version 3: erase blocks written in SLC mode (slc.c): their OOB
+ * entries carry FTL_OOB_SLC in the kind byte, and a checkpoint's block
+ * table FTL_CKPT_BLK_SLC in the state byte.  Version 2 images are read
+ * as they are (no block is in SLC mode) and become version 3 when first
+ * opened read-write, as version 1 images became version 2.
+ */
+#define FTL_FORMAT_VERSION     3
 
 #define FTL_SB_MAGIC           "NBDKFTL\0"   /* 8 bytes */
 #define FTL_SB_SLOT            4096
@@ -177,14 +183,18 @@ enum ftl_block_state {
 struct ftl_ckpt_block {
   uint32_t erase_count;
   uint32_t write_pointer;       /* pages programmed since the erase */
-  uint32_t state;               /* enum ftl_block_state (8 bits) */
+  uint32_t state;               /* enum ftl_block_state (the low 7 bits
+                                 * of the state byte) */
   uint32_t program_hour;        /* version 2, in the state word's upper
                                  * 24 bits: 1 + hours of the media clock
                                  * from the image's creation to the
                                  * block's first program since its
                                  * erase; 0: none, or not known */
+  bool slc;                     /* version 3: programmed in SLC mode
+                                 * (FTL_CKPT_BLK_SLC in the state byte) */
 };
 #define FTL_MAX_PROGRAM_HOUR   0xffffffu
+#define FTL_CKPT_BLK_SLC       0x80u
 
 /* Block header, at the start of the metadata area. */
 struct ftl_block_header {
@@ -199,9 +209,14 @@ struct ftl_block_header {
  * holds zeros.  (Added within version 1.)
  */
 enum ftl_oob_kind { FTL_OOB_DATA = 1, FTL_OOB_TRIM = 2, FTL_OOB_POISON = 3 };
+/* Version 3: the kind byte's high bit says that the page's block was
+ * programmed in SLC mode (every entry of the block carries it).
+ */
+#define FTL_OOB_SLC 0x80u
 
 struct ftl_oob {
   uint8_t kind;                 /* enum ftl_oob_kind */
+  bool slc;                     /* its block is in SLC mode (version 3) */
   uint32_t lpn;                 /* DATA: the logical page */
   uint32_t trim_entries;        /* TRIM: trim records in the page (the
                                  * same field on the media as lpn) */

@@ -21,6 +21,8 @@
  *   trimlog.c   the trim record buffer and barriers
  *   alloc.c     erase blocks, frontiers, programming at a frontier
  *   map.c       l2p, valid counts, stripe locks, drain notes
+ *   slc.c       the SLC cache: its budget, which blocks open in SLC
+ *               mode, which one to fold next (struct slc)
  *   ---------
  *   errmodel.c (media that ages: bit errors, ECC, read retry, scrub),
  *   media.c (the NAND rules), format.c (on-disk codec), deadline.c,
@@ -222,6 +224,8 @@ struct gc {
                                  * this (foreground too, without it) */
   uint32_t drain_target;        /* the background thread erases drained
                                  * blocks (nothing to copy) up to this */
+  bool from_slc;                /* relocating from an SLC block: a fold
+                                 * (counted in slc.folded) */
   bool moving_for_wl;           /* relocating for wear leveling, not to
                                  * free space (counted apart) */
   bool wl_after;                /* background GC reclaimed a victim: its
@@ -330,6 +334,25 @@ struct bg {
                                  * cache's or the rest's */
 };
 
+/* The SLC cache (slc.c). */
+struct slc {
+  bool enabled;                 /* set at open */
+  unsigned bits;                /* bits per cell of native blocks */
+  uint32_t cap;                 /* pages an SLC block holds */
+  uint32_t static_blocks;       /* from the spare */
+  uint64_t dynamic_max;         /* blocks at most from free user space
+                                 * (UINT64_MAX: no limit) */
+  uint64_t fold_idle_ns;        /* fold after writes paused this long */
+  uint32_t used;                /* blocks in SLC mode, OPEN or FULL:
+                                 * under alloc_lock, read atomic */
+  bool exhausted;               /* the last host block was native for
+                                 * want of budget: under alloc_lock */
+  uint64_t last_write_ns;       /* atomic: a host frontier's last
+                                 * program (CLOCK_MONOTONIC) */
+  /* Counters since open (atomic). */
+  uint64_t folded, exhaustions;
+};
+
 /* Sequence numbers reserved by programs in flight (durable.c). */
 #define SEQ_SLOTS 128
 struct seqreg {
@@ -416,6 +439,7 @@ struct ftl {
 
   struct gc gc;
   struct wl wl;
+  struct slc slc;
   struct bg bg;
   struct cache cache;
 
@@ -568,7 +592,8 @@ extern int alloc_frontier_open (struct ftl *ftl, struct frontier *f,
 static inline uint32_t
 alloc_frontier_room (const struct ftl *ftl, const struct frontier *f)
 {
-  return f->block == FTL_NO_BLOCK ? 0 : ftl->ppb - f->wp;
+  return f->block == FTL_NO_BLOCK ? 0
+    : media_block_pages (&ftl->media, f->block) - f->wp;
 }
 /* Program n pages (n <= ALLOC_PROGRAM_MAX, n <= the room of f's open
  * block) described by pages[], data in data; then change the map as
@@ -729,6 +754,59 @@ wl_worn_out (struct ftl *ftl)
   return __atomic_load_n (&ftl->wl.worn_out, __ATOMIC_ACQUIRE);
 }
 
+/* slc.c: the SLC cache. */
+/* Check the options and set the cache up (at open, after the policies;
+ * errbuf says which key is wrong).  spare: the image's spare blocks.
+ */
+extern int slc_init (struct ftl *ftl, const struct ftl_slc *o,
+                     uint32_t spare, char *errbuf, size_t errlen);
+/* The budget: how many blocks may be in SLC mode at once, given the
+ * static blocks, the dynamic limit and the free user space (see the
+ * arithmetic in slc.c).
+ */
+extern uint64_t slc_budget_blocks (uint32_t static_blocks,
+                                   uint64_t dynamic_max,
+                                   uint64_t logical_pages, uint64_t mapped,
+                                   uint32_t ppb);
+extern uint64_t slc_budget (struct ftl *ftl);
+/* Largest static part (blocks) that the spare allows. */
+extern uint32_t slc_static_limit (uint32_t spare, uint32_t min_spare,
+                                  uint32_t ppb, uint32_t cap);
+/* A host frontier takes free block b (caller holds alloc_lock, b is
+ * unwritten): open it in SLC mode if the budget allows.  Counts the
+ * cliff.
+ */
+extern void slc_block_opened (struct ftl *ftl, uint32_t b);
+/* Block b leaves SLC mode (erased, or closed unwritten); caller holds
+ * alloc_lock.
+ */
+extern void slc_block_released (struct ftl *ftl, uint32_t b);
+/* A host frontier programmed pages (for the idle fold). */
+static inline void
+slc_host_wrote (struct ftl *ftl)
+{
+  if (ftl->slc.enabled)
+    __atomic_store_n (&ftl->slc.last_write_ns, timing_now (),
+                      __ATOMIC_RELAXED);
+}
+/* Should the background fold now: blocks in SLC mode beyond the
+ * budget, or writes paused for fold_idle_ns with any left?
+ */
+extern bool slc_fold_due (struct ftl *ftl);
+/* The FULL SLC block to fold next (the oldest) that skip(b) does not
+ * exclude, or FTL_NO_BLOCK.  Caller holds gc.lock.
+ */
+extern uint32_t slc_fold_pick (struct ftl *ftl,
+                               bool (*skip) (struct ftl *, uint32_t));
+/* After recovery: count the blocks in SLC mode. */
+extern void slc_recovered (struct ftl *ftl);
+extern void slc_get_stats (struct ftl *ftl, struct ftl_stats *st);
+/* gc.c: fold one SLC block, if one is due and the pool allows.
+ * Returns 1 if it folded one, 0 if not, or a negative errno.  Caller
+ * holds ckpt_rw shared.
+ */
+extern int gc_fold (struct ftl *ftl);
+
 /* bg.c: background work and its thread. */
 extern void bg_init (struct ftl *ftl, bool manual);
 extern void bg_free (struct ftl *ftl);
@@ -738,7 +816,7 @@ extern void bg_free (struct ftl *ftl);
  */
 enum bg_work {
   BG_NONE, BG_CKPT, BG_ERASE, BG_BARRIER, BG_WL, BG_GC, BG_DESTAGE,
-  BG_RECLAIM, BG_SCRUB,
+  BG_RECLAIM, BG_SCRUB, BG_FOLD,
   BG_WORK__MAX
 };
 extern enum bg_work bg_work_here (void);

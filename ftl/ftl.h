@@ -137,6 +137,31 @@ struct ftl_timing {
   unsigned channels, dies;
 };
 
+/* The SLC cache (see slc.c and the plugin's man page, SLC CACHE): free
+ * erase blocks written in SLC mode, one bit per cell, faster but
+ * holding pages_per_block / cell_bits pages, folded into native blocks
+ * in the background.  Off unless static_bytes or dynamic_bytes is
+ * given.
+ */
+#define FTL_SLC_AUTO UINT64_MAX   /* dynamic_bytes: as much as free
+                                   * space allows */
+#define FTL_DEFAULT_CELL_BITS 3
+#define FTL_DEFAULT_SLC_FOLD_IDLE_NS (200 * UINT64_C (1000000))
+struct ftl_slc {
+  uint64_t static_bytes;        /* SLC capacity taken from the spare */
+  uint64_t dynamic_bytes;       /* at most this much more SLC capacity
+                                 * from free user space (FTL_SLC_AUTO:
+                                 * no limit but the free space) */
+  unsigned cell_bits;           /* bits per cell of the native mode,
+                                 * 2 to 4 (0: FTL_DEFAULT_CELL_BITS) */
+  uint64_t program_ns;          /* SLC page program (0: program_ns /
+                                 * cell_bits) */
+  uint64_t read_ns;             /* SLC page read (0: read_ns) */
+  uint64_t fold_idle_ns;        /* fold after host writes paused this
+                                 * long (0: FTL_DEFAULT_SLC_FOLD_IDLE_NS,
+                                 * UINT64_MAX: never when idle) */
+};
+
 /* Media that ages (see the plugin's man page, MEDIA ERRORS): the raw
  * bit error model, ECC and read retry, read reclaim and scrub.  The
  * media clock (retention time) runs whether the model is on or not;
@@ -214,6 +239,7 @@ struct ftl_options {
                                  * it completes); FTL_WRITE_CACHE_AUTO:
                                  * ftl_default_write_cache */
   struct ftl_errors errors;     /* media that ages (off by default) */
+  struct ftl_slc slc;           /* the SLC cache (off by default) */
   bool manual_background;       /* ftl_start_background starts no thread:
                                  * the caller runs the background work
                                  * with ftl_background_step (tests) */
@@ -443,6 +469,13 @@ struct ftl_stats {
   uint64_t gc_erases_unsynced;  /* erases that needed no sync of their
                                  * own (an earlier one covered them) */
   uint64_t wl_moved_pages;      /* pages moved by static wear leveling */
+  bool slc;                     /* the SLC cache is on */
+  uint64_t slc_size_pages;      /* SLC capacity the budget allows now */
+  uint64_t slc_used_pages;      /* pages programmed in SLC blocks not
+                                 * yet folded */
+  uint64_t slc_folded_pages;    /* pages folded, since open */
+  uint64_t slc_exhausted;       /* host writes fell to native blocks
+                                 * (the cliff), since open */
   uint32_t wl_threshold;
   uint32_t endurance;
   uint32_t retired_blocks;      /* worn out, out of service */

@@ -297,6 +297,7 @@ erase_block (struct ftl *ftl, uint32_t victim)
   map_block_erased (ftl, victim);
   errmodel_erased (&ftl->em, victim);
   pthread_mutex_lock (&ftl->alloc_lock);
+  slc_block_released (ftl, victim);    /* its mode ends with the erase */
   wl_erased (ftl, victim);
   pthread_mutex_unlock (&ftl->alloc_lock);
   if (!ftl->gc.moving_for_wl)
@@ -451,6 +452,8 @@ program_batch (struct ftl *ftl, struct frontier *f,
       return r;
     ctr_add (ftl, ftl->gc.moving_for_wl ? FTL_CTR_WL_MOVED
              : FTL_CTR_GC_COPIED, moved);
+    if (ftl->gc.from_slc)
+      __atomic_fetch_add (&ftl->slc.folded, moved, __ATOMIC_RELAXED);
     done += k;
   }
   return 0;
@@ -624,6 +627,8 @@ victim_step (struct ftl *ftl, struct gc_victim *v, uint32_t max)
     return n;
   if (n > 0) {
     uint32_t young = partition_young (ftl, mv, n);
+    /* Pages of an SLC victim are folded (slc.c). */
+    ftl->gc.from_slc = media_block_slc (&ftl->media, v->block);
     r = read_batch (ftl, v, mv, n);
     if (r == 0 && young > 0)
       r = program_batch (ftl, &ftl->gcw, mv, young, ftl->gc.buf);
@@ -1006,6 +1011,42 @@ gc_slice (struct ftl *ftl)
   if (r == 0)
     r = 1;
  out:
+  gc_unlock (ftl);
+  return r;
+}
+
+/* Fold the oldest SLC block (slc.c): relocate its valid pages into
+ * native blocks and erase it, as any victim, whatever its valid count.
+ * Only when the free pool is above the low watermark.  Caller holds
+ * gc.lock.
+ */
+static int
+fold (struct ftl *ftl)
+{
+  uint32_t b;
+  int r;
+
+  if (alloc_nfree (ftl) + ftl->gc.npending <= ftl->gc.low ||
+      !slc_fold_due (ftl))
+    return 0;
+  b = slc_fold_pick (ftl, held_by_gc);
+  if (b == FTL_NO_BLOCK)
+    return 0;
+  log_debug (ftl, FTL_DEBUG_GC, "fold of SLC block %u, %u valid pages", b,
+             __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED));
+  r = reclaim_block (ftl, b);
+  if (r >= 0)
+    r = flush_pending (ftl);
+  return r < 0 ? r : 1;
+}
+
+int
+gc_fold (struct ftl *ftl)
+{
+  int r;
+
+  gc_lock (ftl);
+  r = gc_deadline_near (ftl) ? 0 : fold (ftl);
   gc_unlock (ftl);
   return r;
 }

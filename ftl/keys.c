@@ -341,12 +341,69 @@ set_errors (struct ftl_keys *k, const char *key, const char *v,
   return 0;
 }
 
+/* A duration that must be more than 0. */
+static int
+parse_positive_dur (const char *key, const char *s, uint64_t *ns,
+                    char *err, size_t errlen)
+{
+  if (parse_dur (key, s, ns, err, errlen) == -1)
+    return -1;
+  if (*ns == 0)
+    return fail (err, errlen, "%s must be more than 0: %s", key, s);
+  return 0;
+}
+
+/* The SLC cache's keys. */
+static int
+set_slc (struct ftl_keys *k, const char *key, const char *v,
+         char *err, size_t errlen)
+{
+  struct ftl_slc *c = &k->opts.slc;
+  bool b;
+
+  if (strcmp (key, "slc-static") == 0)
+    return ftl_parse_size (key, v, &c->static_bytes, err, errlen);
+  else if (strcmp (key, "slc-dynamic") == 0) {
+    if (strcmp (v, "auto") == 0)
+      c->dynamic_bytes = FTL_SLC_AUTO;
+    else if (ftl_parse_bool (key, v, &b, NULL, 0) == 0 &&
+             !(v[0] >= '0' && v[0] <= '9'))
+      c->dynamic_bytes = b ? FTL_SLC_AUTO : 0;
+    else if (ftl_parse_size (key, v, &c->dynamic_bytes, NULL, 0) == -1)
+      return fail (err, errlen, "slc-dynamic must be a size, auto or "
+                   "false: %s", v);
+  }
+  else if (strcmp (key, "cell-bits") == 0) {
+    uint64_t n;
+    if (parse_range (key, v, 0, UINT64_MAX, &n, err, errlen) == -1)
+      return -1;
+    if (n < 2 || n > 4)
+      return fail (err, errlen, "cell-bits must be 2 (MLC), 3 (TLC) or 4 "
+                   "(QLC): %s", v);
+    c->cell_bits = n;
+  }
+  else if (strcmp (key, "slc-program") == 0)
+    return parse_positive_dur (key, v, &c->program_ns, err, errlen);
+  else if (strcmp (key, "slc-read") == 0)
+    return parse_positive_dur (key, v, &c->read_ns, err, errlen);
+  else if (strcmp (key, "slc-fold-idle") == 0) {
+    if (strcmp (v, "never") == 0)
+      c->fold_idle_ns = UINT64_MAX;
+    else
+      return parse_positive_dur (key, v, &c->fold_idle_ns, err, errlen);
+  }
+  else
+    return 1;
+  return 0;
+}
+
 int
 ftl_keys_set (struct ftl_keys *k, const char *key, const char *value,
               char *err, size_t errlen)
 {
   int (*const sets[]) (struct ftl_keys *, const char *, const char *,
-                       char *, size_t) = { set_main, set_timing, set_errors };
+                       char *, size_t) = { set_main, set_timing, set_errors,
+                                         set_slc };
 
   if (errlen)
     err[0] = '\0';

@@ -12,7 +12,9 @@
  * write-cache; the timing model's timing, read-latency,
  * program-latency, erase-latency, channels, dies; and the error
  * model's errors, seed, time-scale, error-scale, read-disturb-scale,
- * ecc-bits, read-retry, read-reclaim, reclaim-reads, scrub-interval.
+ * ecc-bits, read-retry, read-reclaim, reclaim-reads, scrub-interval;
+ * and the SLC cache's slc-static, slc-dynamic, cell-bits, slc-program,
+ * slc-read, slc-fold-idle.
  *
  * Every message names the key and the value it refused.  Nothing here
  * touches an image: a bad key is refused before anything is opened.
@@ -87,6 +89,12 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "read-retry=<N>                 Read retry steps (default 8).\n" \
   "read-reclaim=<BOOL>            Move data off blocks read too often (default true).\n" \
   "reclaim-reads=<N>              Page reads of a block before read reclaim (default 100000).\n" \
-  "scrub-interval=<DURATION>      Idle scrub: one block per interval (default 1s, 0 = off).\n"
+  "scrub-interval=<DURATION>      Idle scrub: one block per interval (default 1s, 0 = off).\n" \
+  "slc-static=<SIZE>              SLC cache taken from the spare (default 0).\n" \
+  "slc-dynamic=<SIZE>|auto|false  SLC cache from free user space (default false).\n" \
+  "cell-bits=2|3|4                Bits per cell of native blocks (default 3).\n" \
+  "slc-program=<DURATION>         SLC page program time (default program-latency/cell-bits).\n" \
+  "slc-read=<DURATION>            SLC page read time (default read-latency).\n" \
+  "slc-fold-idle=<DURATION>|never Fold the SLC cache after this idle time (default 200ms).\n"
 
 #endif /* FTL_KEYS_H */

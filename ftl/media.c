@@ -170,8 +170,10 @@ media_init (struct media *m, int fd, const struct ftl_io *io,
   m->wp = calloc (blocks, sizeof *m->wp);
   m->erase_count = calloc (blocks, sizeof *m->erase_count);
   m->gen = calloc (blocks, sizeof *m->gen);
+  m->slc = calloc (blocks, sizeof *m->slc);
+  m->slc_pages = pages_per_block;
   m->zeros = calloc (meta_pages, page_size);
-  if (!m->wp || !m->erase_count || !m->gen || !m->zeros) {
+  if (!m->wp || !m->erase_count || !m->gen || !m->slc || !m->zeros) {
     media_free (m);
     return -ENOMEM;
   }
@@ -184,6 +186,8 @@ media_free (struct media *m)
   free (m->wp);
   free (m->erase_count);
   free (m->gen);
+  free (m->slc);
+  m->slc = NULL;
   free (m->zeros);
   m->wp = m->erase_count = m->gen = NULL;
   m->zeros = NULL;
@@ -371,13 +375,14 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
   assert (blk < m->blocks);
   assert (n > 0 && n <= MEDIA_IOV_MAX);
   assert (page == m->wp[blk]);             /* in order, never twice */
-  assert (page + n <= m->pages_per_block);
+  assert (page + n <= media_block_pages (m, blk));  /* SLC: fewer */
 
   /* Even after an error the pages count as programmed: they may hold
    * anything, and NAND does not allow programming them again.
    */
   m->wp[blk] = page + n;
-  r = op_begin (m, blk, n, m->timing ? m->timing->program_ns : 0);
+  r = op_begin (m, blk, n, !m->timing ? 0 : media_block_slc (m, blk) ?
+                m->timing->slc_program_ns : m->timing->program_ns);
   if (r < 0)
     return op_end (m, n, r);
   r = write_pages (m, n, data,
@@ -398,8 +403,9 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
 {
   assert (media_ppn_block (m, ppn) < m->blocks);
   assert (media_ppn_page (m, ppn) + n <= m->pages_per_block);
-  int r = op_begin (m, media_ppn_block (m, ppn), n,
-                    m->timing ? m->timing->read_ns : 0);
+  uint32_t blk = media_ppn_block (m, ppn);
+  int r = op_begin (m, blk, n, !m->timing ? 0 : media_block_slc (m, blk) ?
+                    m->timing->slc_read_ns : m->timing->read_ns);
   if (r < 0)
     return op_end (m, n, r);
   __atomic_fetch_add (&m->reads, n, __ATOMIC_RELAXED);

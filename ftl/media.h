@@ -110,6 +110,9 @@ struct media {
   uint32_t *wp;                 /* program pointer per block */
   uint32_t *erase_count;        /* per block (atomic access) */
   uint32_t *gen;                /* erase generation per block (atomic) */
+  uint8_t *slc;                 /* per block: 1 if programmed in SLC mode
+                                 * since its erase (atomic) */
+  uint32_t slc_pages;           /* pages an SLC block holds (slc.c) */
   uint8_t *zeros;               /* meta_pages pages of zeros, read only */
 
   /* Counters (atomic). */
@@ -263,6 +266,30 @@ static inline uint32_t
 media_erase_count_acquire (const struct media *m, uint32_t blk)
 {
   return __atomic_load_n (&m->erase_count[blk], __ATOMIC_ACQUIRE);
+}
+
+/* SLC mode (slc.c): a block in SLC mode holds slc_pages pages and is
+ * programmed and read at the timing model's SLC latencies.  The FTL
+ * sets it before the block's first program and clears it when it
+ * erases the block.
+ */
+static inline bool
+media_block_slc (const struct media *m, uint32_t blk)
+{
+  return __atomic_load_n (&m->slc[blk], __ATOMIC_RELAXED);
+}
+
+static inline void
+media_set_slc (struct media *m, uint32_t blk, bool slc)
+{
+  __atomic_store_n (&m->slc[blk], slc, __ATOMIC_RELAXED);
+}
+
+/* The pages block blk can hold in its mode. */
+static inline uint32_t
+media_block_pages (const struct media *m, uint32_t blk)
+{
+  return media_block_slc (m, blk) ? m->slc_pages : m->pages_per_block;
 }
 
 /* Set a block's state as found by recovery. */

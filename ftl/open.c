@@ -535,11 +535,19 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
   return 0;
 }
 
+/* The SLC cache (slc.c): after the write cache and the policies. */
+static int
+step_slc (struct ftl *ftl, struct open_ctx *c)
+{
+  return slc_init (ftl, &c->o->slc, c->spare, c->err, c->errlen);
+}
+
 static int
 step_recovery (struct ftl *ftl, struct open_ctx *c)
 {
   int r = recovery_run (ftl, c->err, c->errlen);
   if (r == 0) {
+    slc_recovered (ftl);
     wl_recovered (ftl);
     errmodel_recovered (ftl);
     if ((r = map_checks_load (ftl)) < 0)
@@ -637,6 +645,7 @@ static const struct open_step open_steps[] = {
   { "background",  NULL,          step_background, bg_free },
   { "checkpoints", ckpt_init,     NULL,            ckpt_free },
   { "policies",    NULL,          step_policies,   NULL },
+  { "slc cache",   NULL,          step_slc,        NULL },
   { "recovery",    NULL,          step_recovery,   NULL },
   { "in use",      NULL,          step_in_use,     NULL },
   { "attach",      NULL,          step_attach,     NULL },

@@ -22,6 +22,9 @@
  * the checkpoint are already in it and are skipped.  Then the valid
  * counts and the free pool are rebuilt from the map and the block table.
  *
+ * A block's SLC mode (slc.c) comes from the checkpoint's block table,
+ * or for a block written since, from its OOB entries.
+ *
  * The cost is one small read per FULL block, plus reading the blocks
  * written since the checkpoint (bounded by the checkpoint interval).
  */
@@ -111,6 +114,7 @@ apply_body (struct ftl *ftl, const struct ftl_ckpt_header *h,
     }
     ftl->state[b] = cb.state;
     media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
+    media_set_slc (&ftl->media, b, cb.slc);
     errmodel_set_program_hour (&ftl->em, b, cb.program_hour);
   }
   return 0;
@@ -294,6 +298,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
        */
       ftl->state[b] = FTL_BLK_FREE;
       media_set_block (m, b, cec + 1, 0);
+      media_set_slc (m, b, false);
       errmodel_erased (&ftl->em, b);
       return 0;
     }
@@ -313,6 +318,10 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
   if (ec == cec && state == FTL_BLK_FULL)
     return 0;                   /* header damaged but block unchanged */
   wp = start;
+  /* Its mode: the checkpoint's if the block was not erased since, else
+   * what its entries of this erase say (format.h).
+   */
+  bool slc = ec == cec && media_block_slc (m, b);
 
   /* The last page with an entry of this erase: the pages up to it are
    * read SCAN_RUN at a time (with a cold cache, one read per page made
@@ -332,6 +341,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
         o.erase_count != ec)
       continue;
     wp = i + 1;
+    slc = o.slc;
     if (win_n == 0 || i >= win + win_n) {
       win = i;
       win_n = MIN (SCAN_RUN, last + 1 - i);
@@ -356,6 +366,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
   log_debug (ftl, FTL_DEBUG_RECOVERY, "block %u: rolled forward pages "
              "%u..%u (erase count %u)", b, start, wp, ec);
   media_set_block (m, b, ec, wp);
+  media_set_slc (m, b, wp > 0 && slc);
   ftl->state[b] = wp == 0 ? FTL_BLK_FREE : FTL_BLK_FULL;
   /* Erased since the checkpoint: programmed after it, when is not
    * known (errmodel_recovered).

@@ -129,6 +129,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);
   cache_get_stats (ftl, st);
+  slc_get_stats (ftl, st);
   get_health (ftl, st, &st->health);
 }
 
@@ -395,6 +396,18 @@ render_counters (struct jw *w, const struct stats_view *v)
   if (server)
     jw_uint (w, "threshold", st->wl_threshold);
   jw_uint (w, "moved_pages", st->wl_moved_pages);
+  jw_end (w);
+  /* The image's blocks in SLC mode; the budget (which the server's
+   * keys set) and the counters since start are the server's.
+   */
+  jw_begin (w, "slc");
+  if (server)
+    jw_uint (w, "size_pages", st->slc_size_pages);
+  jw_uint (w, "used_pages", st->slc_used_pages);
+  if (server) {
+    jw_uint (w, "folded_pages", st->slc_folded_pages);
+    jw_uint (w, "exhausted", st->slc_exhausted);
+  }
   jw_end (w);
   jw_uint (w, "checkpoints", st->checkpoints);
   jw_uint (w, "mapped_pages", st->mapped_pages);

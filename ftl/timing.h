@@ -35,6 +35,7 @@
 struct timing {
   bool enabled;
   uint64_t read_ns, program_ns, erase_ns;
+  uint64_t slc_program_ns, slc_read_ns;  /* blocks in SLC mode (slc.c) */
   unsigned units;
   uint64_t *unit_free;          /* per unit: CLOCK_MONOTONIC ns (atomic) */
 };

@@ -87,6 +87,12 @@ refuse "$disk" "streams: not a non-negative integer: '-1'" file="$disk" streams=
 refuse "$disk" 'channels x dies must be at most 4096: 64 x 128' file="$disk" channels=64 dies=128
 refuse "$disk" "read-latency: duration '5' has no unit \\(us, ms or s\\)" file="$disk" read-latency=5
 refuse "$disk" 'ecc-bits must be from 1 to 8192: 0' file="$disk" ecc-bits=0
+refuse "$disk" 'cell-bits must be 2 \(MLC\), 3 \(TLC\) or 4 \(QLC\): 5' file="$disk" cell-bits=5
+refuse "$disk" 'slc-dynamic must be a size, auto or false: lots' file="$disk" slc-dynamic=lots
+refuse "$disk" "slc-fold-idle: 'soon' is not a duration \(a number with a unit: us, ms or s\)" \
+    file="$disk" slc-fold-idle=soon
+refuse "$disk" "$disk: slc-static of 67108864 bytes needs [0-9]+ SLC erase blocks; the spare allows at most [0-9]+ .*" \
+    file="$disk" slc-static=64M
 refuse "$disk" 'gc-mode must be deadline or watermark: lazy' file="$disk" gc-mode=lazy
 refuse "$disk" 'stats-interval must be at least 1 second: 0' file="$disk" stats-interval=0
 refuse "$disk" "stats: cannot write a file next to $tmp/no/such/dir/stats.json: No such file or directory" \
@@ -128,20 +134,20 @@ refuse "$tmp/random.img" "$not_image" file="$tmp/random.img"
 refuse "$tmp/random.img" "$not_image" file="$tmp/random.img" size=1M
 
 # An image written by a newer version of the format: both superblock
-# copies (at 0 and 4 KiB) say version 3.  Layout, little-endian: magic
+# copies (at 0 and 4 KiB) say version 4.  Layout, little-endian: magic
 # "NBDKFTL\0" at 0, version (uint32) at 8.
 cp "$disk" "$tmp/newer.img"
 patched=0
 for sb in 0 4096; do
     magic="$(od -An -c -j $sb -N 7 "$tmp/newer.img" | tr -d ' ')"
     if [ "$magic" = NBDKFTL ]; then
-        printf '\x03\x00\x00\x00' |
+        printf '\x04\x00\x00\x00' |
             dd of="$tmp/newer.img" bs=1 seek=$((sb + 8)) conv=notrunc status=none
         patched=$((patched + 1))
     fi
 done
 test $patched -ge 1
-refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 3, this program reads up to 2\\)" \
+refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 4, this program reads up to 3\\)" \
     file="$tmp/newer.img"
 
 # Version 0 is not a newer format: no version writes it.  Both copies

@@ -155,6 +155,9 @@ dump_page (const struct image *im, uint64_t ppn64, bool hex)
               map_status (im, &o, ppn));
     else
       printf ("  kind:             trim records (%u)\n", o.trim_entries);
+    if (o.slc)
+      printf ("  mode:             SLC (the block holds fewer pages, to be "
+              "folded)\n");
     printf ("  sequence:         %" PRIu64 "\n", o.seq);
     printf ("  erase count:      %u", o.erase_count);
     if (o.erase_count != bi.erase_count)
@@ -218,6 +221,8 @@ print_block_page (const struct image *im, const struct ftl_block_info *bi,
     printf (", erase count %u (WRONG)", o->erase_count);
   if (p >= bi->write_pointer)
     printf (", beyond the program pointer");
+  if (o->slc)
+    printf (", SLC");
   printf ("\n");
 }
 

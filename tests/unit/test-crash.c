@@ -91,6 +91,8 @@
 static char base[256], start[256], img[256], img2[256], img3[256];
 static uint64_t seed;
 static uint64_t cache_bytes;    /* the write cache of the variant run */
+static uint64_t slc_bytes;      /* its SLC cache's static part (and a
+                                 * dynamic part as free space allows) */
 static long only = -1;          /* FTL_CRASH_EVENT: check one point */
 
 static void
@@ -132,6 +134,12 @@ open_image (const char *path, const struct ftl_io *io, char *err,
     .wl_threshold = WL, .log = debug ? debug_log : unit_log, .io = io,
     .debug = debug ? ~0u : 0, .write_cache_bytes = cache_bytes,
     .manual_background = true,
+    /* Two bits per cell: 4 pages per SLC block; folds in every step
+     * that has nothing else to do.
+     */
+    .slc = { .static_bytes = slc_bytes,
+             .dynamic_bytes = slc_bytes ? FTL_SLC_AUTO : 0,
+             .cell_bits = 2, .fold_idle_ns = 1 },
   };
   struct ftl *ftl = NULL;
   *rp = ftl_open (&o, &ftl, err, errlen);
@@ -413,6 +421,7 @@ static const char *work_names[BG_WORK__MAX] = {
   [BG_BARRIER] = "barrier", [BG_WL] = "wear leveling",
   [BG_GC] = "garbage collection", [BG_DESTAGE] = "destage",
   [BG_RECLAIM] = "read reclaim", [BG_SCRUB] = "scrub",
+  [BG_FOLD] = "SLC fold",
 };
 
 static enum bg_work
@@ -764,6 +773,7 @@ walk_to (struct walk *w, size_t n)
 struct variant {
   const char *name;
   uint64_t cache_bytes;
+  uint64_t slc_bytes;
   unsigned mix;                 /* random ops on each side of the reopen */
   const enum unit_cut_mode *modes;
   size_t nmodes;
@@ -829,6 +839,7 @@ crash_every_event (const struct variant *v)
   printf ("%s: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", v->name,
           seed);
   cache_bytes = v->cache_bytes;
+  slc_bytes = v->slc_bytes;
   unit_fault_init (&f);
   unit_fault_init (&rec);
   ops = record (&f, &c, v->mix, &nops, &op_start, &op_end);
@@ -991,6 +1002,23 @@ START_TEST (test_crash_write_cache)
     .volatile_cache = true,
   };
   crash_every_event (&v);
+}
+END_TEST
+
+/* The same with the SLC cache: host writes fill blocks in SLC mode (a
+ * static block and what free space allows), background steps fold
+ * them; cut inside folds, and recovery must know each block's mode.
+ */
+START_TEST (test_crash_slc)
+{
+  static const struct variant v = {
+    .name = "crash, SLC cache", .slc_bytes = 4 * PS, .mix = 120,
+    .modes = cache_modes,
+    .nmodes = sizeof cache_modes / sizeof cache_modes[0],
+    .must_cut = 1u << BG_FOLD | 1u << BG_CKPT,
+  };
+  crash_every_event (&v);
+  slc_bytes = 0;
 }
 END_TEST
 
@@ -1730,6 +1758,7 @@ crash_suite (void)
   tcase_set_timeout (tc, 600);
   tcase_add_test (tc, test_crash_every_event);
   tcase_add_test (tc, test_crash_write_cache);
+  tcase_add_test (tc, test_crash_slc);
   tcase_add_test (tc, test_damaged_newest_checkpoint);
   suite_add_tcase (s, tc);
 

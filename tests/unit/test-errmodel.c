@@ -224,7 +224,7 @@ START_TEST (test_version_1)
   ck_assert_uint_eq (sb_version (), 1);
 
   /* Read-write: the blocks' program times are the open's; both
-   * superblock copies say version 2 after the clean close.
+   * superblock copies say the current version after the clean close.
    */
   ftl = open_errors (NULL, false);
   for (uint32_t b = 0; b < ftl->blocks; b++)

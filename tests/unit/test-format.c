@@ -502,6 +502,7 @@ START_TEST (test_ckpt_block_round_trip)
     { 1, 17, FTL_BLK_OPEN, 1 },
     { UINT32_MAX, 65536, FTL_BLK_FULL, FTL_MAX_PROGRAM_HOUR },
     { 0x12345678, 0x9abcdef0, 0x0d, 0xbadf00 },
+    { 7, 16, FTL_BLK_FULL, 5, true },
   };
   uint8_t buf[FTL_CKPT_BLOCK_BYTES + 4];
 
@@ -515,12 +516,14 @@ START_TEST (test_ckpt_block_round_trip)
     ck_assert_uint_eq (get32le (buf + 4), cases[i].write_pointer);
     /* The state in the low byte, the program hour above it. */
     ck_assert_uint_eq (get32le (buf + 8),
-                       cases[i].state | cases[i].program_hour << 8);
+                       cases[i].state | cases[i].program_hour << 8 |
+                       (cases[i].slc ? FTL_CKPT_BLK_SLC : 0));
     fmt_ckpt_block_decode (buf, &out);
     ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
     ck_assert_uint_eq (out.write_pointer, cases[i].write_pointer);
     ck_assert_uint_eq (out.state, cases[i].state);
     ck_assert_uint_eq (out.program_hour, cases[i].program_hour);
+    ck_assert_uint_eq (out.slc, cases[i].slc);
   }
 }
 END_TEST
@@ -601,6 +604,8 @@ START_TEST (test_ckpt_validity_rule)
     { { 9, 256, FTL_BLK_FULL, 12345 }, NULL },
     { { 9, 0, FTL_BLK_FREE, 3 }, "is free but has a program time" },
     { { 9, 0, FTL_BLK_RETIRED, 3 }, "is retired but has a program time" },
+    { { 9, 16, FTL_BLK_FULL, 3, true }, NULL },
+    { { 9, 0, FTL_BLK_FREE, 0, true }, "is free but in SLC mode" },
   };
   uint8_t body[64];
   char why[128];
@@ -751,6 +756,8 @@ START_TEST (test_oob_round_trip)
     { .kind = FTL_OOB_TRIM, .trim_entries = 255,
       .seq = 0x0123456789abcdefULL, .erase_count = 7,
       .data_checksum = 0xfedcba9876543210ULL },
+    { .kind = FTL_OOB_DATA, .lpn = 77, .seq = 3, .slc = true },
+    { .kind = FTL_OOB_TRIM, .trim_entries = 2, .seq = 4, .slc = true },
   };
   uint8_t buf[FTL_OOB_BYTES + 8];
 
@@ -768,6 +775,10 @@ START_TEST (test_oob_round_trip)
     ck_assert_uint_eq (out.seq, cases[i].seq);
     ck_assert_uint_eq (out.erase_count, cases[i].erase_count);
     ck_assert_uint_eq (out.data_checksum, cases[i].data_checksum);
+    ck_assert_uint_eq (out.slc, cases[i].slc);
+    /* The SLC flag in the kind byte's high bit. */
+    ck_assert_uint_eq (buf[2], cases[i].kind |
+                       (cases[i].slc ? FTL_OOB_SLC : 0));
   }
 }
 END_TEST
@@ -811,7 +822,18 @@ START_TEST (test_oob_rejects)
                       versions[i] ? FTL_FMT_BAD_VERSION : FTL_FMT_BAD_FIELD);
   }
 
-  uint8_t kinds[] = { 0, 4, 0xff };
+  /* The SLC flag needs version 3. */
+  memcpy (buf, good, sizeof buf);
+  buf[2] |= FTL_OOB_SLC;
+  buf[3] = 2;
+  oob_fix_checksum (buf);
+  ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_FIELD);
+  buf[3] = 3;
+  oob_fix_checksum (buf);
+  ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL), FTL_FMT_OK);
+
+  uint8_t kinds[] = { 0, 4, 0xff, FTL_OOB_SLC };
   for (size_t i = 0; i < sizeof kinds; i++) {
     memcpy (buf, good, sizeof buf);
     buf[2] = kinds[i];

@@ -1,0 +1,2 @@
+/* The FTL library module slc.c, built with libFuzzer instrumentation. */
+#include "slc.c"
