@@ -76,6 +76,8 @@ struct ftl_io;
 #define FTL_DEFAULT_CHANNELS            8
 #define FTL_DEFAULT_DIES                4
 #define FTL_MAX_UNITS                   4096
+#define FTL_MAX_PLANES                  16
+#define FTL_MAX_NAND_PAGE               (256 * 1024)
 
 /* Bounds of the default write cache (ftl_default_write_cache). */
 #define FTL_MIN_WRITE_CACHE          (1024 * 1024)
@@ -127,15 +129,53 @@ extern const char *ftl_gc_mode_name (enum ftl_gc_mode m);
 extern int ftl_gc_mode_from_name (const char *name);
 
 /* The NAND timing model (see timing.h).  When enabled, every data page
- * read and programmed and every erase takes its latency on one of
- * channels x dies parallel units; the latencies are taken as given (0
- * is allowed), channels and dies of 0 mean the defaults.
+ * read and programmed and every erase takes its latency on the dies of
+ * channels x dies parallel units, pages striped over them; the
+ * latencies are taken as given (0 is allowed), channels and dies of 0
+ * mean the defaults, planes of 0 means 1, nand_page of 0 the FTL page,
+ * a rate of 0 a free transfer.
  */
 struct ftl_timing {
   bool enabled;
   uint64_t read_ns, program_ns, erase_ns;
   unsigned channels, dies;
+  unsigned planes;              /* planes programmed or read at once */
+  uint32_t nand_page;           /* NAND page size, bytes */
+  uint64_t channel_rate;        /* channel transfer, bytes/s */
+  uint64_t host_rate;           /* host link (SATA, PCIe), bytes/s */
+  uint64_t command_ns;          /* controller overhead per host command */
+  bool suspend;                 /* reads suspend programs and erases */
+  uint64_t suspend_ns;          /* the cost of a suspension */
 };
+
+/* Presets of the timing model: a class of drive each, with the values
+ * and their sources in the plugin's man page (Timing).  The write cache
+ * and the SLC cache figures are data for the caller: the plugin sets
+ * write-cache= from them.  The published figures are the drive's data
+ * sheet or review numbers (0: not published), for bench/model-check.sh.
+ */
+struct ftl_timing_preset {
+  const char *name;
+  const char *drive;            /* the drive the figures come from */
+  struct ftl_timing timing;     /* enabled = true */
+  uint64_t write_cache;         /* FTL_WRITE_CACHE_AUTO, or bytes */
+  bool plp;                     /* power-loss protection */
+  /* The SLC cache (keys slc-program=, slc-read=, slc-static=,
+   * slc-dynamic=; the native speed once it is full).
+   */
+  uint64_t slc_program_ns, slc_read_ns;
+  uint64_t slc_static_per_tb;   /* static SLC bytes per TB of capacity */
+  uint64_t slc_dynamic_per_tb;  /* dynamic SLC bytes per TB (0: none) */
+  double post_cache_mbs;        /* MB/s after the SLC cache is full */
+  /* Published figures: MB/s (10^6), IOPS. */
+  double seq_read_mbs, seq_write_mbs;
+  double rr_qd1, rw_qd1, rr_qd32, rw_qd32, rw_steady;
+};
+/* The preset of that name, or NULL; the default one (timing=true). */
+extern const struct ftl_timing_preset *ftl_timing_preset (const char *name);
+extern const struct ftl_timing_preset *ftl_timing_preset_default (void);
+/* The names, comma separated (for messages). */
+extern const char *ftl_timing_preset_names (void);
 
 /* Media that ages (see the plugin's man page, MEDIA ERRORS): the raw
  * bit error model, ECC and read retry, read reclaim and scrub.  The

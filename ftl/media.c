@@ -194,6 +194,8 @@ media_attach (struct media *m, struct timing *t, struct deadline *dl,
               struct fault *f)
 {
   m->timing = t && t->enabled ? t : NULL;
+  if (m->timing)
+    timing_geometry (m->timing, m->page_size, m->pages_per_block);
   m->dl = dl;
   m->fault = f && fault_enabled (f) ? f : NULL;
 }
@@ -247,42 +249,57 @@ gate (struct media *m)
   return should_abort (m) ? -ETIMEDOUT : 0;
 }
 
-/* Modeled time of n pages (or one erase, n = 0) of latency lat on the
- * unit of block blk.  Each page is reserved on the unit only when the
- * previous one is done, so operations queued on one unit interleave
- * page by page, and an operation that gives up leaves at most one page
- * of work on the unit (a die cannot take back a page it started).
+/* Sleep until the modeled end of an operation (timing.h computes it
+ * for the whole run at once).  The wait is cut into slices of at most
+ * 1 ms (wait_until) so that an aborted request gives up: the dies keep
+ * the work they were given, as a die cannot take back what it started.
+ * The modeled device is working meanwhile: each slice reports progress
+ * so that a request queued behind it is not taken for stalled.
  */
 static int
-model (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
+model_wait (struct media *m, uint64_t end, uint32_t n)
 {
-  uint32_t steps = n ? n : 1;
-
-  for (uint32_t i = 0; i < steps; i++) {
-    uint64_t start = timing_reserve (m->timing, blk, lat);
-    int r = wait_until (m, start + lat);
-    if (r < 0)
-      return r;
-    if (m->dl)
+  for (;;) {
+    if (should_abort (m))
+      return -ETIMEDOUT;
+    uint64_t now = timing_now ();
+    if (now >= end)
+      break;
+    timing_sleep_until (MIN (end, now + 1000000));
+    if (m->dl && end - now > 1000000)
       dl_progress (m->dl, 1);
   }
+  if (m->dl)
+    dl_progress (m->dl, n ? n : 1);
   return 0;
 }
 
-/* Before an operation on block blk (n pages of latency lat): the gate,
- * then the timing model.  Progress without the model is reported by
- * op_end.
+enum op_kind { OP_READ, OP_PROGRAM, OP_ERASE, OP_RETRY };
+
+/* Before an operation on n pages from `page` of block blk (an erase:
+ * n = 0) of NAND latency lat: the gate, then the timing model.
+ * Progress without the model is reported by op_end.
  */
 static int
-op_begin (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
+op_begin (struct media *m, enum op_kind kind, uint32_t blk, uint32_t page,
+          uint32_t n, uint64_t lat)
 {
   int r;
 
   if (m->dl)
     dl_media_begin (m->dl);
   r = gate (m);
-  if (r == 0 && m->timing)
-    r = model (m, blk, n, lat);
+  if (r == 0 && m->timing) {
+    struct timing *t = m->timing;
+    uint64_t end;
+    switch (kind) {
+    case OP_READ:    end = timing_read (t, blk, page, n, lat); break;
+    case OP_PROGRAM: end = timing_program (t, blk, page, n, lat); break;
+    case OP_ERASE:   end = timing_erase (t, blk, lat); break;
+    default:         end = timing_read_retry (t, blk, n, lat); break;
+    }
+    r = model_wait (m, end, n);
+  }
   return r;
 }
 
@@ -377,7 +394,8 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
    * anything, and NAND does not allow programming them again.
    */
   m->wp[blk] = page + n;
-  r = op_begin (m, blk, n, m->timing ? m->timing->program_ns : 0);
+  r = op_begin (m, OP_PROGRAM, blk, page, n,
+                m->timing ? m->timing->program_ns : 0);
   if (r < 0)
     return op_end (m, n, r);
   r = write_pages (m, n, data,
@@ -398,7 +416,8 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
 {
   assert (media_ppn_block (m, ppn) < m->blocks);
   assert (media_ppn_page (m, ppn) + n <= m->pages_per_block);
-  int r = op_begin (m, media_ppn_block (m, ppn), n,
+  int r = op_begin (m, OP_READ, media_ppn_block (m, ppn),
+                    media_ppn_page (m, ppn), n,
                     m->timing ? m->timing->read_ns : 0);
   if (r < 0)
     return op_end (m, n, r);
@@ -413,7 +432,8 @@ media_read_retry (struct media *m, uint32_t blk, uint32_t n)
 {
   if (!m->timing)
     return 0;
-  return op_end (m, n, op_begin (m, blk, n, m->timing->read_ns));
+  return op_end (m, n, op_begin (m, OP_RETRY, blk, 0, n,
+                                m->timing->read_ns));
 }
 
 int
@@ -482,7 +502,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   assert (meta_bytes >= FTL_BLKHDR_BYTES * 2
           + (uint64_t) m->pages_per_block * FTL_OOB_BYTES);
 
-  r = op_begin (m, blk, 0, m->timing ? m->timing->erase_ns : 0);
+  r = op_begin (m, OP_ERASE, blk, 0, 0, m->timing ? m->timing->erase_ns : 0);
   if (r < 0)
     return op_end (m, 0, r);
 

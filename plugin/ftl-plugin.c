@@ -56,15 +56,20 @@ static bool rotational;                 /* rotational= */
 static uint64_t timeout_ns = FTL_DEFAULT_TIMEOUT_NS; /* timeout= */
 static unsigned timeout_retries = FTL_DEFAULT_TIMEOUT_RETRIES;
                                         /* timeout-retries= */
-static struct ftl_timing timing = {     /* timing= and the latencies */
-  .read_ns    = FTL_DEFAULT_READ_LATENCY_NS,
-  .program_ns = FTL_DEFAULT_PROGRAM_LATENCY_NS,
-  .erase_ns   = FTL_DEFAULT_ERASE_LATENCY_NS,
-  .channels   = FTL_DEFAULT_CHANNELS,
-  .dies       = FTL_DEFAULT_DIES,
+static struct ftl_timing timing;        /* timing= and the model's keys:
+                                         * the preset's values, then those
+                                         * given (config_complete) */
+static struct ftl_timing timing_keys;   /* the values of the keys given */
+static unsigned timing_given;           /* TK_* bits of the keys given */
+enum {
+  TK_READ = 1 << 0, TK_PROGRAM = 1 << 1, TK_ERASE = 1 << 2,
+  TK_CHANNELS = 1 << 3, TK_DIES = 1 << 4, TK_PLANES = 1 << 5,
+  TK_NAND_PAGE = 1 << 6, TK_CHANNEL_RATE = 1 << 7, TK_HOST_RATE = 1 << 8,
+  TK_COMMAND = 1 << 9, TK_SUSPEND = 1 << 10, TK_SUSPEND_NS = 1 << 11,
 };
+static const struct ftl_timing_preset *preset; /* model= */
 static int timing_key = -1;             /* timing= (-1: not given) */
-static bool latency_given;              /* a latency, channels or dies */
+static bool write_cache_given;          /* write-cache= */
 static char *fault_file;                /* debug-faults= (tests only) */
 static uint64_t write_cache = FTL_WRITE_CACHE_AUTO; /* write-cache= */
 
@@ -271,36 +276,97 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     timing_key = b;
   }
-  else if (strcmp (key, "read-latency") == 0) {
-    if (parse_duration (key, value, &timing.read_ns) == -1)
+  else if (strcmp (key, "model") == 0) {
+    preset = ftl_timing_preset (value);
+    if (preset == NULL) {
+      nbdkit_error ("model: unknown drive model '%s' (known: %s)",
+                    value, ftl_timing_preset_names ());
       return -1;
-    latency_given = true;
+    }
+  }
+  else if (strcmp (key, "read-latency") == 0) {
+    if (parse_duration (key, value, &timing_keys.read_ns) == -1)
+      return -1;
+    timing_given |= TK_READ;
   }
   else if (strcmp (key, "program-latency") == 0) {
-    if (parse_duration (key, value, &timing.program_ns) == -1)
+    if (parse_duration (key, value, &timing_keys.program_ns) == -1)
       return -1;
-    latency_given = true;
+    timing_given |= TK_PROGRAM;
   }
   else if (strcmp (key, "erase-latency") == 0) {
-    if (parse_duration (key, value, &timing.erase_ns) == -1)
+    if (parse_duration (key, value, &timing_keys.erase_ns) == -1)
       return -1;
-    latency_given = true;
+    timing_given |= TK_ERASE;
   }
   else if (strcmp (key, "channels") == 0) {
-    if (parse_units (key, value, &timing.channels) == -1)
+    if (parse_units (key, value, &timing_keys.channels) == -1)
       return -1;
-    latency_given = true;
+    timing_given |= TK_CHANNELS;
   }
   else if (strcmp (key, "dies") == 0) {
-    if (parse_units (key, value, &timing.dies) == -1)
+    if (parse_units (key, value, &timing_keys.dies) == -1)
       return -1;
-    latency_given = true;
+    timing_given |= TK_DIES;
+  }
+  else if (strcmp (key, "planes") == 0) {
+    if (nbdkit_parse_unsigned (key, value, &timing_keys.planes) == -1)
+      return -1;
+    if (timing_keys.planes < 1 || timing_keys.planes > FTL_MAX_PLANES) {
+      nbdkit_error ("planes must be from 1 to %d: %s", FTL_MAX_PLANES, value);
+      return -1;
+    }
+    timing_given |= TK_PLANES;
+  }
+  else if (strcmp (key, "nand-page") == 0) {
+    v = nbdkit_parse_size (value);
+    if (v == -1)
+      return -1;
+    if (v < 512 || v > FTL_MAX_NAND_PAGE) {
+      nbdkit_error ("nand-page must be from 512 to %d bytes: %s",
+                    FTL_MAX_NAND_PAGE, value);
+      return -1;
+    }
+    timing_keys.nand_page = v;
+    timing_given |= TK_NAND_PAGE;
+  }
+  else if (strcmp (key, "channel-rate") == 0 ||
+           strcmp (key, "host-rate") == 0) {
+    v = nbdkit_parse_size (value);
+    if (v == -1)
+      return -1;
+    if (key[0] == 'c') {
+      timing_keys.channel_rate = v;
+      timing_given |= TK_CHANNEL_RATE;
+    }
+    else {
+      timing_keys.host_rate = v;
+      timing_given |= TK_HOST_RATE;
+    }
+  }
+  else if (strcmp (key, "command-overhead") == 0) {
+    if (parse_duration (key, value, &timing_keys.command_ns) == -1)
+      return -1;
+    timing_given |= TK_COMMAND;
+  }
+  else if (strcmp (key, "suspend") == 0) {
+    b = nbdkit_parse_bool (value);
+    if (b == -1)
+      return -1;
+    timing_keys.suspend = b;
+    timing_given |= TK_SUSPEND;
+  }
+  else if (strcmp (key, "suspend-latency") == 0) {
+    if (parse_duration (key, value, &timing_keys.suspend_ns) == -1)
+      return -1;
+    timing_given |= TK_SUSPEND_NS;
   }
   else if (strcmp (key, "write-cache") == 0) {
     v = nbdkit_parse_size (value);
     if (v == -1)
       return -1;
     write_cache = v;
+    write_cache_given = true;
   }
   else if (powercut_config (key, value, &b))
     return b;
@@ -333,10 +399,33 @@ ftl_plugin_config_complete (void)
     return -1;
   }
 
-  /* Giving a latency, channels or dies turns the timing model on,
-   * unless timing=false says otherwise.
+  /* Giving a model or any key of the model turns it on, unless
+   * timing=false says otherwise.  The model's values are the preset's
+   * (model=, or the default one), then each key given overrides its
+   * value; the preset also sets the write cache unless write-cache= is
+   * given.
    */
-  timing.enabled = timing_key == -1 ? latency_given : timing_key;
+  if (timing_key == -1 ? preset || timing_given : timing_key) {
+    const struct ftl_timing_preset *p =
+      preset ? preset : ftl_timing_preset_default ();
+    const struct ftl_timing *k = &timing_keys;
+    timing = p->timing;
+    if (timing_given & TK_READ) timing.read_ns = k->read_ns;
+    if (timing_given & TK_PROGRAM) timing.program_ns = k->program_ns;
+    if (timing_given & TK_ERASE) timing.erase_ns = k->erase_ns;
+    if (timing_given & TK_CHANNELS) timing.channels = k->channels;
+    if (timing_given & TK_DIES) timing.dies = k->dies;
+    if (timing_given & TK_PLANES) timing.planes = k->planes;
+    if (timing_given & TK_NAND_PAGE) timing.nand_page = k->nand_page;
+    if (timing_given & TK_CHANNEL_RATE) timing.channel_rate = k->channel_rate;
+    if (timing_given & TK_HOST_RATE) timing.host_rate = k->host_rate;
+    if (timing_given & TK_COMMAND) timing.command_ns = k->command_ns;
+    if (timing_given & TK_SUSPEND) timing.suspend = k->suspend;
+    if (timing_given & TK_SUSPEND_NS) timing.suspend_ns = k->suspend_ns;
+    if (!write_cache_given)
+      write_cache = p->write_cache;
+    timing.enabled = true;
+  }
   if (timing.enabled &&
       (uint64_t) timing.channels * timing.dies > FTL_MAX_UNITS) {
     nbdkit_error ("channels x dies must be at most %d: %u x %u",
@@ -382,11 +471,20 @@ ftl_plugin_config_complete (void)
   "timeout=<DURATION>             Request deadline, e.g. 500ms (default 30s, 0 = off).\n" \
   "timeout-retries=<N>            Deadline resets of a progressing request (default 3).\n" \
   "timing=<BOOL>                  NAND timing model (default false).\n" \
-  "read-latency=<DURATION>        Page read time of the model (default 75us).\n" \
-  "program-latency=<DURATION>     Page program time of the model (default 1ms).\n" \
-  "erase-latency=<DURATION>       Block erase time of the model (default 4500us).\n" \
-  "channels=<N>                   Channels of the model (default 8).\n" \
-  "dies=<N>                       Dies per channel of the model (default 4).\n" \
+  "model=<NAME>                   Drive preset of the model: sata-tlc (the default),\n" \
+  "                               nvme-tlc, sata-qlc, enterprise-tlc.\n" \
+  "read-latency=<DURATION>        NAND page read time tR (preset's).\n" \
+  "program-latency=<DURATION>     NAND page program time tPROG (preset's).\n" \
+  "erase-latency=<DURATION>       NAND block erase time tBERS (preset's).\n" \
+  "channels=<N>                   Channels of the model (preset's).\n" \
+  "dies=<N>                       Dies per channel of the model (preset's).\n" \
+  "planes=<N>                     Planes programmed or read at once (preset's).\n" \
+  "nand-page=<SIZE>               NAND page size (preset's).\n" \
+  "channel-rate=<SIZE>            Channel transfer rate, bytes/s (preset's).\n" \
+  "host-rate=<SIZE>               Host link rate, bytes/s (preset's).\n" \
+  "command-overhead=<DURATION>    Controller time per host command (preset's).\n" \
+  "suspend=<BOOL>                 Reads suspend programs and erases (preset's).\n" \
+  "suspend-latency=<DURATION>     Cost of a suspension (preset's).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
   STATS_CONFIG_HELP \
