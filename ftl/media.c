@@ -249,12 +249,12 @@ gate (struct media *m)
   return should_abort (m) ? -ETIMEDOUT : 0;
 }
 
-/* Sleep until the modeled end of an operation (timing.h computes it
- * for the whole run at once).  The wait is cut into slices of at most
- * 1 ms (wait_until) so that an aborted request gives up: the dies keep
- * the work they were given, as a die cannot take back what it started.
- * The modeled device is working meanwhile: each slice reports progress
- * so that a request queued behind it is not taken for stalled.
+/* Sleep until the modeled end of a piece of an operation (timing.h
+ * computes it for the whole piece at once).  The wait is cut into
+ * slices of at most 1 ms (wait_until) so that an aborted request gives
+ * up.  The modeled device is working meanwhile: each slice reports
+ * progress so that a request queued behind it is not taken for
+ * stalled.
  */
 static int
 model_wait (struct media *m, uint64_t end, uint32_t n)
@@ -276,6 +276,37 @@ model_wait (struct media *m, uint64_t end, uint32_t n)
 
 enum op_kind { OP_READ, OP_PROGRAM, OP_ERASE, OP_RETRY };
 
+/* The timing model of an operation: a run of pages is modeled one
+ * stripe at a time (at most one program group per die: units x k
+ * pages), with one sleep per stripe.  So a run no longer than a stripe
+ * (the common case) sleeps once, and an operation that gives up leaves
+ * at most one group of work on each die: a die cannot take back what
+ * it started, but the controller drops what it had not yet issued.
+ */
+static int
+model (struct media *m, enum op_kind kind, uint32_t blk, uint32_t page,
+       uint32_t n, uint64_t lat)
+{
+  struct timing *t = m->timing;
+  uint32_t stripe = t->units * t->group;
+
+  if (kind == OP_ERASE)
+    return model_wait (m, timing_erase (t, blk, lat), 0);
+  if (kind == OP_RETRY)
+    return model_wait (m, timing_read_retry (t, blk, n, lat), n);
+  while (n > 0) {
+    uint32_t c = MIN (n, stripe - page % t->group);
+    uint64_t end = kind == OP_READ ? timing_read (t, blk, page, c, lat)
+      : timing_program (t, blk, page, c, lat);
+    int r = model_wait (m, end, c);
+    if (r < 0)
+      return r;
+    page += c;
+    n -= c;
+  }
+  return 0;
+}
+
 /* Before an operation on n pages from `page` of block blk (an erase:
  * n = 0) of NAND latency lat: the gate, then the timing model.
  * Progress without the model is reported by op_end.
@@ -289,17 +320,8 @@ op_begin (struct media *m, enum op_kind kind, uint32_t blk, uint32_t page,
   if (m->dl)
     dl_media_begin (m->dl);
   r = gate (m);
-  if (r == 0 && m->timing) {
-    struct timing *t = m->timing;
-    uint64_t end;
-    switch (kind) {
-    case OP_READ:    end = timing_read (t, blk, page, n, lat); break;
-    case OP_PROGRAM: end = timing_program (t, blk, page, n, lat); break;
-    case OP_ERASE:   end = timing_erase (t, blk, lat); break;
-    default:         end = timing_read_retry (t, blk, n, lat); break;
-    }
-    r = model_wait (m, end, n);
-  }
+  if (r == 0 && m->timing)
+    r = model (m, kind, blk, page, n, lat);
   return r;
 }
 

@@ -36,8 +36,9 @@
  * Timing, deadlines and faults (media_attach): every operation on an
  * erase block first passes the fault gate (an injected delay or stall,
  * fault.h), then, with the timing model on, sleeps until the modeled
- * end of its page reads, programs or erase (timing.h), reporting
- * progress page by page (deadline.h).  While it waits it gives up with
+ * end of its page reads, programs or erase (timing.h: the pages of a
+ * run are striped over the dies, and the run sleeps once per stripe),
+ * reporting progress while it waits (deadline.h).  While it waits it gives up with
  * -ETIMEDOUT if its request was aborted, before it has touched the
  * file; a program that gives up still counts as programmed (its pages
  * are left unwritten, as after a failed program).  Superblock and

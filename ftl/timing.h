@@ -25,9 +25,10 @@
  * pages of 4 KiB).  Erasing a block erases one physical block on every
  * die it spans, in parallel: each of them is busy for tBERS.
  *
- * One operation, one sleep.  media.c asks for a whole run at once (a
- * destage batch, a GC batch, a host read run) and sleeps once, until
- * the latest end among its groups:
+ * One stripe, one sleep.  media.c asks for a whole run at once (a
+ * destage batch, a GC batch, a host read run), a stripe of at most one
+ * group per die at a time (units x k pages: most runs are one), and
+ * sleeps once per stripe, until the latest end among its groups:
  *
  *   program, per group:  channel transfer of its pages, then tPROG on
  *                        the die (after the transfer and after the
