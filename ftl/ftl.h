@@ -78,6 +78,7 @@ struct ftl_io;
 #define FTL_MAX_UNITS                   4096
 #define FTL_MAX_PLANES                  16
 #define FTL_MAX_NAND_PAGE               (256 * 1024)
+#define FTL_MAX_NAND_BLOCK              (UINT64_C (1) << 32)
 
 /* Bounds of the default write cache (ftl_default_write_cache). */
 #define FTL_MIN_WRITE_CACHE          (1024 * 1024)
@@ -141,6 +142,8 @@ struct ftl_timing {
   unsigned channels, dies;
   unsigned planes;              /* planes programmed or read at once */
   uint32_t nand_page;           /* NAND page size, bytes */
+  uint64_t nand_block;          /* NAND erase block per die (all planes),
+                                 * bytes; 0: an erase costs tBERS whole */
   uint64_t channel_rate;        /* channel transfer, bytes/s */
   uint64_t host_rate;           /* host link (SATA, PCIe), bytes/s */
   uint64_t command_ns;          /* controller overhead per host command */

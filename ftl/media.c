@@ -263,7 +263,7 @@ model_wait (struct media *m, uint64_t end, uint32_t n)
     if (should_abort (m))
       return -ETIMEDOUT;
     uint64_t now = timing_now ();
-    if (now >= end)
+    if (now + timing_early () >= end)
       break;
     timing_sleep_until (MIN (end, now + 1000000));
     if (m->dl && end - now > 1000000)
@@ -275,6 +275,52 @@ model_wait (struct media *m, uint64_t end, uint32_t n)
 }
 
 enum op_kind { OP_READ, OP_PROGRAM, OP_ERASE, OP_RETRY };
+
+/* Deferred waits (media_defer): this thread's operations reserve the
+ * model and record their end here instead of sleeping.
+ */
+static __thread bool defer;
+static __thread uint64_t defer_end;
+
+void
+media_defer (struct media *m)
+{
+  if (m->timing) {
+    defer = true;
+    defer_end = 0;
+  }
+}
+
+uint64_t
+media_deferred (struct media *m)
+{
+  uint64_t e = defer_end;
+
+  defer = false;
+  defer_end = 0;
+  return e;
+}
+
+int
+media_wait (struct media *m, uint64_t end)
+{
+  if (!m->timing || end == 0)
+    return 0;
+  return model_wait (m, end, 0);
+}
+
+/* Wait for an operation's modeled end, or record it (deferred). */
+static int
+model_end (struct media *m, uint64_t end, uint32_t n)
+{
+  if (defer) {
+    defer_end = MAX (defer_end, end);
+    if (m->dl)
+      dl_progress (m->dl, n ? n : 1);
+    return 0;
+  }
+  return model_wait (m, end, n);
+}
 
 /* The timing model of an operation: a run of pages is modeled one
  * stripe at a time (at most one program group per die: units x k
@@ -291,14 +337,14 @@ model (struct media *m, enum op_kind kind, uint32_t blk, uint32_t page,
   uint32_t stripe = t->units * t->group;
 
   if (kind == OP_ERASE)
-    return model_wait (m, timing_erase (t, blk, lat), 0);
+    return model_end (m, timing_erase (t, blk, lat), 0);
   if (kind == OP_RETRY)
-    return model_wait (m, timing_read_retry (t, blk, n, lat), n);
+    return model_end (m, timing_read_retry (t, blk, n, lat), n);
   while (n > 0) {
     uint32_t c = MIN (n, stripe - page % t->group);
     uint64_t end = kind == OP_READ ? timing_read (t, blk, page, c, lat)
       : timing_program (t, blk, page, c, lat);
-    int r = model_wait (m, end, c);
+    int r = model_end (m, end, c);
     if (r < 0)
       return r;
     page += c;

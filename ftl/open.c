@@ -239,9 +239,11 @@ validate_options (const struct ftl_options *o, char *errbuf, size_t errlen)
       return -EINVAL;
     }
     if (o->timing.planes > FTL_MAX_PLANES ||
-        o->timing.nand_page > FTL_MAX_NAND_PAGE) {
-      snprintf (errbuf, errlen, "planes (at most %d) or nand-page (at most "
-                "%d bytes) out of range", FTL_MAX_PLANES, FTL_MAX_NAND_PAGE);
+        o->timing.nand_page > FTL_MAX_NAND_PAGE ||
+        o->timing.nand_block > FTL_MAX_NAND_BLOCK) {
+      snprintf (errbuf, errlen, "planes (at most %d), nand-page (at most "
+                "%d bytes) or nand-block (at most 4 GiB) out of range",
+                FTL_MAX_PLANES, FTL_MAX_NAND_PAGE);
       return -EINVAL;
     }
   }

@@ -416,10 +416,12 @@ begin (struct ftl *ftl, enum ftl_op op, struct dl_ticket *t)
  * (the controller's overhead and the host link, timing.h).
  */
 static int
-host_side (struct ftl *ftl, uint64_t t0, uint64_t bytes, bool read, int r)
+host_side (struct ftl *ftl, uint64_t t0, uint64_t done, uint64_t bytes,
+           bool read, int r)
 {
   if (r == 0)
-    timing_sleep_until (timing_host (&ftl->timing, t0, bytes, read));
+    r = media_wait (&ftl->media,
+                    timing_host (&ftl->timing, t0, done, bytes, read));
   return r;
 }
 
@@ -432,9 +434,14 @@ ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
   if (r < 0)
     return r;
   if (ftl->timing.enabled) {
+    /* The page reads of all its runs are issued at once; the request
+     * sleeps once, for them and the host side.
+     */
     uint64_t t0 = timing_now ();
+    media_defer (&ftl->media);
     r = do_read (ftl, buf, count, offset);
-    return dl_end (&ftl->dl, &t, host_side (ftl, t0, count, true, r));
+    uint64_t done = media_deferred (&ftl->media);
+    return dl_end (&ftl->dl, &t, host_side (ftl, t0, done, count, true, r));
   }
   return dl_end (&ftl->dl, &t, do_read (ftl, buf, count, offset));
 }
@@ -451,7 +458,7 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
   if (ftl->timing.enabled) {
     uint64_t t0 = timing_now ();
     r = do_write (ftl, buf, count, offset, flags);
-    return dl_end (&ftl->dl, &t, host_side (ftl, t0, count, false, r));
+    return dl_end (&ftl->dl, &t, host_side (ftl, t0, 0, count, false, r));
   }
   return dl_end (&ftl->dl, &t, do_write (ftl, buf, count, offset, flags));
 }

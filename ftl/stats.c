@@ -509,6 +509,8 @@ render_timing (struct jw *w, const struct stats_view *v)
   jw_uint (w, "planes", t->planes);
   jw_uint (w, "pages_per_program", t->group);
   jw_uint (w, "channel_page_ns", t->xfer_page_ns);
+  jw_uint (w, "nand_block", t->nand_block);
+  jw_uint (w, "erase_share_ppm", t->erase_share_ppm);
   jw_uint (w, "host_ps_per_byte", t->host_ps_per_byte);
   jw_uint (w, "command_ns", t->command_ns);
   jw_bool (w, "suspend", t->suspend);

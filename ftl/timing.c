@@ -18,6 +18,7 @@
 #define US 1000ULL
 #define MS 1000000ULL
 #define GB_ (1000ULL * 1000 * 1000)
+#define MiB (1024ULL * 1024)
 
 /* The presets.  Sources and derivations: man/nbdkit-ftl-plugin.pod,
  * section Timing.  Published figures are the data sheet's (or, where
@@ -35,6 +36,7 @@ static const struct ftl_timing_preset presets[] = {
       .enabled = true,
       .read_ns = 45 * US, .program_ns = 950 * US, .erase_ns = 3500 * US,
       .channels = 8, .dies = 2, .planes = 2, .nand_page = 16384,
+      .nand_block = 24 * MiB,
       .channel_rate = 800 * MB, .host_rate = 565 * MB,
       .command_ns = 20 * US,
     },
@@ -52,6 +54,7 @@ static const struct ftl_timing_preset presets[] = {
       .enabled = true,
       .read_ns = 50 * US, .program_ns = 700 * US, .erase_ns = 3500 * US,
       .channels = 4, .dies = 4, .planes = 2, .nand_page = 16384,
+      .nand_block = 24 * MiB,
       .channel_rate = 1300 * MB, .host_rate = 7000 * MB,
       .command_ns = 10 * US,
     },
@@ -68,6 +71,7 @@ static const struct ftl_timing_preset presets[] = {
       .enabled = true,
       .read_ns = 90 * US, .program_ns = 3300 * US, .erase_ns = 5000 * US,
       .channels = 8, .dies = 1, .planes = 2, .nand_page = 16384,
+      .nand_block = 32 * MiB,
       .channel_rate = 800 * MB, .host_rate = 565 * MB,
       .command_ns = 20 * US,
     },
@@ -85,6 +89,7 @@ static const struct ftl_timing_preset presets[] = {
       .enabled = true,
       .read_ns = 50 * US, .program_ns = 950 * US, .erase_ns = 3500 * US,
       .channels = 8, .dies = 2, .planes = 2, .nand_page = 16384,
+      .nand_block = 24 * MiB,
       .channel_rate = 800 * MB, .host_rate = 565 * MB,
       .command_ns = 20 * US,
       .suspend = true, .suspend_ns = 20 * US,
@@ -131,6 +136,7 @@ timing_init (struct timing *t, const struct ftl_timing *o)
   t->units = t->channels * (o->dies ? o->dies : FTL_DEFAULT_DIES);
   t->planes = o->planes ? o->planes : 1;
   t->nand_page = o->nand_page;
+  t->nand_block = o->nand_block;
   /* ps per byte: 10^12 / rate, rounded up so that a rate is never
    * exceeded.
    */
@@ -177,6 +183,10 @@ timing_geometry (struct timing *t, uint32_t page_size,
   t->group = k;
   t->groups = (pages_per_block + k - 1) / k;
   t->xfer_page_ns = t->xfer_ps_per_byte * page_size / 1000;
+  uint64_t per_die = (uint64_t) pages_per_block * page_size
+    / MIN (t->groups, t->units);
+  t->erase_share_ppm = t->nand_block && per_die < t->nand_block
+    ? per_die * 1000000 / t->nand_block : 1000000;
 }
 
 uint64_t
@@ -187,26 +197,66 @@ timing_now (void)
   return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Waking from clock_nanosleep takes time (tens of microseconds on a
+ * loaded virtual machine, even with a timer slack of 1 us), which would
+ * add to every modeled wait; and a precise timer costs CPU time for
+ * every sleep (the kernel cannot coalesce the wake-ups).  So:
+ *
+ *   - with few threads asleep in the model (at most SLEEPERS_PRECISE)
+ *     a thread asks for a timer slack of 1 us: latency is what a
+ *     client at a low queue depth sees; with more, for the default
+ *     50 us: wake-ups are coalesced, and throughput is what a deep
+ *     queue sees (prctl only when a thread changes mode);
+ *   - each mode keeps a moving average of its oversleep (1/8 of each
+ *     new sample), and a sleep aims early by half of it: waits still
+ *     end a little late on average, and much closer to their time.
+ */
+#define SLEEPERS_PRECISE 4
+#define OVERSLEEP_MAX_NS 200000
+static uint64_t oversleep_ns[2];        /* atomic; per mode */
+static unsigned sleepers;               /* atomic */
+static __thread int slack_mode = -1;    /* this thread's: 0 precise */
+
 void
 timing_sleep_until (uint64_t t)
 {
+  uint64_t now = timing_now ();
+  unsigned n = __atomic_add_fetch (&sleepers, 1, __ATOMIC_RELAXED);
+  int mode = n > SLEEPERS_PRECISE;
+  uint64_t avg = __atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED);
+  uint64_t aim = t > avg / 2 ? t - avg / 2 : t;
   struct timespec ts = {
-    .tv_sec = t / 1000000000,
-    .tv_nsec = t % 1000000000,
+    .tv_sec = aim / 1000000000,
+    .tv_nsec = aim % 1000000000,
   };
+
 #ifdef PR_SET_TIMERSLACK
-  /* The default timer slack (50 us) would add to every modeled wait:
-   * ask for 1 us, once per thread.
-   */
-  static __thread bool slack_set;
-  if (!slack_set) {
-    prctl (PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
-    slack_set = true;
+  if (slack_mode != mode) {
+    prctl (PR_SET_TIMERSLACK, mode ? 50000UL : 1000UL, 0, 0, 0);
+    slack_mode = mode;
   }
 #endif
-  while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)
-         == EINTR)
-    ;
+  if (aim > now) {
+    while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)
+           == EINTR)
+      ;
+    /* Learn from sleeps long enough to be a fair sample. */
+    uint64_t woke = timing_now ();
+    if (aim - now >= 20000) {
+      uint64_t over = MIN (woke > aim ? woke - aim : 0, OVERSLEEP_MAX_NS);
+      __atomic_store_n (&oversleep_ns[mode], (avg * 7 + over) / 8,
+                        __ATOMIC_RELAXED);
+    }
+  }
+  __atomic_sub_fetch (&sleepers, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t
+timing_early (void)
+{
+  int mode = __atomic_load_n (&sleepers, __ATOMIC_RELAXED)
+    >= SLEEPERS_PRECISE;
+  return __atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED) / 2;
 }
 
 /* Reserve dur on a resource whose next-free time is *slot, starting no
@@ -335,6 +385,8 @@ timing_erase (struct timing *t, uint32_t blk, uint64_t lat)
   uint64_t now = timing_now (), end = now;
   unsigned span = MIN (t->groups, t->units);
 
+  lat = lat * t->erase_share_ppm / 1000000;
+
   for (unsigned i = 0; i < span; i++) {
     unsigned die = timing_die (t, blk, i * t->group);
     uint64_t e = reserve (&t->die_free[die], now, lat) + lat;
@@ -345,9 +397,10 @@ timing_erase (struct timing *t, uint32_t blk, uint64_t lat)
 }
 
 uint64_t
-timing_host (struct timing *t, uint64_t t0, uint64_t bytes, bool read)
+timing_host (struct timing *t, uint64_t t0, uint64_t done, uint64_t bytes,
+             bool read)
 {
-  uint64_t now = timing_now ();
+  uint64_t now = MAX (timing_now (), done);
   uint64_t x = t->host_ps_per_byte * bytes / 1000;
 
   if (read)             /* overhead, the media (done), then the data */

@@ -22,8 +22,16 @@
  * use (the b x G term), so the open frontiers still cover the dies.
  * For full striping pick pages-per-block >= units x k: with 32 dies,
  * 4 planes and 16 KiB NAND pages one page-stripe is 2 MiB (512 FTL
- * pages of 4 KiB).  Erasing a block erases one physical block on every
- * die it spans, in parallel: each of them is busy for tBERS.
+ * pages of 4 KiB).  Erasing a block erases, in parallel, its part of a
+ * physical block on every die it spans.  A physical NAND block
+ * (nand_block, all planes: megabytes) is much larger than an image's
+ * erase block per die (pages_per_block x page_size / dies spanned:
+ * often tens of KiB), and a drive erases it once for all the data it
+ * holds; so each die is busy for the superblock's share of tBERS,
+ *
+ *   tBERS x min (1, bytes per die / nand_block)
+ *
+ * (the whole tBERS when nand_block is 0).
  *
  * One stripe, one sleep.  media.c asks for a whole run at once (a
  * destage batch, a GC batch, a host read run), a stripe of at most one
@@ -87,11 +95,13 @@ struct timing {
   uint64_t suspend_ns;
   unsigned channels, units, planes;
   uint32_t nand_page;           /* bytes; 0: the FTL page */
+  uint64_t nand_block;          /* bytes per die; 0: tBERS whole */
   /* Set by timing_geometry: */
   uint32_t page_size;
   uint32_t group;               /* k: FTL pages per die operation */
   uint32_t groups;              /* G: groups per erase block */
   uint64_t xfer_page_ns;        /* channel time of one FTL page */
+  uint64_t erase_share_ppm;     /* share of tBERS an erase costs a die */
   /* Next-free times, CLOCK_MONOTONIC ns (atomic). */
   uint64_t *die_free;           /* per die: every operation */
   uint64_t *die_rfree;          /* per die: reads (with suspend) */
@@ -127,17 +137,24 @@ extern uint64_t timing_erase (struct timing *t, uint32_t blk, uint64_t lat);
 extern uint64_t timing_read_retry (struct timing *t, uint32_t blk,
                                    uint32_t n, uint64_t lat);
 
-/* A host command that began at t0, whose work is done now, and that
- * moves `bytes` over the host link: the time it completes.  A read's
- * data crosses the link after the command overhead and the media work;
- * a write's crossed it from t0, and the write completes no earlier than
- * t0 + command_ns + its transfer.
+/* A host command that began at t0, whose media work is done at `done`
+ * (or now, if later), and that moves `bytes` over the host link: the
+ * time it completes.  A read's data crosses the link after the command
+ * overhead and the media work; a write's crossed it from t0, and the
+ * write completes no earlier than t0 + command_ns + its transfer.
  */
-extern uint64_t timing_host (struct timing *t, uint64_t t0, uint64_t bytes,
-                             bool read);
+extern uint64_t timing_host (struct timing *t, uint64_t t0, uint64_t done,
+                             uint64_t bytes, bool read);
 
-/* CLOCK_MONOTONIC in ns, and an absolute sleep until such a time. */
+/* CLOCK_MONOTONIC in ns, and an absolute sleep until such a time (it
+ * aims early by the measured average oversleep of the system's sleeps,
+ * so that modeled waits end on time on average).
+ */
 extern uint64_t timing_now (void);
 extern void timing_sleep_until (uint64_t t);
+/* How early timing_sleep_until aims: a wait for t is over once
+ * now + timing_early () >= t.
+ */
+extern uint64_t timing_early (void);
 
 #endif /* FTL_TIMING_H */

@@ -66,6 +66,7 @@ enum {
   TK_CHANNELS = 1 << 3, TK_DIES = 1 << 4, TK_PLANES = 1 << 5,
   TK_NAND_PAGE = 1 << 6, TK_CHANNEL_RATE = 1 << 7, TK_HOST_RATE = 1 << 8,
   TK_COMMAND = 1 << 9, TK_SUSPEND = 1 << 10, TK_SUSPEND_NS = 1 << 11,
+  TK_NAND_BLOCK = 1 << 12,
 };
 static const struct ftl_timing_preset *preset; /* model= */
 static int timing_key = -1;             /* timing= (-1: not given) */
@@ -330,6 +331,18 @@ ftl_plugin_config (const char *key, const char *value)
     timing_keys.nand_page = v;
     timing_given |= TK_NAND_PAGE;
   }
+  else if (strcmp (key, "nand-block") == 0) {
+    v = nbdkit_parse_size (value);
+    if (v == -1)
+      return -1;
+    if ((uint64_t) v > FTL_MAX_NAND_BLOCK) {
+      nbdkit_error ("nand-block must be at most 4G (0: an erase costs the "
+                    "whole erase latency): %s", value);
+      return -1;
+    }
+    timing_keys.nand_block = v;
+    timing_given |= TK_NAND_BLOCK;
+  }
   else if (strcmp (key, "channel-rate") == 0 ||
            strcmp (key, "host-rate") == 0) {
     v = nbdkit_parse_size (value);
@@ -417,6 +430,7 @@ ftl_plugin_config_complete (void)
     if (timing_given & TK_DIES) timing.dies = k->dies;
     if (timing_given & TK_PLANES) timing.planes = k->planes;
     if (timing_given & TK_NAND_PAGE) timing.nand_page = k->nand_page;
+    if (timing_given & TK_NAND_BLOCK) timing.nand_block = k->nand_block;
     if (timing_given & TK_CHANNEL_RATE) timing.channel_rate = k->channel_rate;
     if (timing_given & TK_HOST_RATE) timing.host_rate = k->host_rate;
     if (timing_given & TK_COMMAND) timing.command_ns = k->command_ns;
@@ -480,6 +494,7 @@ ftl_plugin_config_complete (void)
   "dies=<N>                       Dies per channel of the model (preset's).\n" \
   "planes=<N>                     Planes programmed or read at once (preset's).\n" \
   "nand-page=<SIZE>               NAND page size (preset's).\n" \
+  "nand-block=<SIZE>              NAND erase block per die, all planes (preset's).\n" \
   "channel-rate=<SIZE>            Channel transfer rate, bytes/s (preset's).\n" \
   "host-rate=<SIZE>               Host link rate, bytes/s (preset's).\n" \
   "command-overhead=<DURATION>    Controller time per host command (preset's).\n" \
@@ -798,6 +813,35 @@ ftl_plugin_extents (void *handle, uint32_t count, uint64_t offset,
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
+/* nbdkit --dump-plugin: the presets of the timing model, with the
+ * figures published for their drives (bench/model-check.sh reads
+ * them), one "ftl_model_NAME_FIELD=VALUE" line each.
+ */
+static void
+ftl_plugin_dump_plugin (void)
+{
+  static const char *const names[] = {
+    "sata-tlc", "nvme-tlc", "sata-qlc", "enterprise-tlc",
+  };
+
+  printf ("ftl_models=%s\n", ftl_timing_preset_names ());
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const struct ftl_timing_preset *p = ftl_timing_preset (names[i]);
+    if (p == NULL)
+      continue;
+    printf ("ftl_model_%s_drive=%s\n", p->name, p->drive);
+    printf ("ftl_model_%s_seq_read_mbs=%g\n", p->name, p->seq_read_mbs);
+    printf ("ftl_model_%s_seq_write_mbs=%g\n", p->name, p->seq_write_mbs);
+    printf ("ftl_model_%s_rand_read_qd1_iops=%g\n", p->name, p->rr_qd1);
+    printf ("ftl_model_%s_rand_write_qd1_iops=%g\n", p->name, p->rw_qd1);
+    printf ("ftl_model_%s_rand_read_qd32_iops=%g\n", p->name, p->rr_qd32);
+    printf ("ftl_model_%s_rand_write_qd32_iops=%g\n", p->name, p->rw_qd32);
+    printf ("ftl_model_%s_rand_write_steady_iops=%g\n", p->name,
+            p->rw_steady);
+    printf ("ftl_model_%s_post_cache_mbs=%g\n", p->name, p->post_cache_mbs);
+  }
+}
+
 static struct nbdkit_plugin plugin = {
   .name              = "ftl",
   .longname          = "nbdkit flash translation layer plugin",
@@ -807,6 +851,7 @@ static struct nbdkit_plugin plugin = {
   .config            = ftl_plugin_config,
   .config_complete   = ftl_plugin_config_complete,
   .config_help       = ftl_plugin_config_help,
+  .dump_plugin       = ftl_plugin_dump_plugin,
   .magic_config_key  = "file",
   .get_ready         = ftl_plugin_get_ready,
   .after_fork        = ftl_plugin_after_fork,

@@ -397,12 +397,12 @@ START_TEST (test_timing_host)
   struct timing t;
   ck_assert_int_eq (timing_init (&t, &o), 0);
   uint64_t now = timing_now ();
-  uint64_t r = timing_host (&t, now, 4096, true);
+  uint64_t r = timing_host (&t, now, 0, 4096, true);
   ck_assert_uint_ge (r, now + 3 * MS_);
   ck_assert_uint_le (r, now + 3 * MS_ + SLACK);
   now = timing_now ();
-  uint64_t w1 = timing_host (&t, now, 4096, false);
-  uint64_t w2 = timing_host (&t, now, 4096, false);
+  uint64_t w1 = timing_host (&t, now, 0, 4096, false);
+  uint64_t w2 = timing_host (&t, now, 0, 4096, false);
   ck_assert_uint_ge (w1, now + 3 * MS_);
   ck_assert_uint_ge (w2, w1 + 1 * MS_);
   timing_free (&t);
