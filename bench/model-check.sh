@@ -15,7 +15,10 @@
 # corners run once with the model off (timing=false), and a published
 # figure above what the untimed plugin reaches is marked "transport
 # cap" (the model cannot be faster than the path it is measured
-# through).  At iodepth 1 the transport's latency adds to the model's:
+# through).  With the model on every request sleeps once, which costs
+# CPU time: the QD32 random corners run once more with every time set
+# to 1 us, and a published figure above that is marked "sleep cap".
+# At iodepth 1 the transport's latency adds to the model's:
 # the "model only" column gives 1 / (measured latency - untimed
 # latency), the drive the model stands for without this machine's
 # NBD path in front of it.
@@ -227,9 +230,26 @@ corners ()
 
 get () { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
 
+# The model's own ceiling at deep queues: every request sleeps once in
+# the model, which costs CPU time (a timer and two context switches);
+# with every time set to 1 us the figure is what this machine can do
+# with the model on, whatever the preset.
+ceiling ()
+{
+    start_server model=sata-tlc read-latency=1us program-latency=1us \
+        erase-latency=1us command-overhead=1us channel-rate=0 host-rate=0
+    echo "rand-write-qd32 $(iops --rw=randwrite --bs=4k --iodepth=32 "${tb[@]}" \
+        --io_size=$((size_bytes / 8)))" >"$work/ceiling"
+    fio_run --rw=write --bs=1M --iodepth=16 >/dev/null
+    echo "rand-read-qd32 $(iops --rw=randread --bs=4k --iodepth=32 "${tb[@]}")" >>"$work/ceiling"
+    stop_server
+}
+
 echo "$prog: transport ceiling (timing=false), size $size, ${runtime}s runs" >&2
 corners yes timing=false
 cp "$work/corners" "$work/untimed"
+echo "$prog: the model's ceiling (every time 1 us)" >&2
+ceiling
 
 declare -A field_of=(
     [seq-read]=seq_read_mbs [seq-write]=seq_write_mbs
@@ -270,8 +290,12 @@ for p in "${run_presets[@]}"; do
             ratio="-"; pub="n/p"
         else
             ratio="$(awk -v m="${only:-$m}" -v p="$pub" 'BEGIN { printf "%.2f", m / p }')"
+            cl="$(get "$c" "$work/ceiling")"
             if awk -v u="$u" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
                 note="transport cap: untimed $u"
+            elif [ -n "$cl" ] &&
+                 awk -v u="$cl" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
+                note="sleep cap: model at 1 us $cl"
             fi
         fi
         echo "| $p | $c | $unit | $m | $only | $pub | $ratio | $note |" >>"$table"
@@ -283,5 +307,9 @@ echo
 echo "Untimed plugin (timing=false) on this machine, the transport ceiling:"
 echo
 sed 's/^/    /' "$work/untimed"
+echo
+echo "The model with every time 1 us, its ceiling on this machine:"
+echo
+sed 's/^/    /' "$work/ceiling"
 echo
 cat "$table"

@@ -149,6 +149,8 @@ struct ftl_timing {
   uint64_t command_ns;          /* controller overhead per host command */
   bool suspend;                 /* reads suspend programs and erases */
   uint64_t suspend_ns;          /* the cost of a suspension */
+  uint64_t plp_buffer;          /* power-loss protected buffer, bytes:
+                                 * programs complete once in it; 0: none */
 };
 
 /* Presets of the timing model: a class of drive each, with the values

@@ -344,6 +344,8 @@ model (struct media *m, enum op_kind kind, uint32_t blk, uint32_t page,
     uint32_t c = MIN (n, stripe - page % t->group);
     uint64_t end = kind == OP_READ ? timing_read (t, blk, page, c, lat)
       : timing_program (t, blk, page, c, lat);
+    if (kind == OP_PROGRAM)     /* with power-loss protection */
+      end = end > t->plp_window_ns ? end - t->plp_window_ns : 0;
     int r = model_end (m, end, c);
     if (r < 0)
       return r;

@@ -233,7 +233,8 @@ validate_options (const struct ftl_options *o, char *errbuf, size_t errlen)
         o->timing.program_ns > FTL_MAX_DURATION_NS ||
         o->timing.erase_ns > FTL_MAX_DURATION_NS ||
         o->timing.command_ns > FTL_MAX_DURATION_NS ||
-        o->timing.suspend_ns > FTL_MAX_DURATION_NS) {
+        o->timing.suspend_ns > FTL_MAX_DURATION_NS ||
+        o->timing.plp_buffer > FTL_MAX_NAND_BLOCK) {
       snprintf (errbuf, errlen, "a NAND latency is too long (at most %d s)",
                 (int) (FTL_MAX_DURATION_NS / 1000000000));
       return -EINVAL;

@@ -515,6 +515,7 @@ render_timing (struct jw *w, const struct stats_view *v)
   jw_uint (w, "command_ns", t->command_ns);
   jw_bool (w, "suspend", t->suspend);
   jw_uint (w, "suspend_ns", t->suspend_ns);
+  jw_uint (w, "plp_buffer", t->plp_buffer);
   jw_uint (w, "suspends", __atomic_load_n (&t->suspends, __ATOMIC_RELAXED));
   jw_uint (w, "die_busy_ns", __atomic_load_n (&t->busy_ns, __ATOMIC_RELAXED));
   jw_end (w);

@@ -93,6 +93,7 @@ static const struct ftl_timing_preset presets[] = {
       .channel_rate = 800 * MB, .host_rate = 565 * MB,
       .command_ns = 20 * US,
       .suspend = true, .suspend_ns = 20 * US,
+      .plp_buffer = 64 * MiB,
     },
     .write_cache = 0,
     .plp = true,
@@ -147,6 +148,7 @@ timing_init (struct timing *t, const struct ftl_timing *o)
   t->command_ns = o->command_ns;
   t->suspend = o->suspend;
   t->suspend_ns = o->suspend_ns;
+  t->plp_buffer = o->plp_buffer;
   t->die_free = calloc (t->units, sizeof *t->die_free);
   t->die_rfree = calloc (t->units, sizeof *t->die_rfree);
   t->chan_free = calloc (t->channels, sizeof *t->chan_free);
@@ -187,6 +189,9 @@ timing_geometry (struct timing *t, uint32_t page_size,
     / MIN (t->groups, t->units);
   t->erase_share_ppm = t->nand_block && per_die < t->nand_block
     ? per_die * 1000000 / t->nand_block : 1000000;
+  /* A buffer's worth of programs over every die. */
+  uint64_t stripe_bytes = (uint64_t) t->units * t->group * page_size;
+  t->plp_window_ns = t->plp_buffer / stripe_bytes * t->program_ns;
 }
 
 uint64_t

@@ -67,6 +67,12 @@
  * suspended operation, and everything queued behind it, is pushed back
  * by the read's time plus suspend_ns.
  *
+ * Power-loss protection (plp_buffer): a program completes once its
+ * data is in the drive's protected buffer, not when the dies are done:
+ * its caller waits only until the modeled end minus the time the dies
+ * take to program a buffer's worth (plp_window_ns), so the dies may be
+ * behind the requests by at most the buffer.
+ *
  * Host side (request.c): every host command costs command_ns of
  * controller overhead, then its data crosses the host link (SATA or
  * PCIe, host_rate bytes/s; the link is one shared resource).  A write
@@ -93,6 +99,7 @@ struct timing {
   uint64_t command_ns;          /* controller overhead per host command */
   bool suspend;                 /* reads suspend programs and erases */
   uint64_t suspend_ns;
+  uint64_t plp_buffer;          /* bytes; 0: none */
   unsigned channels, units, planes;
   uint32_t nand_page;           /* bytes; 0: the FTL page */
   uint64_t nand_block;          /* bytes per die; 0: tBERS whole */
@@ -102,6 +109,7 @@ struct timing {
   uint32_t groups;              /* G: groups per erase block */
   uint64_t xfer_page_ns;        /* channel time of one FTL page */
   uint64_t erase_share_ppm;     /* share of tBERS an erase costs a die */
+  uint64_t plp_window_ns;       /* programs wait until end - this */
   /* Next-free times, CLOCK_MONOTONIC ns (atomic). */
   uint64_t *die_free;           /* per die: every operation */
   uint64_t *die_rfree;          /* per die: reads (with suspend) */

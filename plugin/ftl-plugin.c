@@ -66,7 +66,7 @@ enum {
   TK_CHANNELS = 1 << 3, TK_DIES = 1 << 4, TK_PLANES = 1 << 5,
   TK_NAND_PAGE = 1 << 6, TK_CHANNEL_RATE = 1 << 7, TK_HOST_RATE = 1 << 8,
   TK_COMMAND = 1 << 9, TK_SUSPEND = 1 << 10, TK_SUSPEND_NS = 1 << 11,
-  TK_NAND_BLOCK = 1 << 12,
+  TK_NAND_BLOCK = 1 << 12, TK_PLP = 1 << 13,
 };
 static const struct ftl_timing_preset *preset; /* model= */
 static int timing_key = -1;             /* timing= (-1: not given) */
@@ -331,6 +331,17 @@ ftl_plugin_config (const char *key, const char *value)
     timing_keys.nand_page = v;
     timing_given |= TK_NAND_PAGE;
   }
+  else if (strcmp (key, "plp-buffer") == 0) {
+    v = nbdkit_parse_size (value);
+    if (v == -1)
+      return -1;
+    if ((uint64_t) v > FTL_MAX_NAND_BLOCK) {
+      nbdkit_error ("plp-buffer must be at most 4G (0: none): %s", value);
+      return -1;
+    }
+    timing_keys.plp_buffer = v;
+    timing_given |= TK_PLP;
+  }
   else if (strcmp (key, "nand-block") == 0) {
     v = nbdkit_parse_size (value);
     if (v == -1)
@@ -431,6 +442,7 @@ ftl_plugin_config_complete (void)
     if (timing_given & TK_PLANES) timing.planes = k->planes;
     if (timing_given & TK_NAND_PAGE) timing.nand_page = k->nand_page;
     if (timing_given & TK_NAND_BLOCK) timing.nand_block = k->nand_block;
+    if (timing_given & TK_PLP) timing.plp_buffer = k->plp_buffer;
     if (timing_given & TK_CHANNEL_RATE) timing.channel_rate = k->channel_rate;
     if (timing_given & TK_HOST_RATE) timing.host_rate = k->host_rate;
     if (timing_given & TK_COMMAND) timing.command_ns = k->command_ns;
@@ -499,6 +511,7 @@ ftl_plugin_config_complete (void)
   "host-rate=<SIZE>               Host link rate, bytes/s (preset's).\n" \
   "command-overhead=<DURATION>    Controller time per host command (preset's).\n" \
   "suspend=<BOOL>                 Reads suspend programs and erases (preset's).\n" \
+  "plp-buffer=<SIZE>              Power-loss protected buffer of programs (preset's).\n" \
   "suspend-latency=<DURATION>     Cost of a suspension (preset's).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
