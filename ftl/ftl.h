@@ -65,10 +65,12 @@ struct ftl_io;
 #define FTL_DEFAULT_TIMEOUT_RETRIES  3
 #define FTL_MAX_DURATION_NS          (86400 * UINT64_C (1000000000))
 
-/* The NAND timing model's defaults: a TLC drive.  Published TLC figures
- * are about 75 us to read a page, 900-1350 us to program one and
- * 4.5 ms to erase a block (AnandTech, "Samsung SSD 840 review: a TLC
- * refresher", 2012); 8 channels of 4 dies is a common consumer layout.
+/* The library's fallbacks for a timing model given without values (the
+ * plugin starts from a preset instead, see ftl_timing_preset): a TLC
+ * drive.  Published planar TLC figures are about 75 us to read a page,
+ * 900-1350 us to program one and 4.5 ms to erase a block (AnandTech,
+ * "Samsung SSD 840 review: a TLC refresher", 2012); 8 channels of 4
+ * dies is a common consumer layout.
  */
 #define FTL_DEFAULT_READ_LATENCY_NS     75000
 #define FTL_DEFAULT_PROGRAM_LATENCY_NS  1000000
