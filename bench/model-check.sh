@@ -249,7 +249,7 @@ ceiling ()
 echo "$prog: transport ceiling (timing=false), size $size, ${runtime}s runs" >&2
 corners yes timing=false
 cp "$work/corners" "$work/untimed"
-echo "$prog: the model's ceiling (every time 1 us)" >&2
+echo "$prog: the model's ceiling (nothing queues)" >&2
 ceiling
 
 declare -A field_of=(

@@ -213,11 +213,14 @@ timing_now (void)
  *     50 us: wake-ups are coalesced, and throughput is what a deep
  *     queue sees (prctl only when a thread changes mode);
  *   - each mode keeps a moving average of its oversleep (1/8 of each
- *     new sample), and a sleep aims early by half of it: waits still
- *     end a little late on average, and much closer to their time.
+ *     new sample), and a sleep aims early by half of it, at most
+ *     EARLY_MAX_NS: waits still end a little late on average, and much
+ *     closer to their time; a burst of load elsewhere, which makes the
+ *     average jump, cannot make them end much early.
  */
 #define SLEEPERS_PRECISE 4
 #define OVERSLEEP_MAX_NS 200000
+#define EARLY_MAX_NS 20000
 static uint64_t oversleep_ns[2];        /* atomic; per mode */
 static unsigned sleepers;               /* atomic */
 static __thread int slack_mode = -1;    /* this thread's: 0 precise */
@@ -229,7 +232,8 @@ timing_sleep_until (uint64_t t)
   unsigned n = __atomic_add_fetch (&sleepers, 1, __ATOMIC_RELAXED);
   int mode = n > SLEEPERS_PRECISE;
   uint64_t avg = __atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED);
-  uint64_t aim = t > avg / 2 ? t - avg / 2 : t;
+  uint64_t early = MIN (avg / 2, EARLY_MAX_NS);
+  uint64_t aim = t > early ? t - early : t;
   struct timespec ts = {
     .tv_sec = aim / 1000000000,
     .tv_nsec = aim % 1000000000,
@@ -261,7 +265,8 @@ timing_early (void)
 {
   int mode = __atomic_load_n (&sleepers, __ATOMIC_RELAXED)
     >= SLEEPERS_PRECISE;
-  return __atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED) / 2;
+  return MIN (__atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED) / 2,
+              EARLY_MAX_NS);
 }
 
 /* Reserve dur on a resource whose next-free time is *slot, starting no
