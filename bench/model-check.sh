@@ -296,7 +296,7 @@ for p in "${run_presets[@]}"; do
                 note="transport cap: untimed $u"
             elif [ -n "$cl" ] &&
                  awk -v u="$cl" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
-                note="sleep cap: model at 1 us $cl"
+                note="sleep cap: ceiling $cl"
             fi
         fi
         post="$(published "$p" post_cache_mbs)"
