@@ -66,9 +66,16 @@ destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer, uint32_t max)
    * does not cut it short (deadline.h).
    */
   dl_hold ();
+  /* With the timing model, the batch sleeps for its programs after it
+   * has released the frontier, so that other batches program other
+   * dies meanwhile; its pages stay in the cache until then.
+   */
+  media_defer (&ftl->media);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   r = write_cached (ftl, e, n);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
+  /* Its pages are in the log whatever the wait says. */
+  (void) media_wait (&ftl->media, media_deferred (&ftl->media));
   dl_release ();
   cache_complete (ftl, e, n, ticket, r);
   return r < 0 ? r : (int) n;

@@ -65,10 +65,12 @@ struct ftl_io;
 #define FTL_DEFAULT_TIMEOUT_RETRIES  3
 #define FTL_MAX_DURATION_NS          (86400 * UINT64_C (1000000000))
 
-/* The NAND timing model's defaults: a TLC drive.  Published TLC figures
- * are about 75 us to read a page, 900-1350 us to program one and
- * 4.5 ms to erase a block (AnandTech, "Samsung SSD 840 review: a TLC
- * refresher", 2012); 8 channels of 4 dies is a common consumer layout.
+/* The library's fallbacks for a timing model given without values (the
+ * plugin starts from a preset instead, see ftl_timing_preset): a TLC
+ * drive.  Published planar TLC figures are about 75 us to read a page,
+ * 900-1350 us to program one and 4.5 ms to erase a block (AnandTech,
+ * "Samsung SSD 840 review: a TLC refresher", 2012); 8 channels of 4
+ * dies is a common consumer layout.
  */
 #define FTL_DEFAULT_READ_LATENCY_NS     75000
 #define FTL_DEFAULT_PROGRAM_LATENCY_NS  1000000
@@ -76,6 +78,9 @@ struct ftl_io;
 #define FTL_DEFAULT_CHANNELS            8
 #define FTL_DEFAULT_DIES                4
 #define FTL_MAX_UNITS                   4096
+#define FTL_MAX_PLANES                  16
+#define FTL_MAX_NAND_PAGE               (256 * 1024)
+#define FTL_MAX_NAND_BLOCK              (UINT64_C (1) << 32)
 
 /* Bounds of the default write cache (ftl_default_write_cache). */
 #define FTL_MIN_WRITE_CACHE          (1024 * 1024)
@@ -127,14 +132,27 @@ extern const char *ftl_gc_mode_name (enum ftl_gc_mode m);
 extern int ftl_gc_mode_from_name (const char *name);
 
 /* The NAND timing model (see timing.h).  When enabled, every data page
- * read and programmed and every erase takes its latency on one of
- * channels x dies parallel units; the latencies are taken as given (0
- * is allowed), channels and dies of 0 mean the defaults.
+ * read and programmed and every erase takes its latency on the dies of
+ * channels x dies parallel units, pages striped over them; the
+ * latencies are taken as given (0 is allowed), channels and dies of 0
+ * mean the defaults, planes of 0 means 1, nand_page of 0 the FTL page,
+ * a rate of 0 a free transfer.
  */
 struct ftl_timing {
   bool enabled;
   uint64_t read_ns, program_ns, erase_ns;
   unsigned channels, dies;
+  unsigned planes;              /* planes programmed or read at once */
+  uint32_t nand_page;           /* NAND page size, bytes */
+  uint64_t nand_block;          /* NAND erase block per die (all planes),
+                                 * bytes; 0: an erase costs tBERS whole */
+  uint64_t channel_rate;        /* channel transfer, bytes/s */
+  uint64_t host_rate;           /* host link (SATA, PCIe), bytes/s */
+  uint64_t command_ns;          /* controller overhead per host command */
+  bool suspend;                 /* reads suspend programs and erases */
+  uint64_t suspend_ns;          /* the cost of a suspension */
+  uint64_t plp_buffer;          /* power-loss protected buffer, bytes:
+                                 * programs complete once in it; 0: none */
 };
 
 /* The SLC cache (see slc.c and the plugin's man page, SLC CACHE): free
@@ -160,7 +178,42 @@ struct ftl_slc {
   uint64_t fold_idle_ns;        /* fold after host writes paused this
                                  * long (0: FTL_DEFAULT_SLC_FOLD_IDLE_NS,
                                  * UINT64_MAX: never when idle) */
+  uint32_t static_per_million;  /* when static_bytes is 0: this share of
+                                 * the logical size (a preset's), at most
+                                 * what the spare allows */
+  uint32_t dynamic_per_million; /* when dynamic_bytes is 0: likewise */
 };
+
+/* Presets of the timing model: a class of drive each, with the values
+ * and their sources in the plugin's man page (Timing).  The write cache
+ * and the SLC cache figures are data for the caller: keys.c sets the
+ * write cache and the SLC cache from them unless their keys are given.
+ * The published figures are the drive's data sheet or review numbers
+ * (0: not published), for bench/model-check.sh.
+ */
+struct ftl_timing_preset {
+  const char *name;
+  const char *drive;            /* the drive the figures come from */
+  struct ftl_timing timing;     /* enabled = true */
+  uint64_t write_cache;         /* FTL_WRITE_CACHE_AUTO, or bytes */
+  bool plp;                     /* power-loss protection */
+  unsigned cell_bits;           /* bits per cell of the native NAND */
+  /* The SLC cache (keys slc-program=, slc-read=, slc-static=,
+   * slc-dynamic=; the native speed once it is full).
+   */
+  uint64_t slc_program_ns, slc_read_ns;
+  uint64_t slc_static_per_tb;   /* static SLC bytes per TB of capacity */
+  uint64_t slc_dynamic_per_tb;  /* dynamic SLC bytes per TB (0: none) */
+  double post_cache_mbs;        /* MB/s after the SLC cache is full */
+  /* Published figures: MB/s (10^6), IOPS. */
+  double seq_read_mbs, seq_write_mbs;
+  double rr_qd1, rw_qd1, rr_qd32, rw_qd32, rw_steady;
+};
+/* The preset of that name, or NULL; the default one (timing=true). */
+extern const struct ftl_timing_preset *ftl_timing_preset (const char *name);
+extern const struct ftl_timing_preset *ftl_timing_preset_default (void);
+/* The names, comma separated (for messages). */
+extern const char *ftl_timing_preset_names (void);
 
 /* Media that ages (see the plugin's man page, MEDIA ERRORS): the raw
  * bit error model, ECC and read retry, read reclaim and scrub.  The

@@ -258,42 +258,112 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
   else if (strcmp (key, "timeout-retries") == 0)
     return parse_unsigned (key, v, 0, 1000000, &o->timeout_retries,
                            err, errlen);
-  else if (strcmp (key, "write-cache") == 0)
-    return ftl_parse_size (key, v, &o->write_cache_bytes, err, errlen);
+  else if (strcmp (key, "write-cache") == 0) {
+    if (ftl_parse_size (key, v, &o->write_cache_bytes, err, errlen) == -1)
+      return -1;
+    k->write_cache_given = true;
+  }
   else
     return 1;                   /* not one of these */
   return 0;
 }
 
-/* The timing model's keys. */
+/* The timing model's keys given (ftl_keys.timing_given). */
+enum {
+  KEY_READ = 1 << 0, KEY_PROGRAM = 1 << 1, KEY_ERASE = 1 << 2,
+  KEY_CHANNELS = 1 << 3, KEY_DIES = 1 << 4, KEY_PLANES = 1 << 5,
+  KEY_NAND_PAGE = 1 << 6, KEY_NAND_BLOCK = 1 << 7, KEY_CHANNEL_RATE = 1 << 8,
+  KEY_HOST_RATE = 1 << 9, KEY_COMMAND = 1 << 10, KEY_SUSPEND = 1 << 11,
+  KEY_SUSPEND_NS = 1 << 12, KEY_PLP = 1 << 13,
+};
+/* The SLC cache's keys that a preset also sets (ftl_keys.slc_given). */
+enum {
+  KEY_SLC_STATIC = 1 << 0, KEY_SLC_DYNAMIC = 1 << 1, KEY_SLC_BITS = 1 << 2,
+  KEY_SLC_PROGRAM = 1 << 3, KEY_SLC_READ = 1 << 4,
+};
+
+/* A size of at most max bytes. */
+static int
+parse_size_max (const char *key, const char *s, uint64_t max, uint64_t *r,
+                char *err, size_t errlen)
+{
+  if (ftl_parse_size (key, s, r, err, errlen) == -1)
+    return -1;
+  if (*r > max)
+    return fail (err, errlen, "%s must be at most %" PRIu64 " bytes: %s",
+                 key, max, s);
+  return 0;
+}
+
 static int
 set_timing (struct ftl_keys *k, const char *key, const char *v,
             char *err, size_t errlen)
 {
-  struct ftl_timing *t = &k->opts.timing;
-  bool b;
+  struct ftl_timing *t = &k->timing_keys;
+  unsigned bit;
+  uint64_t u;
   int r;
 
   if (strcmp (key, "timing") == 0) {
+    bool b;
     if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
       return -1;
     k->timing = b;
     return 0;
   }
-  else if (strcmp (key, "read-latency") == 0)
-    r = parse_dur (key, v, &t->read_ns, err, errlen);
+  if (strcmp (key, "model") == 0) {
+    k->preset = ftl_timing_preset (v);
+    if (k->preset == NULL)
+      return fail (err, errlen, "model: unknown drive model '%s' (known: "
+                   "%s)", v, ftl_timing_preset_names ());
+    return 0;
+  }
+
+  if (strcmp (key, "read-latency") == 0)
+    bit = KEY_READ, r = parse_dur (key, v, &t->read_ns, err, errlen);
   else if (strcmp (key, "program-latency") == 0)
-    r = parse_dur (key, v, &t->program_ns, err, errlen);
+    bit = KEY_PROGRAM, r = parse_dur (key, v, &t->program_ns, err, errlen);
   else if (strcmp (key, "erase-latency") == 0)
-    r = parse_dur (key, v, &t->erase_ns, err, errlen);
+    bit = KEY_ERASE, r = parse_dur (key, v, &t->erase_ns, err, errlen);
   else if (strcmp (key, "channels") == 0)
-    r = parse_unsigned (key, v, 1, FTL_MAX_UNITS, &t->channels, err, errlen);
+    bit = KEY_CHANNELS, r = parse_unsigned (key, v, 1, FTL_MAX_UNITS,
+                                            &t->channels, err, errlen);
   else if (strcmp (key, "dies") == 0)
-    r = parse_unsigned (key, v, 1, FTL_MAX_UNITS, &t->dies, err, errlen);
+    bit = KEY_DIES, r = parse_unsigned (key, v, 1, FTL_MAX_UNITS, &t->dies,
+                                        err, errlen);
+  else if (strcmp (key, "planes") == 0)
+    bit = KEY_PLANES, r = parse_unsigned (key, v, 1, FTL_MAX_PLANES,
+                                          &t->planes, err, errlen);
+  else if (strcmp (key, "nand-page") == 0) {
+    bit = KEY_NAND_PAGE;
+    r = ftl_parse_size (key, v, &u, err, errlen);
+    if (r == 0 && (u < 512 || u > FTL_MAX_NAND_PAGE))
+      r = fail (err, errlen, "nand-page must be from 512 to %d bytes: %s",
+                FTL_MAX_NAND_PAGE, v);
+    t->nand_page = u;
+  }
+  else if (strcmp (key, "nand-block") == 0)
+    bit = KEY_NAND_BLOCK, r = parse_size_max (key, v, FTL_MAX_NAND_BLOCK,
+                                              &t->nand_block, err, errlen);
+  else if (strcmp (key, "plp-buffer") == 0)
+    bit = KEY_PLP, r = parse_size_max (key, v, FTL_MAX_NAND_BLOCK,
+                                       &t->plp_buffer, err, errlen);
+  else if (strcmp (key, "channel-rate") == 0)
+    bit = KEY_CHANNEL_RATE, r = ftl_parse_size (key, v, &t->channel_rate,
+                                                err, errlen);
+  else if (strcmp (key, "host-rate") == 0)
+    bit = KEY_HOST_RATE, r = ftl_parse_size (key, v, &t->host_rate,
+                                             err, errlen);
+  else if (strcmp (key, "command-overhead") == 0)
+    bit = KEY_COMMAND, r = parse_dur (key, v, &t->command_ns, err, errlen);
+  else if (strcmp (key, "suspend") == 0)
+    bit = KEY_SUSPEND, r = ftl_parse_bool (key, v, &t->suspend, err, errlen);
+  else if (strcmp (key, "suspend-latency") == 0)
+    bit = KEY_SUSPEND_NS, r = parse_dur (key, v, &t->suspend_ns, err, errlen);
   else
     return 1;
   if (r == 0)
-    k->timing_implied = true;
+    k->timing_given |= bit;
   return r;
 }
 
@@ -361,9 +431,13 @@ set_slc (struct ftl_keys *k, const char *key, const char *v,
   struct ftl_slc *c = &k->opts.slc;
   bool b;
 
-  if (strcmp (key, "slc-static") == 0)
-    return ftl_parse_size (key, v, &c->static_bytes, err, errlen);
+  if (strcmp (key, "slc-static") == 0) {
+    if (ftl_parse_size (key, v, &c->static_bytes, err, errlen) == -1)
+      return -1;
+    k->slc_given |= KEY_SLC_STATIC;
+  }
   else if (strcmp (key, "slc-dynamic") == 0) {
+    k->slc_given |= KEY_SLC_DYNAMIC;
     if (strcmp (v, "auto") == 0)
       c->dynamic_bytes = FTL_SLC_AUTO;
     else if (ftl_parse_bool (key, v, &b, NULL, 0) == 0 &&
@@ -381,11 +455,16 @@ set_slc (struct ftl_keys *k, const char *key, const char *v,
       return fail (err, errlen, "cell-bits must be 2 (MLC), 3 (TLC) or 4 "
                    "(QLC): %s", v);
     c->cell_bits = n;
+    k->slc_given |= KEY_SLC_BITS;
   }
-  else if (strcmp (key, "slc-program") == 0)
+  else if (strcmp (key, "slc-program") == 0) {
+    k->slc_given |= KEY_SLC_PROGRAM;
     return parse_positive_dur (key, v, &c->program_ns, err, errlen);
-  else if (strcmp (key, "slc-read") == 0)
+  }
+  else if (strcmp (key, "slc-read") == 0) {
+    k->slc_given |= KEY_SLC_READ;
     return parse_positive_dur (key, v, &c->read_ns, err, errlen);
+  }
   else if (strcmp (key, "slc-fold-idle") == 0) {
     if (strcmp (v, "never") == 0)
       c->fold_idle_ns = UINT64_MAX;
@@ -415,15 +494,63 @@ ftl_keys_set (struct ftl_keys *k, const char *key, const char *value,
   return 0;
 }
 
+/* The model: the preset's values, then the keys given over them. */
+static void
+apply_preset (struct ftl_keys *k, const struct ftl_timing_preset *p)
+{
+  struct ftl_timing *t = &k->opts.timing;
+  const struct ftl_timing *g = &k->timing_keys;
+  unsigned given = k->timing_given;
+  struct ftl_slc *c = &k->opts.slc;
+
+  *t = p->timing;
+  if (given & KEY_READ) t->read_ns = g->read_ns;
+  if (given & KEY_PROGRAM) t->program_ns = g->program_ns;
+  if (given & KEY_ERASE) t->erase_ns = g->erase_ns;
+  if (given & KEY_CHANNELS) t->channels = g->channels;
+  if (given & KEY_DIES) t->dies = g->dies;
+  if (given & KEY_PLANES) t->planes = g->planes;
+  if (given & KEY_NAND_PAGE) t->nand_page = g->nand_page;
+  if (given & KEY_NAND_BLOCK) t->nand_block = g->nand_block;
+  if (given & KEY_PLP) t->plp_buffer = g->plp_buffer;
+  if (given & KEY_CHANNEL_RATE) t->channel_rate = g->channel_rate;
+  if (given & KEY_HOST_RATE) t->host_rate = g->host_rate;
+  if (given & KEY_COMMAND) t->command_ns = g->command_ns;
+  if (given & KEY_SUSPEND) t->suspend = g->suspend;
+  if (given & KEY_SUSPEND_NS) t->suspend_ns = g->suspend_ns;
+  t->enabled = true;
+
+  if (!k->write_cache_given)
+    k->opts.write_cache_bytes = p->write_cache;
+
+  /* The SLC cache: the preset's, scaled to the disk when it is opened
+   * (per_million), unless slc-static= or slc-dynamic= is given: then
+   * its size is theirs alone.
+   */
+  if (!(k->slc_given & (KEY_SLC_STATIC | KEY_SLC_DYNAMIC))) {
+    c->static_per_million = p->slc_static_per_tb / 1000000;
+    c->dynamic_per_million = p->slc_dynamic_per_tb / 1000000;
+  }
+  if (!(k->slc_given & KEY_SLC_BITS) && p->cell_bits)
+    c->cell_bits = p->cell_bits;
+  /* SLC times: the preset's, unless the native time is given (then
+   * the library derives them from it) or their own keys are.
+   */
+  if (!(k->slc_given & KEY_SLC_PROGRAM))
+    c->program_ns = given & KEY_PROGRAM ? 0 : p->slc_program_ns;
+  if (!(k->slc_given & KEY_SLC_READ))
+    c->read_ns = given & KEY_READ ? 0 : p->slc_read_ns;
+}
+
 int
 ftl_keys_finish (struct ftl_keys *k, char *err, size_t errlen)
 {
   struct ftl_timing *t = &k->opts.timing;
 
-  /* Giving a latency, channels or dies turns the timing model on,
-   * unless timing=false says otherwise.
-   */
-  t->enabled = k->timing == -1 ? k->timing_implied : k->timing;
+  if (k->timing == -1 ? k->preset || k->timing_given : k->timing)
+    apply_preset (k, k->preset ? k->preset : ftl_timing_preset_default ());
+  else
+    t->enabled = false;
   if (t->enabled && (uint64_t) t->channels * t->dies > FTL_MAX_UNITS)
     return fail (err, errlen, "channels x dies must be at most %d: %u x %u",
                  FTL_MAX_UNITS, t->channels, t->dies);

@@ -7,10 +7,19 @@
  * ftl_keys_finish once, and fills in the rest of the options (path,
  * log callback, ...) before ftl_open.
  *
+ * The timing model: model= picks a preset (ftl_timing_preset), whose
+ * values are the model's, then each of the model's keys given overrides
+ * its own; the preset also sets the write cache and the SLC cache
+ * unless their keys are given.  Any key of the model (or model=) turns
+ * it on, unless timing=false; timing=true alone uses the default
+ * preset.
+ *
  * Keys: size, op, page-size, pages-per-block, streams, gc, gc-mode,
  * hot-cold, wl-threshold, endurance, timeout, timeout-retries,
- * write-cache; the timing model's timing, read-latency,
- * program-latency, erase-latency, channels, dies; and the error
+ * write-cache; the timing model's timing, model, read-latency,
+ * program-latency, erase-latency, channels, dies, planes, nand-page,
+ * nand-block, channel-rate, host-rate, command-overhead, suspend,
+ * suspend-latency, plp-buffer; and the error
  * model's errors, seed, time-scale, error-scale, read-disturb-scale,
  * ecc-bits, read-retry, read-reclaim, reclaim-reads, scrub-interval;
  * and the SLC cache's slc-static, slc-dynamic, cell-bits, slc-program,
@@ -31,8 +40,11 @@
 struct ftl_keys {
   struct ftl_options opts;      /* what the keys set, with the defaults */
   int timing;                   /* timing=: -1 not given, else 0 or 1 */
-  bool timing_implied;          /* a latency, channels= or dies= given:
-                                 * the model is on unless timing=false */
+  const struct ftl_timing_preset *preset;  /* model= (NULL: not given) */
+  struct ftl_timing timing_keys;  /* the model's keys given ... */
+  unsigned timing_given;        /* ... KEY_* bits of those given */
+  unsigned slc_given;           /* KEY_SLC_* bits of the SLC keys given */
+  bool write_cache_given;
 };
 
 /* The defaults of every key. */
@@ -75,11 +87,22 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
   "timing=<BOOL>                  NAND timing model (default false).\n" \
-  "read-latency=<DURATION>        Page read time of the model (default 75us).\n" \
-  "program-latency=<DURATION>     Page program time of the model (default 1ms).\n" \
-  "erase-latency=<DURATION>       Block erase time of the model (default 4500us).\n" \
-  "channels=<N>                   Channels of the model (default 8).\n" \
-  "dies=<N>                       Dies per channel of the model (default 4).\n" \
+  "model=<NAME>                   Drive preset of the model: sata-tlc (the default),\n" \
+  "                               nvme-tlc, sata-qlc, enterprise-tlc.\n" \
+  "read-latency=<DURATION>        NAND page read time tR (preset's).\n" \
+  "program-latency=<DURATION>     NAND page program time tPROG (preset's).\n" \
+  "erase-latency=<DURATION>       NAND block erase time tBERS (preset's).\n" \
+  "channels=<N>                   Channels of the model (preset's).\n" \
+  "dies=<N>                       Dies per channel of the model (preset's).\n" \
+  "planes=<N>                     Planes programmed or read at once (preset's).\n" \
+  "nand-page=<SIZE>               NAND page size (preset's).\n" \
+  "nand-block=<SIZE>              NAND erase block per die, all planes (preset's).\n" \
+  "channel-rate=<SIZE>            Channel transfer rate, bytes/s (preset's).\n" \
+  "host-rate=<SIZE>               Host link rate, bytes/s (preset's).\n" \
+  "command-overhead=<DURATION>    Controller time per host command (preset's).\n" \
+  "suspend=<BOOL>                 Reads suspend programs and erases (preset's).\n" \
+  "suspend-latency=<DURATION>     Cost of a suspension (preset's).\n" \
+  "plp-buffer=<SIZE>              Power-loss protected buffer of programs (preset's).\n" \
   "errors=<BOOL>                  Raw bit errors, ECC and read retry (default false).\n" \
   "seed=<N>                       Seed of the error model's draws (default 0).\n" \
   "time-scale=<F>                 Media clock seconds per second (default 1).\n" \
@@ -90,9 +113,9 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "read-reclaim=<BOOL>            Move data off blocks read too often (default true).\n" \
   "reclaim-reads=<N>              Page reads of a block before read reclaim (default 100000).\n" \
   "scrub-interval=<DURATION>      Idle scrub: one block per interval (default 1s, 0 = off).\n" \
-  "slc-static=<SIZE>              SLC cache taken from the spare (default 0).\n" \
-  "slc-dynamic=<SIZE>|auto|false  SLC cache from free user space (default false).\n" \
-  "cell-bits=2|3|4                Bits per cell of native blocks (default 3).\n" \
+  "slc-static=<SIZE>              SLC cache taken from the spare (default 0, or the preset's).\n" \
+  "slc-dynamic=<SIZE>|auto|false  SLC cache from free user space (default false, or the preset's).\n" \
+  "cell-bits=2|3|4                Bits per cell of native blocks (default 3, or the preset's).\n" \
   "slc-program=<DURATION>         SLC page program time (default program-latency/cell-bits).\n" \
   "slc-read=<DURATION>            SLC page read time (default read-latency).\n" \
   "slc-fold-idle=<DURATION>|never Fold the SLC cache after this idle time (default 200ms).\n"

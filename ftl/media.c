@@ -198,6 +198,8 @@ media_attach (struct media *m, struct timing *t, struct deadline *dl,
               struct fault *f)
 {
   m->timing = t && t->enabled ? t : NULL;
+  if (m->timing)
+    timing_geometry (m->timing, m->page_size, m->pages_per_block);
   m->dl = dl;
   m->fault = f && fault_enabled (f) ? f : NULL;
 }
@@ -251,34 +253,119 @@ gate (struct media *m)
   return should_abort (m) ? -ETIMEDOUT : 0;
 }
 
-/* Modeled time of n pages (or one erase, n = 0) of latency lat on the
- * unit of block blk.  Each page is reserved on the unit only when the
- * previous one is done, so operations queued on one unit interleave
- * page by page, and an operation that gives up leaves at most one page
- * of work on the unit (a die cannot take back a page it started).
+/* Sleep until the modeled end of a piece of an operation (timing.h
+ * computes it for the whole piece at once).  The wait is cut into
+ * slices of at most 1 ms (wait_until) so that an aborted request gives
+ * up.  The modeled device is working meanwhile: each slice reports
+ * progress so that a request queued behind it is not taken for
+ * stalled.
  */
 static int
-model (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
+model_wait (struct media *m, uint64_t end, uint32_t n)
 {
-  uint32_t steps = n ? n : 1;
+  for (;;) {
+    if (should_abort (m))
+      return -ETIMEDOUT;
+    uint64_t now = timing_now ();
+    if (now + timing_early () >= end)
+      break;
+    timing_sleep_until (MIN (end, now + 1000000));
+    if (m->dl && end - now > 1000000)
+      dl_progress (m->dl, 1);
+  }
+  if (m->dl)
+    dl_progress (m->dl, n ? n : 1);
+  return 0;
+}
 
-  for (uint32_t i = 0; i < steps; i++) {
-    uint64_t start = timing_reserve (m->timing, blk, lat);
-    int r = wait_until (m, start + lat);
+enum op_kind { OP_READ, OP_PROGRAM, OP_ERASE, OP_RETRY };
+
+/* Deferred waits (media_defer): this thread's operations reserve the
+ * model and record their end here instead of sleeping.
+ */
+static __thread bool defer;
+static __thread uint64_t defer_end;
+
+void
+media_defer (struct media *m)
+{
+  if (m->timing) {
+    defer = true;
+    defer_end = 0;
+  }
+}
+
+uint64_t
+media_deferred (struct media *m)
+{
+  uint64_t e = defer_end;
+
+  defer = false;
+  defer_end = 0;
+  return e;
+}
+
+int
+media_wait (struct media *m, uint64_t end)
+{
+  if (!m->timing || end == 0)
+    return 0;
+  return model_wait (m, end, 0);
+}
+
+/* Wait for an operation's modeled end, or record it (deferred). */
+static int
+model_end (struct media *m, uint64_t end, uint32_t n)
+{
+  if (defer) {
+    defer_end = MAX (defer_end, end);
+    if (m->dl)
+      dl_progress (m->dl, n ? n : 1);
+    return 0;
+  }
+  return model_wait (m, end, n);
+}
+
+/* The timing model of an operation: a run of pages is modeled one
+ * stripe at a time (at most one program group per die: units x k
+ * pages), with one sleep per stripe.  So a run no longer than a stripe
+ * (the common case) sleeps once, and an operation that gives up leaves
+ * at most one group of work on each die: a die cannot take back what
+ * it started, but the controller drops what it had not yet issued.
+ */
+static int
+model (struct media *m, enum op_kind kind, uint32_t blk, uint32_t page,
+       uint32_t n, uint64_t lat)
+{
+  struct timing *t = m->timing;
+  uint32_t stripe = t->units * t->group;
+
+  if (kind == OP_ERASE)
+    return model_end (m, timing_erase (t, blk, lat), 0);
+  if (kind == OP_RETRY)
+    return model_end (m, timing_read_retry (t, blk, n, lat), n);
+  while (n > 0) {
+    uint32_t c = MIN (n, stripe - page % t->group);
+    uint64_t end = kind == OP_READ ? timing_read (t, blk, page, c, lat)
+      : timing_program (t, blk, page, c, lat);
+    if (kind == OP_PROGRAM)     /* with power-loss protection */
+      end = end > t->plp_window_ns ? end - t->plp_window_ns : 0;
+    int r = model_end (m, end, c);
     if (r < 0)
       return r;
-    if (m->dl)
-      dl_progress (m->dl, 1);
+    page += c;
+    n -= c;
   }
   return 0;
 }
 
-/* Before an operation on block blk (n pages of latency lat): the gate,
- * then the timing model.  Progress without the model is reported by
- * op_end.
+/* Before an operation on n pages from `page` of block blk (an erase:
+ * n = 0) of NAND latency lat: the gate, then the timing model.
+ * Progress without the model is reported by op_end.
  */
 static int
-op_begin (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
+op_begin (struct media *m, enum op_kind kind, uint32_t blk, uint32_t page,
+          uint32_t n, uint64_t lat)
 {
   int r;
 
@@ -286,7 +373,7 @@ op_begin (struct media *m, uint32_t blk, uint32_t n, uint64_t lat)
     dl_media_begin (m->dl);
   r = gate (m);
   if (r == 0 && m->timing)
-    r = model (m, blk, n, lat);
+    r = model (m, kind, blk, page, n, lat);
   return r;
 }
 
@@ -381,7 +468,8 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
    * anything, and NAND does not allow programming them again.
    */
   m->wp[blk] = page + n;
-  r = op_begin (m, blk, n, !m->timing ? 0 : media_block_slc (m, blk) ?
+  r = op_begin (m, OP_PROGRAM, blk, page, n,
+                !m->timing ? 0 : media_block_slc (m, blk) ?
                 m->timing->slc_program_ns : m->timing->program_ns);
   if (r < 0)
     return op_end (m, n, r);
@@ -404,7 +492,8 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
   assert (media_ppn_block (m, ppn) < m->blocks);
   assert (media_ppn_page (m, ppn) + n <= m->pages_per_block);
   uint32_t blk = media_ppn_block (m, ppn);
-  int r = op_begin (m, blk, n, !m->timing ? 0 : media_block_slc (m, blk) ?
+  int r = op_begin (m, OP_READ, blk, media_ppn_page (m, ppn), n,
+                    !m->timing ? 0 : media_block_slc (m, blk) ?
                     m->timing->slc_read_ns : m->timing->read_ns);
   if (r < 0)
     return op_end (m, n, r);
@@ -419,7 +508,8 @@ media_read_retry (struct media *m, uint32_t blk, uint32_t n)
 {
   if (!m->timing)
     return 0;
-  return op_end (m, n, op_begin (m, blk, n, m->timing->read_ns));
+  return op_end (m, n, op_begin (m, OP_RETRY, blk, 0, n,
+                                m->timing->read_ns));
 }
 
 int
@@ -488,7 +578,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   assert (meta_bytes >= FTL_BLKHDR_BYTES * 2
           + (uint64_t) m->pages_per_block * FTL_OOB_BYTES);
 
-  r = op_begin (m, blk, 0, m->timing ? m->timing->erase_ns : 0);
+  r = op_begin (m, OP_ERASE, blk, 0, 0, m->timing ? m->timing->erase_ns : 0);
   if (r < 0)
     return op_end (m, 0, r);
 

@@ -36,8 +36,9 @@
  * Timing, deadlines and faults (media_attach): every operation on an
  * erase block first passes the fault gate (an injected delay or stall,
  * fault.h), then, with the timing model on, sleeps until the modeled
- * end of its page reads, programs or erase (timing.h), reporting
- * progress page by page (deadline.h).  While it waits it gives up with
+ * end of its page reads, programs or erase (timing.h: the pages of a
+ * run are striped over the dies, and the run sleeps once per stripe),
+ * reporting progress while it waits (deadline.h).  While it waits it gives up with
  * -ETIMEDOUT if its request was aborted, before it has touched the
  * file; a program that gives up still counts as programmed (its pages
  * are left unwritten, as after a failed program).  Superblock and
@@ -221,6 +222,20 @@ extern int media_program (struct media *m, uint32_t blk, uint32_t page,
 
 /* Read n data pages starting at ppn (all in one block). */
 extern int media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf);
+
+/* Deferred waits, with the timing model on (no-ops without it): after
+ * media_defer, this thread's operations reserve the model but do not
+ * sleep (nor give up: use it only where an abort is not wanted, or is
+ * checked later); media_deferred ends that and returns the latest
+ * modeled end met (0: none), and media_wait sleeps until such a time,
+ * giving up with -ETIMEDOUT if the request is aborted.  So a caller
+ * sleeps once for the pages of several runs (a host read of several
+ * blocks), or after it has released its locks (a destage batch).
+ * Deferred pieces are not split per stripe (see media.c).
+ */
+extern void media_defer (struct media *m);
+extern uint64_t media_deferred (struct media *m);
+extern int media_wait (struct media *m, uint64_t end);
 
 /* Read retry (errmodel.c): n more page reads of block blk's unit in
  * the timing model (nothing without it; no data moves).

@@ -231,9 +231,20 @@ validate_options (const struct ftl_options *o, char *errbuf, size_t errlen)
     }
     if (o->timing.read_ns > FTL_MAX_DURATION_NS ||
         o->timing.program_ns > FTL_MAX_DURATION_NS ||
-        o->timing.erase_ns > FTL_MAX_DURATION_NS) {
+        o->timing.erase_ns > FTL_MAX_DURATION_NS ||
+        o->timing.command_ns > FTL_MAX_DURATION_NS ||
+        o->timing.suspend_ns > FTL_MAX_DURATION_NS ||
+        o->timing.plp_buffer > FTL_MAX_NAND_BLOCK) {
       snprintf (errbuf, errlen, "a NAND latency is too long (at most %d s)",
                 (int) (FTL_MAX_DURATION_NS / 1000000000));
+      return -EINVAL;
+    }
+    if (o->timing.planes > FTL_MAX_PLANES ||
+        o->timing.nand_page > FTL_MAX_NAND_PAGE ||
+        o->timing.nand_block > FTL_MAX_NAND_BLOCK) {
+      snprintf (errbuf, errlen, "planes (at most %d), nand-page (at most "
+                "%d bytes) or nand-block (at most 4 GiB) out of range",
+                FTL_MAX_PLANES, FTL_MAX_NAND_PAGE);
       return -EINVAL;
     }
   }

@@ -412,6 +412,19 @@ begin (struct ftl *ftl, enum ftl_op op, struct dl_ticket *t)
   return dl_begin (&ftl->dl, op, t);
 }
 
+/* With the timing model: the host side of a command that began at t0
+ * (the controller's overhead and the host link, timing.h).
+ */
+static int
+host_side (struct ftl *ftl, uint64_t t0, uint64_t done, uint64_t bytes,
+           bool read, int r)
+{
+  if (r == 0)
+    r = media_wait (&ftl->media,
+                    timing_host (&ftl->timing, t0, done, bytes, read));
+  return r;
+}
+
 int
 ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
 {
@@ -420,6 +433,16 @@ ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
 
   if (r < 0)
     return r;
+  if (ftl->timing.enabled) {
+    /* The page reads of all its runs are issued at once; the request
+     * sleeps once, for them and the host side.
+     */
+    uint64_t t0 = timing_now ();
+    media_defer (&ftl->media);
+    r = do_read (ftl, buf, count, offset);
+    uint64_t done = media_deferred (&ftl->media);
+    return dl_end (&ftl->dl, &t, host_side (ftl, t0, done, count, true, r));
+  }
   return dl_end (&ftl->dl, &t, do_read (ftl, buf, count, offset));
 }
 
@@ -432,6 +455,11 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
 
   if (r < 0)
     return r;
+  if (ftl->timing.enabled) {
+    uint64_t t0 = timing_now ();
+    r = do_write (ftl, buf, count, offset, flags);
+    return dl_end (&ftl->dl, &t, host_side (ftl, t0, 0, count, false, r));
+  }
   return dl_end (&ftl->dl, &t, do_write (ftl, buf, count, offset, flags));
 }
 

@@ -136,7 +136,17 @@ slc_init (struct ftl *ftl, const struct ftl_slc *o, uint32_t spare,
       : ftl->timing.program_ns / bits;
     ftl->timing.slc_read_ns = o->read_ns ? o->read_ns : ftl->timing.read_ns;
   }
-  if ((o->static_bytes == 0 && o->dynamic_bytes == 0) || ftl->readonly)
+  /* A preset's shares of the logical size. */
+  uint64_t logical = (uint64_t) ftl->logical_pages * ftl->page_size;
+  uint64_t static_bytes = o->static_bytes, dynamic_bytes = o->dynamic_bytes;
+  bool scaled = false;
+  if (static_bytes == 0 && o->static_per_million) {
+    static_bytes = logical / 1000000 * o->static_per_million;
+    scaled = true;
+  }
+  if (dynamic_bytes == 0 && o->dynamic_per_million)
+    dynamic_bytes = MAX (logical / 1000000 * o->dynamic_per_million, 1);
+  if ((static_bytes == 0 && dynamic_bytes == 0) || ftl->readonly)
     return 0;
   if (slc->cap < 1) {
     snprintf (errbuf, errlen, "an SLC cache needs at least %u pages per "
@@ -149,20 +159,22 @@ slc_init (struct ftl *ftl, const struct ftl_slc *o, uint32_t spare,
   uint32_t min = FTL_MIN_SPARE_BLOCKS (ftl->nstreams)
     + cache_spare_blocks (ftl->cache.nslots, ftl->ppb);
   uint32_t limit = slc_static_limit (spare, min, ftl->ppb, slc->cap);
-  uint64_t want = DIV_ROUND_UP (o->static_bytes, block_bytes);
+  uint64_t want = DIV_ROUND_UP (static_bytes, block_bytes);
+  if (want > limit && scaled)
+    want = limit;               /* a preset's share of a small disk */
   if (want > limit) {
     snprintf (errbuf, errlen, "slc-static of %" PRIu64 " bytes needs %"
               PRIu64 " SLC erase blocks; the spare allows at most %u (%"
               PRIu64 " bytes: half the %u spare blocks beyond the %u the "
               "FTL needs, at %u of %u pages per block; lower slc-static, "
-              "or raise op)", o->static_bytes, want, limit,
+              "or raise op)", static_bytes, want, limit,
               (uint64_t) limit * block_bytes, spare > min ? spare - min : 0,
               min, slc->cap, ftl->ppb);
     return -EINVAL;
   }
   slc->static_blocks = want;
-  slc->dynamic_max = o->dynamic_bytes == FTL_SLC_AUTO ? UINT64_MAX
-    : DIV_ROUND_UP (o->dynamic_bytes, block_bytes);
+  slc->dynamic_max = dynamic_bytes == FTL_SLC_AUTO ? UINT64_MAX
+    : DIV_ROUND_UP (dynamic_bytes, block_bytes);
   slc->enabled = true;
   return 0;
 }

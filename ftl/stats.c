@@ -503,6 +503,37 @@ render_requests (struct jw *w, const struct stats_view *v)
   jw_end (w);
 }
 
+/* The timing model's effective parameters (the preset's values with
+ * the keys given over them), and its counters.
+ */
+static void
+render_timing (struct jw *w, const struct stats_view *v)
+{
+  const struct timing *t = &v->ftl->timing;
+
+  if (!t->enabled)
+    return;
+  jw_begin (w, "timing");
+  jw_uint (w, "read_ns", t->read_ns);
+  jw_uint (w, "program_ns", t->program_ns);
+  jw_uint (w, "erase_ns", t->erase_ns);
+  jw_uint (w, "channels", t->channels);
+  jw_uint (w, "dies", t->units);
+  jw_uint (w, "planes", t->planes);
+  jw_uint (w, "pages_per_program", t->group);
+  jw_uint (w, "channel_page_ns", t->xfer_page_ns);
+  jw_uint (w, "nand_block", t->nand_block);
+  jw_uint (w, "erase_share_ppm", t->erase_share_ppm);
+  jw_uint (w, "host_ps_per_byte", t->host_ps_per_byte);
+  jw_uint (w, "command_ns", t->command_ns);
+  jw_bool (w, "suspend", t->suspend);
+  jw_uint (w, "suspend_ns", t->suspend_ns);
+  jw_uint (w, "plp_buffer", t->plp_buffer);
+  jw_uint (w, "suspends", __atomic_load_n (&t->suspends, __ATOMIC_RELAXED));
+  jw_uint (w, "die_busy_ns", __atomic_load_n (&t->busy_ns, __ATOMIC_RELAXED));
+  jw_end (w);
+}
+
 int
 ftl_render_stats_json (struct ftl *ftl, unsigned sections, FILE *fp)
 {
@@ -519,8 +550,10 @@ ftl_render_stats_json (struct ftl *ftl, unsigned sections, FILE *fp)
   render_geometry (&w, &v);
   render_counters (&w, &v);
   render_wear (&w, &v);
-  if (has (&v, FTL_STATS_SERVER))
+  if (has (&v, FTL_STATS_SERVER)) {
     render_requests (&w, &v);
+    render_timing (&w, &v);
+  }
   jw_end (&w);
   fputc ('\n', fp);
   return ferror (fp) ? -EIO : 0;

@@ -460,6 +460,35 @@ ftl_plugin_extents (void *handle, uint32_t count, uint64_t offset,
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
+/* nbdkit --dump-plugin: the presets of the timing model, with the
+ * figures published for their drives (bench/model-check.sh reads
+ * them), one "ftl_model_NAME_FIELD=VALUE" line each.
+ */
+static void
+ftl_plugin_dump_plugin (void)
+{
+  static const char *const names[] = {
+    "sata-tlc", "nvme-tlc", "sata-qlc", "enterprise-tlc",
+  };
+
+  printf ("ftl_models=%s\n", ftl_timing_preset_names ());
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    const struct ftl_timing_preset *p = ftl_timing_preset (names[i]);
+    if (p == NULL)
+      continue;
+    printf ("ftl_model_%s_drive=%s\n", p->name, p->drive);
+    printf ("ftl_model_%s_seq_read_mbs=%g\n", p->name, p->seq_read_mbs);
+    printf ("ftl_model_%s_seq_write_mbs=%g\n", p->name, p->seq_write_mbs);
+    printf ("ftl_model_%s_rand_read_qd1_iops=%g\n", p->name, p->rr_qd1);
+    printf ("ftl_model_%s_rand_write_qd1_iops=%g\n", p->name, p->rw_qd1);
+    printf ("ftl_model_%s_rand_read_qd32_iops=%g\n", p->name, p->rr_qd32);
+    printf ("ftl_model_%s_rand_write_qd32_iops=%g\n", p->name, p->rw_qd32);
+    printf ("ftl_model_%s_rand_write_steady_iops=%g\n", p->name,
+            p->rw_steady);
+    printf ("ftl_model_%s_post_cache_mbs=%g\n", p->name, p->post_cache_mbs);
+  }
+}
+
 static struct nbdkit_plugin plugin = {
   .name              = "ftl",
   .longname          = "nbdkit flash translation layer plugin",
@@ -470,6 +499,7 @@ static struct nbdkit_plugin plugin = {
   .config            = ftl_plugin_config,
   .config_complete   = ftl_plugin_config_complete,
   .config_help       = ftl_plugin_config_help,
+  .dump_plugin       = ftl_plugin_dump_plugin,
   .magic_config_key  = "file",
   .get_ready         = ftl_plugin_get_ready,
   .after_fork        = ftl_plugin_after_fork,

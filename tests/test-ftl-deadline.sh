@@ -63,7 +63,7 @@ def check_pages(first, n, allowed):
 #    through; with 1 it is aborted and the client gets EIO in time.
 start_server "$sock" "$pid" file="$disk" size=64M stats="$stats" \
     write-cache=0 timeout=100ms timeout-retries=5 program-latency=5ms read-latency=0 \
-    erase-latency=0 channels=1 dies=1
+    erase-latency=0 channels=1 dies=1 planes=1 nand-page=4K slc-static=0
 timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
 t = time.time()
 h.pwrite(data(0, 64, 1), 0)
@@ -77,7 +77,7 @@ jq -c .deadline "$stats"
 
 start_server "$sock" "$pid" file="$disk" stats="$stats" \
     write-cache=0 timeout=100ms timeout-retries=1 program-latency=5ms read-latency=0 \
-    erase-latency=0 channels=1 dies=1
+    erase-latency=0 channels=1 dies=1 planes=1 nand-page=4K slc-static=0
 timeout 60 nbdsh -u "$uri" -c "$pyhelpers" -c '
 t = time.time()
 try:

@@ -48,7 +48,10 @@ check ()
     fi
 }
 
-run on timing=true program-latency=2ms read-latency=1ms write-cache=0
+# One FTL page per program (planes=1, nand-page=4K), and no SLC cache
+# (its programs are shorter): every write waits.
+run on timing=true program-latency=2ms read-latency=1ms write-cache=0 \
+    planes=1 nand-page=4K slc-static=0
 check '.latency_us.write.count == 200 and .latency_us.read.count == 200' \
     "$tmp/on.json"
 check '.latency_us.write.p50 >= 2000 and .latency_us.read.p50 >= 1000' \
@@ -66,3 +69,48 @@ check '.latency_us.write.count == 200 and .latency_us.write.p50 < 2000' \
     "$tmp/cached.json"
 check '.cache.destaged_pages == 200 and .media.program_pages >= 200' \
     "$tmp/cached.json"
+
+# Presets.  model= is accepted, an unknown one is refused naming the
+# key, and keys given override the preset (the effective values are in
+# the statistics' "timing" object).
+run preset model=sata-tlc program-latency=3ms dies=1
+check '.timing.program_ns == 3000000 and .timing.dies == 8' "$tmp/preset.json"
+check '.timing.read_ns == 45000 and .timing.planes == 2' "$tmp/preset.json"
+check '.timing.pages_per_program == 8' "$tmp/preset.json"
+# The preset's SLC cache (sata-tlc: 6 GB static and up to 36 GB dynamic
+# per TB, scaled to the disk), off with slc-static=0, and the QLC
+# preset's native blocks of 4 bits per cell.
+check '.slc.size_pages > 0' "$tmp/preset.json"
+run noslc model=sata-tlc slc-static=0
+check '.slc.size_pages == 0' "$tmp/noslc.json"
+rm -f "$tmp/disk.img"
+if nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" size=16M model=nosuch \
+        --run true 2>"$tmp/err"; then
+    echo "$0: FAIL: model=nosuch was accepted"
+    exit 1
+fi
+cat "$tmp/err"
+grep -q "model: unknown drive model 'nosuch'" "$tmp/err"
+grep -q "sata-tlc" "$tmp/err"
+
+# Striping: sequential 1 MiB writes (write-through, one at a time) of a
+# preset with a long program time.  One die programs 8 pages (32 KiB)
+# per 4 ms, 8 MB/s: 8 MiB would take 1 s on one die.  Over the preset's
+# 16 dies, a 1 MiB block is 32 programs, 2 per die: 8 ms.
+cat > "$tmp/seq.py" <<'EOF_PY'
+import time
+buf = bytearray(1 << 20)
+t0 = time.monotonic()
+for i in range(8):
+    h.pwrite(buf, i << 20)
+dt = time.monotonic() - t0
+print("8 MiB sequential: %.3f s" % dt)
+assert dt < 0.5, "8 MiB took %.3f s: not striped over the dies" % dt
+EOF_PY
+rm -f "$tmp/disk.img"
+timeout 300 nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" size=64M \
+    model=sata-tlc program-latency=4ms read-latency=50us erase-latency=1ms \
+    write-cache=0 slc-static=0 stats="$tmp/seq.json" \
+    --run 'nbdsh -u "$uri" -c "exec(open(\"$tmp/seq.py\").read())"'
+check '.media.program_pages >= 2048' "$tmp/seq.json"
+check '.deadline.aborted == 0' "$tmp/seq.json"

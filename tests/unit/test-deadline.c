@@ -269,26 +269,142 @@ END_TEST
 
 /* ---- the timing model ---- */
 
-START_TEST (test_timing_units)
+/* A model of 4 channels x 8 dies, NAND pages of 4 FTL pages (16 KiB
+ * over 4 KiB pages), 256 pages per block: k = 4, G = 64 groups per
+ * block, so block 0's group g is on die g mod 32 and die d on channel
+ * d mod 4.  The functions return modeled ends without sleeping; the
+ * bounds leave SLACK for a loaded machine.
+ */
+#define MS_ (UINT64_C (1000000))
+#define SLACK (5 * MS_)
+static void
+model32 (struct timing *t, uint64_t channel_rate, bool suspend)
 {
   struct ftl_timing o = {
-    .enabled = true, .read_ns = 1000, .program_ns = 1000, .erase_ns = 1000,
-    .channels = 2, .dies = 2,
+    .enabled = true, .channels = 4, .dies = 8, .planes = 1,
+    .nand_page = 16384, .channel_rate = channel_rate,
+    .suspend = suspend, .suspend_ns = 1 * MS_,
+  };
+  ck_assert_int_eq (timing_init (t, &o), 0);
+  timing_geometry (t, 4096, 256);
+  ck_assert_uint_eq (t->units, 32);
+  ck_assert_uint_eq (t->group, 4);
+  ck_assert_uint_eq (t->groups, 64);
+}
+
+/* 256 pages over 32 dies, 4 a program: ceil (256 / 4 / 32) = 2
+ * program times, not 256 nor 64.
+ */
+START_TEST (test_timing_stripe)
+{
+  struct timing t;
+  model32 (&t, 0, false);
+  ck_assert_uint_eq (timing_die (&t, 0, 0), 0);
+  ck_assert_uint_eq (timing_die (&t, 0, 4), 1);
+  ck_assert_uint_eq (timing_die (&t, 0, 128), 0);
+  ck_assert_uint_eq (timing_die (&t, 1, 0), 0);   /* 64 groups: wraps */
+  uint64_t now = timing_now ();
+  uint64_t end = timing_program (&t, 0, 0, 256, 10 * MS_);
+  ck_assert_uint_ge (end, now + 20 * MS_);
+  ck_assert_uint_le (end, now + 20 * MS_ + SLACK);
+  /* A run that stops inside a group only transfers its pages: the
+   * program is paid by the call that completes the group.
+   */
+  now = timing_now ();
+  end = timing_program (&t, 1, 0, 3, 10 * MS_);
+  ck_assert_uint_le (end, now + SLACK);
+  end = timing_program (&t, 1, 3, 1, 10 * MS_);
+  ck_assert_uint_ge (end, now + 10 * MS_);
+  timing_free (&t);
+}
+END_TEST
+
+/* An erase occupies every die of the block; a read waits only for its
+ * own die.
+ */
+START_TEST (test_timing_erase_read)
+{
+  struct timing t;
+  model32 (&t, 0, false);
+  uint64_t now = timing_now ();
+  uint64_t end = timing_erase (&t, 0, 10 * MS_);
+  ck_assert_uint_ge (end, now + 10 * MS_);
+  ck_assert_uint_le (end, now + 10 * MS_ + SLACK);
+  for (uint32_t p = 0; p < 32 * 4; p += 4)        /* every die waits */
+    ck_assert_uint_ge (timing_read (&t, 0, p, 1, 1 * MS_), now + 11 * MS_);
+  timing_free (&t);
+
+  model32 (&t, 0, false);
+  now = timing_now ();
+  timing_program (&t, 0, 0, 4, 10 * MS_);         /* die 0 busy */
+  end = timing_read (&t, 0, 4, 4, 1 * MS_);        /* die 1: at once */
+  ck_assert_uint_le (end, now + 1 * MS_ + SLACK);
+  end = timing_read (&t, 0, 0, 1, 1 * MS_);        /* die 0: behind */
+  ck_assert_uint_ge (end, now + 11 * MS_);
+  timing_free (&t);
+}
+END_TEST
+
+/* Transfers of one channel serialise; of two channels, overlap.  One
+ * page takes 1 ms on the channel (4096 bytes at 4096000 bytes/s).
+ */
+START_TEST (test_timing_channel)
+{
+  struct timing t;
+  model32 (&t, 4096000, false);
+  ck_assert_uint_ge (t.xfer_page_ns, 1 * MS_);
+  ck_assert_uint_le (t.xfer_page_ns, 1 * MS_ + 1000);
+  uint64_t now = timing_now ();
+  uint64_t a = timing_read (&t, 0, 0, 4, 0);        /* die 0, channel 0 */
+  uint64_t b = timing_read (&t, 0, 16, 4, 0);       /* die 4, channel 0 */
+  uint64_t c = timing_read (&t, 0, 4, 4, 0);        /* die 1, channel 1 */
+  ck_assert_uint_ge (a, now + 4 * MS_);
+  ck_assert_uint_ge (b, now + 8 * MS_);
+  ck_assert_uint_le (c, now + 4 * MS_ + SLACK);
+  ck_assert_uint_lt (c, b);
+  timing_free (&t);
+}
+END_TEST
+
+/* With suspend, a read on a die that programs waits suspend_ns, not
+ * the program; the program is pushed back by the read.
+ */
+START_TEST (test_timing_suspend)
+{
+  struct timing t;
+  model32 (&t, 0, true);
+  uint64_t now = timing_now ();
+  uint64_t p = timing_program (&t, 0, 0, 4, 20 * MS_);
+  uint64_t r = timing_read (&t, 0, 0, 1, 2 * MS_);
+  ck_assert_uint_ge (r, now + 3 * MS_);
+  ck_assert_uint_le (r, now + 3 * MS_ + SLACK);
+  ck_assert_uint_eq (__atomic_load_n (&t.die_free[0], __ATOMIC_RELAXED),
+                     p + 3 * MS_);
+  ck_assert_uint_eq (t.suspends, 1);
+  timing_free (&t);
+}
+END_TEST
+
+/* The host side: command overhead, then the link (read); a write's
+ * transfers serialise on the link from their start.
+ */
+START_TEST (test_timing_host)
+{
+  struct ftl_timing o = {
+    .enabled = true, .channels = 1, .dies = 1,
+    .host_rate = 4096000, .command_ns = 2 * MS_,
   };
   struct timing t;
-  uint64_t now, a, b, c, d;
-
   ck_assert_int_eq (timing_init (&t, &o), 0);
-  ck_assert_uint_eq (t.units, 4);
+  uint64_t now = timing_now ();
+  uint64_t r = timing_host (&t, now, 0, 4096, true);
+  ck_assert_uint_ge (r, now + 3 * MS_);
+  ck_assert_uint_le (r, now + 3 * MS_ + SLACK);
   now = timing_now ();
-  a = timing_reserve (&t, 0, 10000000);
-  b = timing_reserve (&t, 4, 10000000);    /* the same unit as block 0 */
-  c = timing_reserve (&t, 1, 10000000);    /* another unit */
-  d = timing_reserve (&t, 8, 1000);
-  ck_assert_uint_ge (a, now);
-  ck_assert_uint_eq (b, a + 10000000);      /* queued behind a */
-  ck_assert_uint_lt (c, a + 10000000);      /* in parallel */
-  ck_assert_uint_eq (d, b + 10000000);
+  uint64_t w1 = timing_host (&t, now, 0, 4096, false);
+  uint64_t w2 = timing_host (&t, now, 0, 4096, false);
+  ck_assert_uint_ge (w1, now + 3 * MS_);
+  ck_assert_uint_ge (w2, w1 + 1 * MS_);
   timing_free (&t);
 }
 END_TEST
@@ -624,7 +740,11 @@ deadline_suite (void)
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_duration);
   tcase_add_test (tc, test_histogram);
-  tcase_add_test (tc, test_timing_units);
+  tcase_add_test (tc, test_timing_stripe);
+  tcase_add_test (tc, test_timing_erase_read);
+  tcase_add_test (tc, test_timing_channel);
+  tcase_add_test (tc, test_timing_suspend);
+  tcase_add_test (tc, test_timing_host);
   tcase_add_test (tc, test_timing_write);
   tcase_add_test (tc, test_handled);
   tcase_add_test (tc, test_reset);

@@ -73,12 +73,77 @@ START_TEST (test_defaults_and_keys)
 
   /* A latency turns the model on, unless timing=false. */
   ck_assert_int_eq (set (&k, "program-latency", "200us", err), 1);
-  ck_assert_uint_eq (k.opts.timing.program_ns, 200000);
   ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
   ck_assert (k.opts.timing.enabled);
+  ck_assert_uint_eq (k.opts.timing.program_ns, 200000);
   ck_assert_int_eq (set (&k, "timing", "false", err), 1);
   ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
   ck_assert (!k.opts.timing.enabled);
+}
+END_TEST
+
+/* model= picks a preset; keys given override its values, wherever
+ * they come in the list.
+ */
+START_TEST (test_presets)
+{
+  const struct ftl_timing_preset *qlc = ftl_timing_preset ("sata-qlc");
+  const struct ftl_timing_preset *def = ftl_timing_preset_default ();
+  struct ftl_keys k;
+  char err[256];
+
+  ck_assert_ptr_nonnull (qlc);
+  ck_assert_ptr_nonnull (def);
+
+  /* timing=true alone: the default preset, with its caches. */
+  ftl_keys_init (&k);
+  ck_assert_int_eq (set (&k, "timing", "true", err), 1);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
+  ck_assert (k.opts.timing.enabled);
+  ck_assert_uint_eq (k.opts.timing.program_ns, def->timing.program_ns);
+  ck_assert_uint_eq (k.opts.timing.dies, def->timing.dies);
+  ck_assert_uint_eq (k.opts.write_cache_bytes, def->write_cache);
+
+  /* model= turns the model on; a key before or after it wins. */
+  ftl_keys_init (&k);
+  ck_assert_int_eq (set (&k, "dies", "3", err), 1);
+  ck_assert_int_eq (set (&k, "model", "sata-qlc", err), 1);
+  ck_assert_int_eq (set (&k, "write-cache", "0", err), 1);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
+  ck_assert (k.opts.timing.enabled);
+  ck_assert_uint_eq (k.opts.timing.dies, 3);
+  ck_assert_uint_eq (k.opts.timing.channels, qlc->timing.channels);
+  ck_assert_uint_eq (k.opts.timing.program_ns, qlc->timing.program_ns);
+  ck_assert_uint_eq (k.opts.write_cache_bytes, 0);
+  ck_assert_uint_eq (k.opts.slc.cell_bits, 4);
+  ck_assert_uint_eq (k.opts.slc.static_per_million, 6000);
+  ck_assert_uint_eq (k.opts.slc.dynamic_per_million, 36000);
+  ck_assert_uint_eq (k.opts.slc.program_ns, qlc->slc_program_ns);
+
+  /* slc-static= given: the cache's size is the keys' alone; a native
+   * program time given: the SLC one is derived from it.
+   */
+  ftl_keys_init (&k);
+  ck_assert_int_eq (set (&k, "model", "sata-qlc", err), 1);
+  ck_assert_int_eq (set (&k, "slc-static", "0", err), 1);
+  ck_assert_int_eq (set (&k, "program-latency", "2ms", err), 1);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
+  ck_assert_uint_eq (k.opts.slc.static_per_million, 0);
+  ck_assert_uint_eq (k.opts.slc.dynamic_per_million, 0);
+  ck_assert_uint_eq (k.opts.slc.program_ns, 0);
+
+  /* timing=false wins over model=: nothing of the preset is used. */
+  ftl_keys_init (&k);
+  ck_assert_int_eq (set (&k, "model", "enterprise-tlc", err), 1);
+  ck_assert_int_eq (set (&k, "timing", "false", err), 1);
+  ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
+  ck_assert (!k.opts.timing.enabled);
+  ck_assert_uint_eq (k.opts.write_cache_bytes, FTL_WRITE_CACHE_AUTO);
+
+  ftl_keys_init (&k);
+  ck_assert_int_eq (set (&k, "model", "nosuch", err), -1);
+  ck_assert_msg (strstr (err, "model: unknown drive model 'nosuch' "
+                         "(known: sata-tlc") != NULL, "%s", err);
 }
 END_TEST
 
@@ -97,6 +162,12 @@ START_TEST (test_refused)
     { "timeout", "500us", "timeout must be 0 (off) or at least 1ms: 500us" },
     { "read-latency", "5", "read-latency: duration '5' has no unit" },
     { "channels", "5000", "channels must be from 1 to 4096: 5000" },
+    { "planes", "0", "planes must be from 1 to 16: 0" },
+    { "nand-page", "256", "nand-page must be from 512 to 262144 bytes: 256" },
+    { "suspend", "sometimes",
+      "suspend: not a boolean (true or false): 'sometimes'" },
+    { "cell-bits", "5", "cell-bits must be 2 (MLC), 3 (TLC) or 4 (QLC): 5" },
+    { "slc-dynamic", "lots", "slc-dynamic must be a size, auto or false: lots" },
     { "time-scale", "0",
       "time-scale must be a number above 0 and at most 1e+09: 0" },
     { "ecc-bits", "0", "ecc-bits must be from 1 to 8192: 0" },
@@ -130,6 +201,7 @@ keys_suite (void)
 
   tcase_add_test (tc, test_sizes);
   tcase_add_test (tc, test_defaults_and_keys);
+  tcase_add_test (tc, test_presets);
   tcase_add_test (tc, test_refused);
   suite_add_tcase (s, tc);
   return s;

@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# nbdkit-ftl: the timing model's presets against their drives' published
+# figures.
+#
+# For every preset (model=NAME) the four corners run through fio's nbd
+# engine on a Unix socket: sequential 128 KiB read and write at iodepth
+# 32, random 4 KiB read and write at iodepth 1 and 32, and, for the
+# presets whose drive has a published steady-state figure, random 4 KiB
+# writes at iodepth 32 on a full disk with GC running.  Each figure is
+# printed beside the preset's published one (nbdkit --dump-plugin lists
+# them, from the table in ftl/timing.c; sources in the plugin's man
+# page, Timing) with the ratio measured / published.
+#
+# The NBD transport of this machine has its own ceiling: the same
+# corners run once with the model off (timing=false), and a published
+# figure above what the untimed plugin reaches is marked "transport
+# cap" (the model cannot be faster than the path it is measured
+# through).  With the model on every request sleeps once, which costs
+# CPU time: the QD32 random corners run once more on a model where
+# nothing queues (4096 dies, free transfers), and a published figure
+# above that is marked "sleep cap".
+# At iodepth 1 the transport's latency adds to the model's:
+# the "model only" column gives 1 / (measured latency - untimed
+# latency), the drive the model stands for without this machine's
+# NBD path in front of it.
+#
+# Per preset:  fresh image -> random writes qd1, qd32 (before GC)
+#              -> fill (sequential 1 MiB writes) -> sequential read,
+#              random reads qd1, qd32 -> sequential write (over the full
+#              disk) -> steady state: one drive write of random 4 KiB
+#              writes, then the measured run.
+# At the end of each preset the statistics must show no request aborted
+# by its deadline (default timeout).
+#
+# See bench/README.md.
+
+set -euo pipefail
+
+prog="${0##*/}"
+here="$(cd "$(dirname "$0")" && pwd)"
+
+usage ()
+{
+    cat <<EOF
+Usage: $prog [OPTION]...
+Run the four corners against every timing preset and print a Markdown
+table: measured, published, ratio, and where the NBD transport of this
+machine caps a figure.
+
+  --presets LIST     comma list (default: every preset of the plugin)
+  --size SIZE        disk size (default 256M; --quick: 128M)
+  --runtime SECS     seconds per measured fio run (default 3; --quick: 1)
+  --quick            a short run (a few minutes in all)
+  --no-steady        skip the steady-state random writes
+  --dir DIR          where the images go (default: \$TMPDIR unless tmpfs,
+                     else the build tree)
+  --plugin PATH      the plugin (default: the one in this build tree)
+  --ftl-args ARGS    more KEY=VALUE parameters for every server
+  -h, --help         this text
+EOF
+}
+
+die () { echo "$prog: $*" >&2; exit 1; }
+
+presets=
+size=
+runtime=
+quick=false
+steady=true
+dir=
+plugin=
+ftl_args=()
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --presets) presets="${2:?--presets needs a value}"; shift 2 ;;
+        --size) size="${2:?--size needs a value}"; shift 2 ;;
+        --runtime) runtime="${2:?--runtime needs a value}"; shift 2 ;;
+        --quick) quick=true; shift ;;
+        --no-steady) steady=false; shift ;;
+        --dir) dir="${2:?--dir needs a value}"; shift 2 ;;
+        --plugin) plugin="${2:?--plugin needs a value}"; shift 2 ;;
+        --ftl-args) read -r -a ftl_args <<<"${2?--ftl-args needs a value}"
+                    shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) usage >&2; die "unknown option '$1'" ;;
+    esac
+done
+
+if $quick; then
+    : "${size:=128M}" "${runtime:=1}"
+else
+    : "${size:=256M}" "${runtime:=3}"
+fi
+[[ "$runtime" =~ ^[1-9][0-9]*$ ]] || die "--runtime $runtime: whole seconds"
+size_bytes="$(numfmt --from=iec "$size" 2>/dev/null)" ||
+    die "bad size '$size'"
+[ "$size_bytes" -ge $((64 << 20)) ] || die "--size $size: at least 64M"
+
+if [ -z "$plugin" ]; then
+    for cand in "${FTL_PLUGIN:-}" "$here/../plugin/.libs/nbdkit-ftl-plugin.so" \
+                "$PWD/../plugin/.libs/nbdkit-ftl-plugin.so"; do
+        if [ -n "$cand" ] && [ -f "$cand" ]; then plugin="$cand"; break; fi
+    done
+    [ -n "$plugin" ] || die "plugin not built: run make first, or give --plugin"
+fi
+[ -f "$plugin" ] || die "--plugin $plugin: no such file"
+plugin="$(cd "$(dirname "$plugin")" && pwd)/$(basename "$plugin")"
+builddir="$(cd "$(dirname "$plugin")/../.." && pwd)"
+
+for cmd in nbdkit fio jq numfmt awk; do
+    command -v "$cmd" >/dev/null || die "$cmd not found"
+done
+
+# The presets and their published figures.
+dump="$(nbdkit --dump-plugin "$plugin")"
+published () # PRESET FIELD
+{
+    sed -n "s/^ftl_model_$1_$2=//p" <<<"$dump"
+}
+if [ -z "$presets" ]; then
+    presets="$(sed -n 's/^ftl_models=//p' <<<"$dump" | tr -d ' ')"
+fi
+IFS=, read -r -a run_presets <<<"$presets"
+for p in "${run_presets[@]}"; do
+    [ -n "$(published "$p" drive)" ] || die "unknown preset '$p'"
+done
+
+fstype () { df --output=fstype "$1" | tail -n 1; }
+if [ -z "$dir" ]; then
+    if [ -n "${TMPDIR:-}" ] && [ -d "$TMPDIR" ] && [ "$(fstype "$TMPDIR")" != tmpfs ]; then
+        dir="$TMPDIR"
+    else
+        dir="$builddir/bench"
+    fi
+fi
+[ -d "$dir" ] || die "--dir $dir: no such directory"
+work="$(mktemp -d "$dir/ftl-model.XXXXXX")"
+server_pid=
+
+cleanup ()
+{
+    set +e
+    if [ -n "$server_pid" ]; then kill -9 "$server_pid" 2>/dev/null; fi
+    wait 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+sock="$work/ftl.sock"
+uri="nbd+unix:///?socket=$sock"
+
+# start_server ARGS...: a fresh image, nbdkit serving it.
+start_server ()
+{
+    local i
+    rm -f "$work/ftl.img" "$work/stats.json" "$sock" "$work/pid"
+    nbdkit -f -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
+        size="$size_bytes" stats="$work/stats.json" "$@" "${ftl_args[@]}" \
+        2>>"$work/server.log" &
+    for (( i = 0; i < 1200; i++ )); do
+        if [ -s "$work/pid" ] && [ -S "$sock" ]; then
+            server_pid="$(cat "$work/pid")"
+            return 0
+        fi
+        kill -0 $! 2>/dev/null || { cat "$work/server.log" >&2; die "nbdkit exited"; }
+        sleep 0.05
+    done
+    die "nbdkit did not start"
+}
+
+stop_server ()
+{
+    local i
+    kill -TERM "$server_pid"
+    for (( i = 0; i < 1200; i++ )); do
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$server_pid" 2>/dev/null && { kill -9 "$server_pid"; die "nbdkit did not stop"; }
+    wait "$server_pid" 2>/dev/null || :
+    server_pid=
+}
+
+# fio_run OPTIONS...: prints "IOPS BW_BYTES_PER_S" of the run.
+fio_run ()
+{
+    local out="$work/fio.json"
+    fio --name=mc --ioengine=nbd --uri="$uri" --size="$size_bytes" \
+        --group_reporting --output-format=json --output="$out" "$@" \
+        >"$work/fio.stdout" 2>"$work/fio.stderr" ||
+        { cat "$work/fio.stdout" "$work/fio.stderr" >&2; die "fio failed: $*"; }
+    jq -r '.jobs[0] | (.read.iops + .write.iops | tostring) + " "
+           + ((.read.bw_bytes + .write.bw_bytes) | tostring)' "$out"
+}
+
+iops () { fio_run "$@" | awk '{ printf "%.0f", $1 }'; }
+mbs () { fio_run "$@" | awk '{ printf "%.1f", $2 / 1e6 }'; }
+
+tb=(--time_based --runtime="$runtime")
+
+# corners ARGS...: every corner against a server started with ARGS;
+# "name value" lines into $work/corners.
+corners ()
+{
+    local steady_run="$1"
+    shift
+    : >"$work/corners"
+    start_server "$@"
+    echo "rand-write-qd1 $(iops --rw=randwrite --bs=4k --iodepth=1 "${tb[@]}" \
+        --io_size=$((size_bytes / 16)))" >>"$work/corners"
+    echo "rand-write-qd32 $(iops --rw=randwrite --bs=4k --iodepth=32 "${tb[@]}" \
+        --io_size=$((size_bytes / 8)))" >>"$work/corners"
+    fio_run --rw=write --bs=1M --iodepth=16 >/dev/null          # fill
+    echo "seq-read $(mbs --rw=read --bs=128k --iodepth=32 "${tb[@]}")" >>"$work/corners"
+    echo "rand-read-qd1 $(iops --rw=randread --bs=4k --iodepth=1 "${tb[@]}")" >>"$work/corners"
+    echo "rand-read-qd32 $(iops --rw=randread --bs=4k --iodepth=32 "${tb[@]}")" >>"$work/corners"
+    echo "seq-write $(mbs --rw=write --bs=128k --iodepth=32 "${tb[@]}")" >>"$work/corners"
+    if [ "$steady_run" = yes ]; then
+        fio_run --rw=randwrite --bs=4k --iodepth=32 --norandommap \
+            --io_size="$size_bytes" >/dev/null
+        echo "rand-write-steady $(iops --rw=randwrite --bs=4k --iodepth=32 \
+            --norandommap "${tb[@]}")" >>"$work/corners"
+    fi
+    sleep 1.5                   # the statistics file is rewritten each second
+    stop_server
+    aborted="$(jq -r '.deadline.aborted + .deadline.abort_all' "$work/stats.json")"
+}
+
+get () { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+
+# The model's own ceiling at deep queues: every request sleeps once in
+# the model, which costs CPU time (a timer and two context switches).
+# sata-tlc's latencies on 4096 dies with free transfers: nothing
+# queues, every request sleeps as long as under a preset; the figure is
+# what this machine can do with the model's sleeps.
+ceiling ()
+{
+    start_server model=sata-tlc channels=64 dies=64 channel-rate=0 host-rate=0
+    echo "rand-write-qd32 $(iops --rw=randwrite --bs=4k --iodepth=32 "${tb[@]}" \
+        --io_size=$((size_bytes / 8)))" >"$work/ceiling"
+    fio_run --rw=write --bs=1M --iodepth=16 >/dev/null
+    echo "rand-read-qd32 $(iops --rw=randread --bs=4k --iodepth=32 "${tb[@]}")" >>"$work/ceiling"
+    stop_server
+}
+
+echo "$prog: transport ceiling (timing=false), size $size, ${runtime}s runs" >&2
+corners yes timing=false
+cp "$work/corners" "$work/untimed"
+echo "$prog: the model's ceiling (nothing queues)" >&2
+ceiling
+
+declare -A field_of=(
+    [seq-read]=seq_read_mbs [seq-write]=seq_write_mbs
+    [rand-read-qd1]=rand_read_qd1_iops [rand-read-qd32]=rand_read_qd32_iops
+    [rand-write-qd1]=rand_write_qd1_iops [rand-write-qd32]=rand_write_qd32_iops
+    [rand-write-steady]=rand_write_steady_iops
+)
+order=(seq-read seq-write rand-read-qd1 rand-read-qd32 rand-write-qd1
+       rand-write-qd32 rand-write-steady)
+
+table="$work/table"
+{
+    echo "| preset | corner | unit | measured | model only | published | ratio | note |"
+    echo "|---|---|---|---:|---:|---:|---:|---|"
+} >"$table"
+
+for p in "${run_presets[@]}"; do
+    st=no
+    if $steady && [ "$(published "$p" rand_write_steady_iops)" != 0 ]; then
+        st=yes
+    fi
+    echo "$prog: $p ($(published "$p" drive))" >&2
+    corners "$st" model="$p"
+    for c in "${order[@]}"; do
+        m="$(get "$c" "$work/corners")"
+        [ -n "$m" ] || continue
+        pub="$(published "$p" "${field_of[$c]}")"
+        unit=IOPS
+        [[ "$c" == seq-* ]] && unit=MB/s
+        u="$(get "$c" "$work/untimed")"
+        note=
+        only=
+        if [[ "$c" == *-qd1 ]]; then
+            only="$(awk -v m="$m" -v u="$u" 'BEGIN {
+                d = 1 / m - 1 / u; if (d > 0) printf "%.0f", 1 / d }')"
+        fi
+        if [ "$pub" = 0 ] || [ -z "$pub" ]; then
+            ratio="-"; pub="n/p"
+        else
+            ratio="$(awk -v m="${only:-$m}" -v p="$pub" 'BEGIN { printf "%.2f", m / p }')"
+            cl="$(get "$c" "$work/ceiling")"
+            if awk -v u="$u" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
+                note="transport cap: untimed $u"
+            elif [ -n "$cl" ] &&
+                 awk -v u="$cl" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
+                note="sleep cap: ceiling $cl"
+            fi
+        fi
+        post="$(published "$p" post_cache_mbs)"
+        if [ "$c" = seq-write ] && [ -n "$post" ] && [ "$post" != 0 ]; then
+            note="published figure is the SLC cache's; after it: $post MB/s, ratio $(awk -v m="$m" -v p="$post" 'BEGIN { printf "%.2f", m / p }')"
+        fi
+        echo "| $p | $c | $unit | $m | $only | $pub | $ratio | $note |" >>"$table"
+    done
+    echo "| $p | deadline aborts | | $aborted | | 0 | | default timeout |" >>"$table"
+done
+
+echo
+echo "Untimed plugin (timing=false) on this machine, the transport ceiling:"
+echo
+sed 's/^/    /' "$work/untimed"
+echo
+echo "The model's ceiling on this machine (sata-tlc on 4096 dies, free transfers):"
+echo
+sed 's/^/    /' "$work/ceiling"
+echo
+cat "$table"
