@@ -17,38 +17,30 @@
 # a 42 GB cache, 6 GB static and up to 36 GB dynamic (Samsung's 870 QVO
 # data sheet; the 6 GB default region also in KitGuru's "Samsung SSD 870
 # QVO 4TB review", 2020).
-# The cache is scaled to the disk: SIZE * 42/1000 (6/1000 static, the
-# rest dynamic).  The model's page latencies are those figures at the
-# page size, for one frontier writing one block at a time:
+# The plugin's model=sata-qlc preset is that drive: its SLC cache is
+# scaled to the disk (SIZE * 6/1000 static, up to SIZE * 36/1000
+# dynamic), programs of its QLC dies give 80 MB/s over its 8 dies and
+# SLC programs run at the host link's speed.  EXTRA adds keys (say,
+# slc-static=0 to see the drive without its cache).
 #
-#   slc-program     = PAGE / (530 MB/s / SCALE)
-#   program-latency = PAGE / (80 MB/s / SCALE)
+# It runs in real time: bench/model-check.sh says what this machine's
+# host path allows (the plugin untimed), which caps the first figure.
 #
-# SCALE slows the modeled drive down so that the host (nbd, checksums,
-# copies) keeps up: a page of 16 KiB at 530 MB/s is 31 us, not much more
-# than what the software costs per page on a small machine.  The rates
-# measured are multiplied by SCALE before they are compared (both sides
-# of the cliff alike, so their ratio is untouched).  SCALE=1 runs in real
-# time.
-#
-# Environment: SIZE (default 4G), PAGE (16384), PPB (64), SCALE (16),
-# LOG_MS (200), SLC_MBS (530), NATIVE_MBS (80), FTL_PLUGIN (the built
-# plugin).  Needs nbdkit, fio, gnuplot and awk.
+# Environment: SIZE (default 16G), LOG_MS (100), SLC_MBS
+# (530), NATIVE_MBS (80), EXTRA, FTL_PLUGIN (the built plugin).  Needs
+# nbdkit, fio, gnuplot, jq and awk.
 
 set -e
 
-size=${SIZE:-4G}
-page=${PAGE:-16384}
-ppb=${PPB:-64}
-scale=${SCALE:-16}
-log_ms=${LOG_MS:-200}
+size=${SIZE:-16G}
+log_ms=${LOG_MS:-100}
 slc_mbs=${SLC_MBS:-530}
 native_mbs=${NATIVE_MBS:-80}
 here=$(cd "$(dirname "$0")" && pwd)
 plugin=${FTL_PLUGIN:-$here/../plugin/.libs/nbdkit-ftl-plugin.so}
 outdir=${1:-$(mktemp -d /tmp/ftl-cliff.XXXXXX)}
 
-for t in nbdkit fio gnuplot awk; do
+for t in nbdkit fio gnuplot jq awk; do
     command -v $t >/dev/null ||
         { echo "$0: $t is not installed" >&2; exit 1; }
 done
@@ -60,19 +52,9 @@ static=$((bytes * 6 / 1000))
 dynamic=$((bytes * 36 / 1000))
 cache=$((static + dynamic))
 total=$((cache * 3 / 2 / 1048576 * 1048576))
-# ns per page: PAGE bytes at MB/s / SCALE.
-slc_ns=$(awk -v p=$page -v r=$slc_mbs -v s=$scale 'BEGIN { printf "%d", p * 1000 * s / r }')
-qlc_ns=$(awk -v p=$page -v r=$native_mbs -v s=$scale 'BEGIN { printf "%d", p * 1000 * s / r }')
-erase_ns=$((3500000 * scale))
-
-keys="file=$outdir/disk.img size=$size page-size=$page pages-per-block=$ppb
-      write-cache=0 streams=1 channels=1 dies=1 cell-bits=4
-      read-latency=$((60 * scale))us program-latency=$((qlc_ns / 1000)).$(printf %03d $((qlc_ns % 1000)))us
-      erase-latency=$((erase_ns / 1000))us slc-program=$((slc_ns / 1000)).$(printf %03d $((slc_ns % 1000)))us
-      slc-read=$((30 * scale))us
-      slc-static=$static slc-dynamic=$dynamic stats=$outdir/stats.json"
+keys="file=$outdir/disk.img size=$size model=sata-qlc stats=$outdir/stats.json"
+keys="$keys ${EXTRA:-}"
 echo "cliff: disk $size, SLC cache $((cache / 1000000)) MB (static $((static / 1000000)) MB), writing $((total / 1000000)) MB"
-echo "cliff: page $page B, slc-program ${slc_ns} ns, program-latency ${qlc_ns} ns (time scale 1/$scale)"
 echo "cliff: nbdkit ftl $(echo $keys)"
 
 rm -f "$outdir/disk.img" "$outdir"/cliff_*.log
@@ -87,22 +69,28 @@ log=$(ls "$outdir"/cliff_clat*.log | head -1)
 
 # fio logs each write's completion (ms since the start) and its size:
 # the bytes completed in each LOG_MS window give the throughput over
-# time (x SCALE: as the drive would do it), and the MB written so far.
-sort -t, -k1,1n "$log" | awk -F, -v s=$scale -v ms=$log_ms '
+# time, and the MB written so far.
+sort -t, -k1,1n "$log" | awk -F, -v s=1 -v ms=$log_ms '
     { bin = int ($1 / ms); bytes[bin] += $4; if (bin > last) last = bin }
     END {
-        for (b = 0; b <= last; b++) {
+        # (the last window is cut short by the end of the run)
+        for (b = 0; b < last; b++) {
             done += bytes[b]
             printf "%.3f %.1f %.1f\n", (b + 1) * ms / 1000,
                 bytes[b] / (ms / 1000) / 1e6 * s, done / 1e6
         }
     }' > "$outdir/cliff.dat"
 
+if [ "$(wc -l < "$outdir/cliff.dat")" -lt 4 ]; then
+    echo "$0: the run took less than 4 windows of $log_ms ms: raise SIZE or lower LOG_MS" >&2
+    exit 1
+fi
+
 # Before: the rate until 80% of the cache was written; after: from 110%
 # of it to the end (the transition aside).  Rates from the bytes and
 # times at those points, not from the windows.
 read -r before after <<EOF
-$(sort -t, -k1,1n "$log" | awk -F, -v c=$cache -v s=$scale '
+$(sort -t, -k1,1n "$log" | awk -F, -v c=$cache -v s=1 '
     { done += $4; t = $1 }
     !t1 && done >= 0.8 * c { t1 = $1; d1 = done }
     !t2 && done >= 1.1 * c { t2 = $1; d2 = done }
@@ -113,9 +101,9 @@ EOF
 gnuplot <<EOF
 set terminal pngcairo size 1000,500 noenhanced
 set output "$outdir/cliff.png"
-set title "Sequential write of 1.5 x the SLC cache (870 QVO-like, cache scaled to $size, time scale 1/$scale)"
-set xlabel "time (s, modeled at 1/$scale speed)"
-set ylabel "write MB/s (x $scale)"
+set title "Sequential write of 1.5 x the SLC cache (model=sata-qlc, cache scaled to $size)"
+set xlabel "time (s)"
+set ylabel "write MB/s"
 set grid
 set yrange [0:$((slc_mbs * 6 / 5))]
 set arrow from graph 0, first $slc_mbs to graph 1, first $slc_mbs nohead dt 2 lc rgb "gray"
