@@ -26,9 +26,10 @@
  *   - a logical page is in at most one slot; bits[lpn] is set while it
  *     is, and cleared only after the slot leaves;
  *   - a slot leaves the cache only after its data is in the map (a
- *     completed destage), or when a trim drops it (under the stripe
- *     lock of its page, so that no batch programs it after the trim:
- *     batches check cache_current under the same stripe locks);
+ *     completed destage), or when a trim drops it or a write past the
+ *     cache supersedes it (under the stripe lock of its page, so that
+ *     no batch programs it after the trim or the newer version: batches
+ *     check cache_current under the same stripe locks);
  *   - so a reader that misses here finds in the map a version at least
  *     as new as the last one that left;
  *   - used = slots on the dirty list + slots in flight; dirty counts
@@ -437,10 +438,36 @@ cache_absent_run (struct ftl *ftl, uint64_t lpn, uint64_t n)
   return n;
 }
 
-void
+/* Drop lpn's slot if it has one (caller holds its stripe lock). */
+static bool
+drop_one (struct cache *c, uint64_t lpn)
+{
+  struct cache_shard *s = shard_of (c, lpn);
+  uint32_t slot;
+
+  pthread_mutex_lock (&s->lock);
+  slot = lookup (c, s, lpn);
+  if (slot != NONE) {
+    /* A batch that picked it checks cache_current before it programs
+     * (under the stripe lock the caller holds) and skips it.
+     */
+    if (c->flags[slot] & SLOT_DIRTY) {
+      dirty_unlink (c, s, slot);
+      __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
+    }
+    slot_release (c, s, slot);
+    pthread_cond_broadcast (&s->cond);
+  }
+  pthread_mutex_unlock (&s->lock);
+  return slot != NONE;
+}
+
+uint64_t
 cache_drop (struct ftl *ftl, uint64_t first, uint64_t end)
 {
   struct cache *c = &ftl->cache;
+  uint64_t n = 0;
 
   for (uint64_t lpn = first; lpn < end; lpn++) {
     if (lpn % 64 == 0 && end - lpn >= 64 &&
@@ -448,26 +475,26 @@ cache_drop (struct ftl *ftl, uint64_t first, uint64_t end)
       lpn += 63;
       continue;
     }
-    if (!bit_test (c, lpn))
-      continue;
-    struct cache_shard *s = shard_of (c, lpn);
-    pthread_mutex_lock (&s->lock);
-    uint32_t slot = lookup (c, s, lpn);
-    if (slot != NONE) {
-      /* A batch that picked it checks cache_current before it
-       * programs (under the stripe lock the caller holds) and skips it.
-       */
-      if (c->flags[slot] & SLOT_DIRTY) {
-        dirty_unlink (c, s, slot);
-        __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
-      }
-      slot_release (c, s, slot);
-      __atomic_fetch_add (&c->dropped, 1, __ATOMIC_RELAXED);
-      pthread_cond_broadcast (&s->cond);
-    }
-    pthread_mutex_unlock (&s->lock);
+    if (bit_test (c, lpn))
+      n += drop_one (c, lpn);
   }
+  return n;
+}
+
+/* Unlike cache_drop, every page's shard lock is taken, bit set or not:
+ * a partial write that misses reads the log's version and inserts the
+ * merged page under that lock, before its bit is set.  Either it ran
+ * before (its page goes here) or after (it read the map, which holds
+ * the caller's new version already).
+ */
+uint64_t
+cache_supersede (struct ftl *ftl, uint64_t first, uint64_t end)
+{
+  uint64_t n = 0;
+
+  for (uint64_t lpn = first; lpn < end; lpn++)
+    n += drop_one (&ftl->cache, lpn);
+  return n;
 }
 
 /* ---- the destage side ---- */
@@ -676,4 +703,5 @@ cache_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->cache.dropped_pages = __atomic_load_n (&c->dropped, __ATOMIC_RELAXED);
   st->cache.flush_waits = __atomic_load_n (&c->flush_waits, __ATOMIC_RELAXED);
   st->cache.write_waits = __atomic_load_n (&c->write_waits, __ATOMIC_RELAXED);
+  st->cache.bypassed_pages = __atomic_load_n (&c->bypassed, __ATOMIC_RELAXED);
 }

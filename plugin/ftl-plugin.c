@@ -67,6 +67,7 @@ static int timing_key = -1;             /* timing= (-1: not given) */
 static bool latency_given;              /* a latency, channels or dies */
 static char *fault_file;                /* debug-faults= (tests only) */
 static uint64_t write_cache = FTL_WRITE_CACHE_AUTO; /* write-cache= */
+static uint64_t write_cache_bypass = FTL_DEFAULT_WRITE_CACHE_BYPASS;
 
 /* The open image, from .get_ready to .cleanup. */
 static struct ftl *ftl;
@@ -302,6 +303,12 @@ ftl_plugin_config (const char *key, const char *value)
       return -1;
     write_cache = v;
   }
+  else if (strcmp (key, "write-cache-bypass") == 0) {
+    v = nbdkit_parse_size (value);
+    if (v == -1)
+      return -1;
+    write_cache_bypass = v;
+  }
   else if (powercut_config (key, value, &b))
     return b;
   else if (stats_config (key, value, &b))
@@ -389,6 +396,8 @@ ftl_plugin_config_complete (void)
   "dies=<N>                       Dies per channel of the model (default 4).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
+  "write-cache-bypass=<SIZE>      Writes of whole pages this large or larger go\n" \
+  "                               straight to the image (default 128K, 0 = never).\n" \
   STATS_CONFIG_HELP \
   ERRORS_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
@@ -438,6 +447,7 @@ ftl_plugin_get_ready (void)
     .timing          = timing,
     .fault_file      = fault_file,
     .write_cache_bytes = write_cache,
+    .write_cache_bypass = write_cache_bypass,
     .errors          = *errors_options (),
   };
   int r;
