@@ -539,6 +539,38 @@ entry_cmp (const void *a, const void *b)
   return x->lpn < y->lpn ? -1 : x->lpn > y->lpn;
 }
 
+/* Move lpn's slot, if it is DIRTY, into flight as e[*n] (the shard's
+ * lock is taken here).
+ */
+static bool
+pick_lpn (struct ftl *ftl, uint64_t lpn, struct cache_entry *e, uint32_t *n,
+          uint64_t *min_ver)
+{
+  struct cache *c = &ftl->cache;
+  struct cache_shard *s;
+  uint32_t slot;
+  bool ok = false;
+
+  if (lpn >= ftl->logical_pages || !bit_test (c, lpn))
+    return false;
+  s = shard_of (c, lpn);
+  pthread_mutex_lock (&s->lock);
+  slot = lookup (c, s, lpn);
+  if (slot != NONE && c->flags[slot] == SLOT_DIRTY) {
+    dirty_unlink (c, s, slot);
+    __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
+    c->flags[slot] = SLOT_FLIGHT;
+    e[(*n)++] = (struct cache_entry) {
+      .lpn = lpn, .ver = c->ver[slot], .slot = slot,
+    };
+    *min_ver = MIN (*min_ver, c->ver[slot]);
+    ok = true;
+  }
+  pthread_mutex_unlock (&s->lock);
+  return ok;
+}
+
 uint32_t
 cache_pick (struct ftl *ftl, struct cache_entry *e, uint32_t max,
             uint64_t max_ver, int prefer, int *ticket)
@@ -554,23 +586,40 @@ cache_pick (struct ftl *ftl, struct cache_entry *e, uint32_t max,
   for (unsigned k = 0; k < ns && n < max; k++) {
     struct cache_shard *s = &c->shard[(start + k) % ns];
     uint32_t take = k == 0 && prefer >= 0 ? max : quota;
-    if (__atomic_load_n (&s->dirty, __ATOMIC_RELAXED) == 0)
-      continue;
-    pthread_mutex_lock (&s->lock);
-    while (n < max && take > 0 && s->dirty_head != NONE &&
-           c->ver[s->dirty_head] <= max_ver) {
+    while (n < max && take > 0) {
+      if (__atomic_load_n (&s->dirty, __ATOMIC_RELAXED) == 0)
+        break;
+      /* The oldest page of the shard... */
+      pthread_mutex_lock (&s->lock);
       uint32_t slot = s->dirty_head;
-      dirty_unlink (c, s, slot);
-      __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
-      __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
-      c->flags[slot] = SLOT_FLIGHT;
-      e[n++] = (struct cache_entry) {
-        .lpn = c->lpn[slot], .ver = c->ver[slot], .slot = slot,
-      };
-      min_ver = MIN (min_ver, c->ver[slot]);
-      take--;
+      bool ok = slot != NONE && c->ver[slot] <= max_ver;
+      uint32_t first = n;
+      if (ok) {
+        dirty_unlink (c, s, slot);
+        __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
+        c->flags[slot] = SLOT_FLIGHT;
+        e[n++] = (struct cache_entry) {
+          .lpn = c->lpn[slot], .ver = c->ver[slot], .slot = slot,
+        };
+        min_ver = MIN (min_ver, c->ver[slot]);
+      }
+      pthread_mutex_unlock (&s->lock);
+      if (!ok)
+        break;
+      /* ... and the dirty pages logically next to it, whatever their
+       * shard or age: data written in a run lands in a run on the media
+       * and reads back with one call.
+       */
+      uint64_t lpn = e[first].lpn;
+      for (uint64_t l = lpn + 1; n < max && pick_lpn (ftl, l, e, &n, &min_ver);
+           l++)
+        ;
+      for (uint64_t l = lpn; n < max && l > 0 &&
+             pick_lpn (ftl, l - 1, e, &n, &min_ver); l--)
+        ;
+      take -= MIN (take, n - first);
     }
-    pthread_mutex_unlock (&s->lock);
   }
   if (n == 0) {
     flight_unregister (c, *ticket);

@@ -884,8 +884,10 @@ extern uint64_t cache_drop (struct ftl *ftl, uint64_t first, uint64_t end);
  */
 extern uint64_t cache_supersede (struct ftl *ftl, uint64_t first,
                                  uint64_t end);
-/* Pick up to max dirty pages written at or before max_ver, from shard
- * prefer first (-1: any); sorted by LPN; *ticket registers the batch.
+/* Pick up to max dirty pages: the oldest of each shard written at or
+ * before max_ver, from shard prefer first (-1: any), each with the
+ * dirty pages logically next to it (any version); sorted by LPN;
+ * *ticket registers the batch.
  */
 extern uint32_t cache_pick (struct ftl *ftl, struct cache_entry *e,
                             uint32_t max, uint64_t max_ver, int prefer,
