@@ -201,6 +201,8 @@ parse_key (struct replay_keys *k, const char *arg)
   }
   else if (strcmp (key, "write-cache") == 0)
     ok = parse_size (key, v, &o->write_cache_bytes);
+  else if (strcmp (key, "write-cache-bypass") == 0)
+    ok = parse_size (key, v, &o->write_cache_bypass);
   else if (strcmp (key, "stats") == 0) {
     g_free (k->stats);
     k->stats = g_strdup (v);
@@ -387,6 +389,7 @@ cmd_replay (int argc, char **argv)
         .dies = FTL_DEFAULT_DIES,
       },
       .write_cache_bytes = FTL_WRITE_CACHE_AUTO,
+      .write_cache_bypass = FTL_DEFAULT_WRITE_CACHE_BYPASS,
     },
     .stats_interval = 1,
     .timing_key = -1,
