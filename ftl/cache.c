@@ -26,9 +26,10 @@
  *   - a logical page is in at most one slot; bits[lpn] is set while it
  *     is, and cleared only after the slot leaves;
  *   - a slot leaves the cache only after its data is in the map (a
- *     completed destage), or when a trim drops it (under the stripe
- *     lock of its page, so that no batch programs it after the trim:
- *     batches check cache_current under the same stripe locks);
+ *     completed destage), or when a trim drops it or a write past the
+ *     cache supersedes it (under the stripe lock of its page, so that
+ *     no batch programs it after the trim or the newer version: batches
+ *     check cache_current under the same stripe locks);
  *   - so a reader that misses here finds in the map a version at least
  *     as new as the last one that left;
  *   - used = slots on the dirty list + slots in flight; dirty counts
@@ -437,10 +438,36 @@ cache_absent_run (struct ftl *ftl, uint64_t lpn, uint64_t n)
   return n;
 }
 
-void
+/* Drop lpn's slot if it has one (caller holds its stripe lock). */
+static bool
+drop_one (struct cache *c, uint64_t lpn)
+{
+  struct cache_shard *s = shard_of (c, lpn);
+  uint32_t slot;
+
+  pthread_mutex_lock (&s->lock);
+  slot = lookup (c, s, lpn);
+  if (slot != NONE) {
+    /* A batch that picked it checks cache_current before it programs
+     * (under the stripe lock the caller holds) and skips it.
+     */
+    if (c->flags[slot] & SLOT_DIRTY) {
+      dirty_unlink (c, s, slot);
+      __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
+    }
+    slot_release (c, s, slot);
+    pthread_cond_broadcast (&s->cond);
+  }
+  pthread_mutex_unlock (&s->lock);
+  return slot != NONE;
+}
+
+uint64_t
 cache_drop (struct ftl *ftl, uint64_t first, uint64_t end)
 {
   struct cache *c = &ftl->cache;
+  uint64_t n = 0;
 
   for (uint64_t lpn = first; lpn < end; lpn++) {
     if (lpn % 64 == 0 && end - lpn >= 64 &&
@@ -448,26 +475,26 @@ cache_drop (struct ftl *ftl, uint64_t first, uint64_t end)
       lpn += 63;
       continue;
     }
-    if (!bit_test (c, lpn))
-      continue;
-    struct cache_shard *s = shard_of (c, lpn);
-    pthread_mutex_lock (&s->lock);
-    uint32_t slot = lookup (c, s, lpn);
-    if (slot != NONE) {
-      /* A batch that picked it checks cache_current before it
-       * programs (under the stripe lock the caller holds) and skips it.
-       */
-      if (c->flags[slot] & SLOT_DIRTY) {
-        dirty_unlink (c, s, slot);
-        __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
-      }
-      slot_release (c, s, slot);
-      __atomic_fetch_add (&c->dropped, 1, __ATOMIC_RELAXED);
-      pthread_cond_broadcast (&s->cond);
-    }
-    pthread_mutex_unlock (&s->lock);
+    if (bit_test (c, lpn))
+      n += drop_one (c, lpn);
   }
+  return n;
+}
+
+/* Unlike cache_drop, every page's shard lock is taken, bit set or not:
+ * a partial write that misses reads the log's version and inserts the
+ * merged page under that lock, before its bit is set.  Either it ran
+ * before (its page goes here) or after (it read the map, which holds
+ * the caller's new version already).
+ */
+uint64_t
+cache_supersede (struct ftl *ftl, uint64_t first, uint64_t end)
+{
+  uint64_t n = 0;
+
+  for (uint64_t lpn = first; lpn < end; lpn++)
+    n += drop_one (&ftl->cache, lpn);
+  return n;
 }
 
 /* ---- the destage side ---- */
@@ -512,6 +539,38 @@ entry_cmp (const void *a, const void *b)
   return x->lpn < y->lpn ? -1 : x->lpn > y->lpn;
 }
 
+/* Move lpn's slot, if it is DIRTY, into flight as e[*n] (the shard's
+ * lock is taken here).
+ */
+static bool
+pick_lpn (struct ftl *ftl, uint64_t lpn, struct cache_entry *e, uint32_t *n,
+          uint64_t *min_ver)
+{
+  struct cache *c = &ftl->cache;
+  struct cache_shard *s;
+  uint32_t slot;
+  bool ok = false;
+
+  if (lpn >= ftl->logical_pages || !bit_test (c, lpn))
+    return false;
+  s = shard_of (c, lpn);
+  pthread_mutex_lock (&s->lock);
+  slot = lookup (c, s, lpn);
+  if (slot != NONE && c->flags[slot] == SLOT_DIRTY) {
+    dirty_unlink (c, s, slot);
+    __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
+    c->flags[slot] = SLOT_FLIGHT;
+    e[(*n)++] = (struct cache_entry) {
+      .lpn = lpn, .ver = c->ver[slot], .slot = slot,
+    };
+    *min_ver = MIN (*min_ver, c->ver[slot]);
+    ok = true;
+  }
+  pthread_mutex_unlock (&s->lock);
+  return ok;
+}
+
 uint32_t
 cache_pick (struct ftl *ftl, struct cache_entry *e, uint32_t max,
             uint64_t max_ver, int prefer, int *ticket)
@@ -527,23 +586,40 @@ cache_pick (struct ftl *ftl, struct cache_entry *e, uint32_t max,
   for (unsigned k = 0; k < ns && n < max; k++) {
     struct cache_shard *s = &c->shard[(start + k) % ns];
     uint32_t take = k == 0 && prefer >= 0 ? max : quota;
-    if (__atomic_load_n (&s->dirty, __ATOMIC_RELAXED) == 0)
-      continue;
-    pthread_mutex_lock (&s->lock);
-    while (n < max && take > 0 && s->dirty_head != NONE &&
-           c->ver[s->dirty_head] <= max_ver) {
+    while (n < max && take > 0) {
+      if (__atomic_load_n (&s->dirty, __ATOMIC_RELAXED) == 0)
+        break;
+      /* The oldest page of the shard... */
+      pthread_mutex_lock (&s->lock);
       uint32_t slot = s->dirty_head;
-      dirty_unlink (c, s, slot);
-      __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
-      __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
-      c->flags[slot] = SLOT_FLIGHT;
-      e[n++] = (struct cache_entry) {
-        .lpn = c->lpn[slot], .ver = c->ver[slot], .slot = slot,
-      };
-      min_ver = MIN (min_ver, c->ver[slot]);
-      take--;
+      bool ok = slot != NONE && c->ver[slot] <= max_ver;
+      uint32_t first = n;
+      if (ok) {
+        dirty_unlink (c, s, slot);
+        __atomic_fetch_sub (&s->dirty, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub (&c->dirty, 1, __ATOMIC_RELAXED);
+        c->flags[slot] = SLOT_FLIGHT;
+        e[n++] = (struct cache_entry) {
+          .lpn = c->lpn[slot], .ver = c->ver[slot], .slot = slot,
+        };
+        min_ver = MIN (min_ver, c->ver[slot]);
+      }
+      pthread_mutex_unlock (&s->lock);
+      if (!ok)
+        break;
+      /* ... and the dirty pages logically next to it, whatever their
+       * shard or age: data written in a run lands in a run on the media
+       * and reads back with one call.
+       */
+      uint64_t lpn = e[first].lpn;
+      for (uint64_t l = lpn + 1; n < max && pick_lpn (ftl, l, e, &n, &min_ver);
+           l++)
+        ;
+      for (uint64_t l = lpn; n < max && l > 0 &&
+             pick_lpn (ftl, l - 1, e, &n, &min_ver); l--)
+        ;
+      take -= MIN (take, n - first);
     }
-    pthread_mutex_unlock (&s->lock);
   }
   if (n == 0) {
     flight_unregister (c, *ticket);
@@ -676,4 +752,5 @@ cache_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->cache.dropped_pages = __atomic_load_n (&c->dropped, __ATOMIC_RELAXED);
   st->cache.flush_waits = __atomic_load_n (&c->flush_waits, __ATOMIC_RELAXED);
   st->cache.write_waits = __atomic_load_n (&c->write_waits, __ATOMIC_RELAXED);
+  st->cache.bypassed_pages = __atomic_load_n (&c->bypassed, __ATOMIC_RELAXED);
 }

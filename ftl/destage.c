@@ -1,9 +1,11 @@
 /* nbdkit-ftl: the destager: from the write cache to the log.
  *
  * A batch picks up to ALLOC_PROGRAM_MAX dirty pages (cache_pick: oldest
- * first, a share from each shard), writes them to the log with one
- * program per frontier (write_cached) and completes them (cache_complete:
- * the pages leave the cache, whose slots are then free for writers).
+ * first, a share from each shard, each with the run of dirty pages
+ * logically next to it, so that data written sequentially lands in
+ * runs on the media), writes them to the log with one program per
+ * frontier (write_cached) and completes them (cache_complete: the
+ * pages leave the cache, whose slots are then free for writers).
  * Anybody may run a batch:
  *
  *   the destager thread   when the dirty pages reach cache.start (half

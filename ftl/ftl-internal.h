@@ -280,6 +280,7 @@ struct cache {
   uint64_t next_ver;            /* atomic: the global write counter */
   uint64_t dirty;               /* atomic: DIRTY slots, all shards */
   uint32_t start, low;          /* the destager's watermarks */
+  uint64_t bypass_bytes;        /* write-cache-bypass; 0: never */
   unsigned pick_shard;          /* atomic */
   int error;                    /* atomic: the last destage error */
   /* Batches in flight (flushes wait for those holding their pages). */
@@ -294,6 +295,7 @@ struct cache {
   pthread_cond_t cond;
   /* Counters since open (atomic). */
   uint64_t hits, coalesced, destaged, dropped, flush_waits, write_waits;
+  uint64_t bypassed;            /* pages written past the cache */
 };
 
 /* A page picked by a destage batch. */
@@ -950,12 +952,20 @@ extern bool cache_holds (struct ftl *ftl, uint64_t lpn);
  * same test, 64 pages at a time.
  */
 extern uint64_t cache_absent_run (struct ftl *ftl, uint64_t lpn, uint64_t n);
-/* Drop cached pages of [first, end) (a trim; caller holds their
- * stripe locks).
+/* Drop cached pages of [first, end) (a trim, or a write that went past
+ * the cache; caller holds their stripe locks); returns how many.
  */
-extern void cache_drop (struct ftl *ftl, uint64_t first, uint64_t end);
-/* Pick up to max dirty pages written at or before max_ver, from shard
- * prefer first (-1: any); sorted by LPN; *ticket registers the batch.
+extern uint64_t cache_drop (struct ftl *ftl, uint64_t first, uint64_t end);
+/* The same after a write of [first, end) past the cache, whose map
+ * updates are done: no partial write that read the older version from
+ * the log may stay (cache.c).
+ */
+extern uint64_t cache_supersede (struct ftl *ftl, uint64_t first,
+                                 uint64_t end);
+/* Pick up to max dirty pages: the oldest of each shard written at or
+ * before max_ver, from shard prefer first (-1: any), each with the
+ * dirty pages logically next to it (any version); sorted by LPN;
+ * *ticket registers the batch.
  */
 extern uint32_t cache_pick (struct ftl *ftl, struct cache_entry *e,
                             uint32_t max, uint64_t max_ver, int prefer,
@@ -984,6 +994,11 @@ extern void cache_get_stats (struct ftl *ftl, struct ftl_stats *st);
 /* write.c: host data into the log (caller holds ckpt_rw shared). */
 extern int write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
                         uint64_t offset);
+/* Whole pages [offset, offset+count) straight to the log past the
+ * write cache, whose older copies of them then leave it (write.c).
+ */
+extern int write_bypass (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+                         uint64_t offset);
 /* Program a destage batch; sets e[i].done for pages now in the map. */
 extern int write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n);
 extern int write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n);

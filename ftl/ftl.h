@@ -86,6 +86,8 @@ struct ftl_io;
 #define FTL_MIN_WRITE_CACHE          (1024 * 1024)
 #define FTL_MAX_DEFAULT_WRITE_CACHE  (64 * 1024 * 1024)
 #define FTL_WRITE_CACHE_AUTO         UINT64_MAX
+/* The plugin's default write-cache-bypass (ftl_options). */
+#define FTL_DEFAULT_WRITE_CACHE_BYPASS (128 * 1024)
 
 /* Limits on the geometry. */
 #define FTL_MIN_PAGE_SIZE            512
@@ -291,6 +293,11 @@ struct ftl_options {
                                  * (every write goes to the log before
                                  * it completes); FTL_WRITE_CACHE_AUTO:
                                  * ftl_default_write_cache */
+  uint64_t write_cache_bypass;  /* with a write cache: a write of at
+                                 * least this many bytes, in whole pages,
+                                 * goes straight to the log on the
+                                 * request's thread, as write-cache=0
+                                 * would; 0: never */
   struct ftl_errors errors;     /* media that ages (off by default) */
   struct ftl_slc slc;           /* the SLC cache (off by default) */
   bool manual_background;       /* ftl_start_background starts no thread:
@@ -570,6 +577,8 @@ struct ftl_stats {
     uint64_t flush_waits;       /* flushes and FUA writes that waited
                                  * for cached pages to reach the log */
     uint64_t write_waits;       /* writes that found the cache full */
+    uint64_t bypassed_pages;    /* pages of large writes that went
+                                 * straight to the log */
   } cache;
   struct ftl_health health;
 };

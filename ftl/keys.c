@@ -42,6 +42,7 @@ ftl_keys_init (struct ftl_keys *k)
   k->opts.timing.channels = FTL_DEFAULT_CHANNELS;
   k->opts.timing.dies = FTL_DEFAULT_DIES;
   k->opts.write_cache_bytes = FTL_WRITE_CACHE_AUTO;
+  k->opts.write_cache_bypass = FTL_DEFAULT_WRITE_CACHE_BYPASS;
   k->timing = -1;
 }
 
@@ -262,6 +263,11 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
     if (ftl_parse_size (key, v, &o->write_cache_bytes, err, errlen) == -1)
       return -1;
     k->write_cache_given = true;
+  }
+  else if (strcmp (key, "write-cache-bypass") == 0) {
+    if (ftl_parse_size (key, v, &o->write_cache_bypass, err, errlen) == -1)
+      return -1;
+    k->write_cache_bypass_given = true;
   }
   else
     return 1;                   /* not one of these */
@@ -522,6 +528,12 @@ apply_preset (struct ftl_keys *k, const struct ftl_timing_preset *p)
 
   if (!k->write_cache_given)
     k->opts.write_cache_bytes = p->write_cache;
+  /* A drive acknowledges large writes from its DRAM buffer too: with
+   * the model, every write goes through the cache unless the key says
+   * otherwise (bypassing writes would wait for their programs).
+   */
+  if (!k->write_cache_bypass_given)
+    k->opts.write_cache_bypass = 0;
 
   /* The SLC cache: the preset's, scaled to the disk when it is opened
    * (per_million), unless slc-static= or slc-dynamic= is given: then

@@ -16,10 +16,10 @@
  *
  * Keys: size, op, page-size, pages-per-block, streams, gc, gc-mode,
  * hot-cold, wl-threshold, endurance, timeout, timeout-retries,
- * write-cache; the timing model's timing, model, read-latency,
- * program-latency, erase-latency, channels, dies, planes, nand-page,
- * nand-block, channel-rate, host-rate, command-overhead, suspend,
- * suspend-latency, plp-buffer; and the error
+ * write-cache, write-cache-bypass; the timing model's timing, model,
+ * read-latency, program-latency, erase-latency, channels, dies,
+ * planes, nand-page, nand-block, channel-rate, host-rate,
+ * command-overhead, suspend, suspend-latency, plp-buffer; the error
  * model's errors, seed, time-scale, error-scale, read-disturb-scale,
  * ecc-bits, read-retry, read-reclaim, reclaim-reads, scrub-interval;
  * and the SLC cache's slc-static, slc-dynamic, cell-bits, slc-program,
@@ -44,7 +44,7 @@ struct ftl_keys {
   struct ftl_timing timing_keys;  /* the model's keys given ... */
   unsigned timing_given;        /* ... KEY_* bits of those given */
   unsigned slc_given;           /* KEY_SLC_* bits of the SLC keys given */
-  bool write_cache_given;
+  bool write_cache_given, write_cache_bypass_given;
 };
 
 /* The defaults of every key. */
@@ -86,6 +86,8 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "timeout-retries=<N>            Deadline resets of a progressing request (default 3).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
+  "write-cache-bypass=<SIZE>      Writes of whole pages this large or larger go\n" \
+  "                               straight to the image (default 128K, 0 = never).\n" \
   "timing=<BOOL>                  NAND timing model (default false).\n" \
   "model=<NAME>                   Drive preset of the model: sata-tlc (the default),\n" \
   "                               nvme-tlc, sata-qlc, enterprise-tlc.\n" \

@@ -659,6 +659,8 @@ static const struct metric_def {
     "Flushes and FUA writes that had pages to destage." },
   { "cache.write_waits", "cache_write_waits_total", COUNTER, 1,
     "Writes that found the cache full." },
+  { "cache.bypassed_pages", "cache_bypassed_pages_total", COUNTER, 1,
+    "Pages of large writes that went straight to the log." },
   { "deadline.timeout_us", "deadline_timeout_seconds", GAUGE, 1e-6,
     "Request deadline." },
   { "deadline.retries", "deadline_retries", GAUGE, 1,

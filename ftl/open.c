@@ -485,10 +485,19 @@ step_cache (struct ftl *ftl, struct open_ctx *c)
                                                  ftl->ppb), min, c->spare);
     return -EINVAL;
   }
+  if (c->o->write_cache_bypass != 0 &&
+      c->o->write_cache_bypass < ftl->page_size) {
+    snprintf (c->err, c->errlen, "write-cache-bypass must be 0 or at least "
+              "one page (%" PRIu32 " bytes): %" PRIu64, ftl->page_size,
+              c->o->write_cache_bypass);
+    return -EINVAL;
+  }
   r = cache_init (ftl, bytes);
   if (r == -EINVAL)
     snprintf (c->err, c->errlen, "write-cache of %" PRIu64 " bytes is too "
               "large for %" PRIu32 " byte pages", bytes, ftl->page_size);
+  if (r == 0 && ftl->cache.nslots)
+    ftl->cache.bypass_bytes = c->o->write_cache_bypass;
   return r;
 }
 

@@ -10,8 +10,9 @@
  *      -EIO (request.c);
  *   2. the watchdog, the background thread and the destager stop (each
  *      finishes the step it is in: that happened before the power went);
- *   3. a batch of the oldest dirty pages is picked as the destage in
- *      flight (its size drawn from the seed, 1 to ALLOC_PROGRAM_MAX);
+ *   3. a batch is picked as the destage in flight, as the destager
+ *      picks one (cache_pick: the oldest dirty pages and their logical
+ *      neighbours; its size drawn from the seed, 1 to ALLOC_PROGRAM_MAX);
  *      each page reached the media with probability 1/2; those that did
  *      are programmed now, as a destage would (write_cached), and with
  *      tear the last of them is torn (media_tear): its OOB entry says

@@ -9,6 +9,10 @@
  *       each); a writer whose shard is full runs a destage batch itself
  *       (destage.c), or waits for one in flight; a FUA write then
  *       destages everything written up to it and syncs;
+ *     a write of whole pages of at least write-cache-bypass bytes:
+ *       -> ckpt_rw shared -> write_bypass (write.c): to the log on the
+ *       request's own thread, as a drive streams large sequential
+ *       writes to NAND, then the cache's older copies of its pages go;
  *     without: -> ckpt_rw shared -> write_through (write.c): stripe locks
  *       -> host frontier -> alloc_program.
  *
@@ -180,8 +184,22 @@ cache_flush (struct ftl *ftl)
   return destage_until (ftl, v);
 }
 
+/* Does a write go past the write cache?  Data (not zeros) in whole
+ * pages, at least write-cache-bypass bytes of it.
+ */
+static bool
+bypasses (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+          uint64_t offset)
+{
+  uint64_t b = ftl->cache.bypass_bytes;
+
+  return b != 0 && buf && count >= b &&
+    ((offset | count) & (ftl->page_size - 1)) == 0;
+}
+
 /* Write [offset, offset+count) from buf, or zeros if buf is NULL: into
- * the cache if there is one, else straight to the log.
+ * the cache if there is one (unless it bypasses it), else straight to
+ * the log.
  */
 static int
 host_write (struct ftl *ftl, const uint8_t *buf, uint64_t count,
@@ -191,8 +209,16 @@ host_write (struct ftl *ftl, const uint8_t *buf, uint64_t count,
 
   if (count == 0)
     return 0;
-  if (ftl->cache.nslots)
+  if (ftl->cache.nslots && !bypasses (ftl, buf, count, offset))
     r = cache_write_range (ftl, buf, count, offset);
+  else if (ftl->cache.nslots) {
+    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    r = write_bypass (ftl, buf, count, offset);
+    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    if (r == 0)
+      __atomic_fetch_add (&ftl->cache.bypassed, count >> ftl->page_shift,
+                          __ATOMIC_RELAXED);
+  }
   else {
     pthread_rwlock_rdlock (&ftl->ckpt_rw);
     r = write_through (ftl, buf, count, offset);

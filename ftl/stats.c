@@ -469,6 +469,7 @@ render_requests (struct jw *w, const struct stats_view *v)
   jw_uint (w, "dropped_pages", st->cache.dropped_pages);
   jw_uint (w, "flush_waits", st->cache.flush_waits);
   jw_uint (w, "write_waits", st->cache.write_waits);
+  jw_uint (w, "bypassed_pages", st->cache.bypassed_pages);
   jw_end (w);
   jw_begin (w, "errors");
   jw_bool (w, "enabled", st->errors);

@@ -5,6 +5,19 @@
  *                  frontier -> alloc_frontier_open (a free block,
  *                  leaving the reserve) -> alloc_program: OOB entries,
  *                  media_program, map_install;
+ *   write_bypass   a large write of whole pages with a write cache:
+ *                  as write_through, and after each program, still
+ *                  under the stripe locks (which GC may make it let go
+ *                  between programs), the cache's copies of the pages
+ *                  just programmed leave it (cache_supersede), in
+ *                  flight or not.  A destage batch holds the stripe
+ *                  locks of its pages from its check (cache_current) to
+ *                  its map updates, so for each page it either ran
+ *                  wholly before the new version's program (and is
+ *                  overwritten) or finds its copy gone and skips it: an
+ *                  older cached version never lands in the log after
+ *                  the newer one.  A page that a failed write did not
+ *                  program keeps what the cache or the log held;
  *   write_cached   a batch of the write cache's pages, any logical
  *                  pages: the stripe locks of all of them, then per
  *                  temperature one frontier; each page is checked to be
@@ -70,11 +83,14 @@ host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask)
 }
 
 /* Program n whole pages for lpn.. at frontier f (caller holds f's lock,
- * the stripe locks in mask and ckpt_rw shared).
+ * the stripe locks in mask and ckpt_rw shared).  With supersede, the
+ * write cache's copies of each program's pages leave it at once, before
+ * host_frontier_ready may let the stripe locks go for GC: a destage
+ * batch that takes them then finds its older copies gone.
  */
 static int
 write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
-             uint64_t lpn, uint64_t n, const uint8_t *data)
+             uint64_t lpn, uint64_t n, const uint8_t *data, bool supersede)
 {
   struct log_page pages[ALLOC_PROGRAM_MAX];
 
@@ -95,6 +111,10 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
     seq_release (ftl, slot);
     if (r < 0)
       return r;
+    if (supersede)
+      __atomic_fetch_add (&ftl->cache.coalesced,
+                          cache_supersede (ftl, lpn, lpn + k),
+                          __ATOMIC_RELAXED);
     /* Part of the request is in the map: from now on an abort only
      * changes its reply (all or nothing).
      */
@@ -106,9 +126,9 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
   return 0;
 }
 
-int
-write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
-             uint64_t offset)
+static int
+write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+             uint64_t offset, bool drop_cached)
 {
   uint64_t pos = offset, end = offset + count;
   uint64_t first = offset >> ftl->page_shift;
@@ -126,7 +146,8 @@ write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
     uint32_t in = pos & (ftl->page_size - 1);
     if (buf && in == 0 && end - pos >= ftl->page_size) {
       uint64_t n = (end - pos) >> ftl->page_shift;
-      r = write_pages (ftl, f, mask, lpn, n, buf + (pos - offset));
+      r = write_pages (ftl, f, mask, lpn, n, buf + (pos - offset),
+                       drop_cached);
       if (r < 0) break;
       pos += n << ftl->page_shift;
     }
@@ -143,7 +164,8 @@ write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
         memcpy (bounce + in, buf + (pos - offset), len);
       else
         memset (bounce + in, 0, len);
-      r = write_pages (ftl, f, mask, lpn, 1, bounce);
+      assert (!drop_cached);
+      r = write_pages (ftl, f, mask, lpn, 1, bounce, false);
       if (r < 0) break;
       pos += len;
     }
@@ -152,6 +174,22 @@ write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   map_unlock_mask (ftl, mask);
   free (bounce);
   return r;
+}
+
+int
+write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+               uint64_t offset)
+{
+  return write_range (ftl, buf, count, offset, false);
+}
+
+int
+write_bypass (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+              uint64_t offset)
+{
+  assert (buf && (offset & (ftl->page_size - 1)) == 0 &&
+          (count & (ftl->page_size - 1)) == 0);
+  return write_range (ftl, buf, count, offset, true);
 }
 
 int
@@ -232,7 +270,8 @@ unmap_range (struct ftl *ftl, uint64_t lpn, uint64_t n)
   if (r == 0) {
     /* Cached versions go too: no batch programs them after this. */
     if (ftl->cache.nslots)
-      cache_drop (ftl, lpn, lpn + n);
+      __atomic_fetch_add (&ftl->cache.dropped, cache_drop (ftl, lpn, lpn + n),
+                          __ATOMIC_RELAXED);
     if (any)
       for (uint64_t l = lpn; l < lpn + n; l++)
         map_unmap (ftl, l);

@@ -107,6 +107,8 @@ refuse "$disk" "$disk: page size 8192 differs from the image's 4096" \
 refuse "$disk" "$disk: pages per block 64 differs from the image's 256" \
     file="$disk" pages-per-block=64
 refuse "$disk" "$disk: op=50% differs from the image's 28%" file="$disk" op=50
+refuse "$disk" "$disk: write-cache-bypass must be 0 or at least one page \(4096 bytes\): 100" \
+    file="$disk" write-cache-bypass=100
 
 # A file that cannot be read (mode 000).  Root reads any file with its
 # capabilities CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH: as root nbdkit

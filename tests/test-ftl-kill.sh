@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # nbdkit-ftl: kill -9 under load.  Several clients write at once (any
-# sector alignment, some with FUA, some zeros) with periodic flushes,
+# sector alignment, some with FUA, some zeros, a few of 128 KiB or more
+# in whole pages, which go past the write cache) with periodic flushes,
 # each logging what it sent and what was acknowledged; once every client
 # has had writes and a flush acknowledged, the server is killed with
 # SIGKILL at a random moment within the next second, restarted, and
@@ -84,6 +85,10 @@ def client(sock, cid, n, rnd, seed, logname):
                 continue
             count = rng.randrange(1, 17)
             first = rng.randrange(lo, hi - count)
+            if k >= 96:
+                # Whole pages, 128 KiB or more: past the write cache.
+                count = 256 + 8 * rng.randrange(0, 33)
+                first = 8 * rng.randrange((lo + 7) // 8, (hi - count) // 8)
             version += 1
             if k < 14:
                 log.write("W %d %d 0\n" % (first, count))

@@ -15,13 +15,18 @@
  *     log's version;
  *   - a cache that is full makes writers destage (write_waits);
  *   - mapped_pages and extents count a cached page as data;
- *   - sizes that cannot work are refused with a message.
+ *   - sizes that cannot work are refused with a message;
+ *   - a write of whole pages of at least write-cache-bypass bytes goes
+ *     straight to the log and the cache's older copies of its pages go:
+ *     no older version comes back, at a flush, after a restart, or
+ *     when writers and destage batches race (test_bypass_race).
  */
 
 #include <config.h>
 
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +345,12 @@ START_TEST (test_bad_sizes)
   /* The default: 1 MiB at least, but at most a quarter of those 22
    * blocks (5 blocks of 8 pages).
    */
+  o.write_cache_bytes = 16 * PS;
+  o.write_cache_bypass = PS - 1;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -EINVAL);
+  ck_assert_msg (strstr (err, "write-cache-bypass must be 0 or at least one "
+                         "page (4096 bytes): 4095"), "%s", err);
+  o.write_cache_bypass = 0;
   o.write_cache_bytes = FTL_WRITE_CACHE_AUTO;
   ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
   ck_assert_uint_eq (stats (ftl).cache.size_bytes, 5 * 8 * PS);
@@ -423,6 +434,220 @@ START_TEST (test_power_cut)
 }
 END_TEST
 
+static struct ftl *
+open_bypass (uint64_t cache_pages, uint64_t bypass_pages)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = LP * PS, .page_size = PS,
+    .pages_per_block = 8, .op_percent = 100, .log = unit_log,
+    .io = unit_nosync_io (), .write_cache_bytes = cache_pages * PS,
+    .write_cache_bypass = bypass_pages * PS,
+  };
+  struct ftl *ftl;
+  char err[256];
+  int r = ftl_open (&o, &ftl, err, sizeof err);
+
+  ck_assert_msg (r == 0, "ftl_open %s: %s", path, err);
+  return ftl;
+}
+
+static void
+write_pages_v (struct ftl *ftl, uint64_t lpn, uint64_t n, uint64_t version)
+{
+  uint8_t *buf = malloc (n * PS);
+
+  ck_assert_ptr_nonnull (buf);
+  for (uint64_t i = 0; i < n; i++)
+    unit_fill_page (buf + i * PS, PS, lpn + i, version);
+  ck_assert_int_eq (ftl_write (ftl, buf, n * PS, lpn * PS, 0), 0);
+  free (buf);
+}
+
+START_TEST (test_bypass_supersedes)
+{
+  struct ftl *ftl = open_bypass (64, 8);
+  struct ftl_stats st;
+
+  for (uint64_t l = 0; l < 16; l++)
+    write_page (ftl, l, 1, 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  for (uint64_t l = 0; l < 16; l++)
+    write_page (ftl, l, 2, 0);
+  write_page (ftl, 40, 2, 0);
+  ck_assert_uint_eq (stats (ftl).cache.dirty_bytes, 17 * PS);
+  /* 16 pages >= 8: past the cache; its 16 older copies leave it. */
+  write_pages_v (ftl, 0, 16, 3);
+  st = stats (ftl);
+  ck_assert_uint_eq (st.cache.bypassed_pages, 16);
+  ck_assert_uint_eq (st.cache.coalesced_pages, 16);
+  ck_assert_uint_eq (st.cache.dirty_bytes, PS);
+  ck_assert_uint_eq (st.cache.destaged_pages, 16);
+  ck_assert_uint_eq (st.media_program_pages, 32);
+  ck_assert_uint_eq (st.host_write_pages, 16 + 17 + 16);
+  for (uint64_t l = 0; l < 16; l++)
+    ck_assert_uint_eq (page_version (ftl, l), 3);
+  /* Smaller, unaligned or zeros: cached. */
+  write_pages_v (ftl, 20, 7, 4);
+  ck_assert_int_eq (ftl_zero (ftl, 10 * PS, 60 * PS + 512, 0), 0);
+  ck_assert_uint_eq (stats (ftl).cache.bypassed_pages, 16);
+  ck_assert_uint_eq (page_version (ftl, 26), 4);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  for (uint64_t l = 0; l < 16; l++)
+    ck_assert_uint_eq (page_version (ftl, l), 3);
+
+  /* A bypassing write is in the log once acknowledged: a process that
+   * dies keeps it, and loses the small unflushed ones.
+   */
+  write_page (ftl, 50, 5, 0);
+  write_page (ftl, 3, 5, 0);
+  write_pages_v (ftl, 8, 8, 6);
+  write_page (ftl, 9, 7, 0);
+  open_abandon (ftl);
+  ftl = open_bypass (64, 8);
+  for (uint64_t l = 0; l < 16; l++)
+    ck_assert_uint_eq (page_version (ftl, l), l >= 8 ? 6 : 3);
+  ck_assert_uint_eq (page_version (ftl, 50), 0);
+  ck_assert_uint_eq (page_version (ftl, 40), 2);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+/* Writers, each alone on its region of the disk, mix cached writes
+ * (whole pages, parts of pages, runs shorter than the bypass) with
+ * bypassing ones over the same pages, while the destager thread, the
+ * writers' own destage batches and flushes from another thread move
+ * cached pages to the log.  Each writer's region must read back as its
+ * own model says, during the run, after a flush and after a restart.
+ */
+#define RACE_WRITERS 3
+#define RACE_PAGES 48           /* per writer */
+#define RACE_OPS 1500
+
+struct racer {
+  struct ftl *ftl;
+  unsigned id;
+  uint8_t *model;               /* RACE_PAGES pages */
+  bool *stop;
+};
+
+static void
+race_check (struct ftl *ftl, unsigned id, const uint8_t *model,
+            uint64_t first, uint64_t n)
+{
+  uint8_t *got = malloc (n * PS);
+  uint64_t base = (uint64_t) id * RACE_PAGES;
+
+  ck_assert_ptr_nonnull (got);
+  ck_assert_int_eq (ftl_read (ftl, got, n * PS, (base + first) * PS), 0);
+  for (uint64_t i = 0; i < n; i++)
+    ck_assert_msg (memcmp (got + i * PS, model + (first + i) * PS, PS) == 0,
+                   "writer %u: page %" PRIu64 " holds an older version",
+                   id, base + first + i);
+  free (got);
+}
+
+static void *
+race_writer (void *arg)
+{
+  struct racer *w = arg;
+  uint64_t rng = 0x9e3779b97f4a7c15 * (w->id + 1);
+  uint64_t base = (uint64_t) w->id * RACE_PAGES;
+  uint8_t *buf = malloc (16 * PS);
+
+  ck_assert_ptr_nonnull (buf);
+  for (unsigned op = 0; op < RACE_OPS; op++) {
+    unsigned k = unit_rnd (&rng) % 8;
+    uint64_t off, len;
+    if (k < 3) {                /* bypass: 4 to 16 whole pages */
+      uint64_t n = 4 + unit_rnd (&rng) % 13;
+      off = unit_rnd (&rng) % (RACE_PAGES - n + 1) * PS;
+      len = n * PS;
+    }
+    else if (k < 5) {           /* one whole page */
+      off = unit_rnd (&rng) % RACE_PAGES * PS;
+      len = PS;
+    }
+    else if (k < 7) {           /* part of a page */
+      off = unit_rnd (&rng) % (RACE_PAGES * PS - 1);
+      len = 1 + unit_rnd (&rng) % MIN (PS - off % PS, 2000);
+    }
+    else {                      /* 2 or 3 pages, unaligned: cached */
+      len = 2 * PS + unit_rnd (&rng) % PS;
+      off = unit_rnd (&rng) % (RACE_PAGES * PS - len);
+    }
+    for (uint64_t i = 0; i < len; i += 8) {
+      uint64_t x = unit_rnd (&rng);
+      memcpy (buf + i, &x, MIN (8, len - i));
+    }
+    ck_assert_int_eq (ftl_write (w->ftl, buf, len, base * PS + off, 0), 0);
+    memcpy (w->model + off, buf, len);
+    /* Read back what was just written and a neighbourhood. */
+    uint64_t p0 = off / PS, p1 = (off + len - 1) / PS;
+    p0 = p0 > 0 ? p0 - 1 : 0;
+    p1 = MIN (p1 + 1, RACE_PAGES - 1);
+    race_check (w->ftl, w->id, w->model, p0, p1 - p0 + 1);
+  }
+  free (buf);
+  return NULL;
+}
+
+static void *
+race_flusher (void *arg)
+{
+  struct racer *w = arg;
+
+  while (!__atomic_load_n (w->stop, __ATOMIC_ACQUIRE)) {
+    ck_assert_int_eq (ftl_flush (w->ftl), 0);
+    usleep (2000);
+  }
+  return NULL;
+}
+
+START_TEST (test_bypass_race)
+{
+  struct ftl *ftl = open_bypass (32, 4);
+  struct racer w[RACE_WRITERS + 1];
+  pthread_t th[RACE_WRITERS + 1];
+  bool stop = false;
+  struct ftl_stats st;
+
+  ck_assert_int_eq (ftl_start_background (ftl), 0);
+  for (unsigned i = 0; i <= RACE_WRITERS; i++) {
+    w[i] = (struct racer) {
+      .ftl = ftl, .id = i, .model = calloc (RACE_PAGES, PS), .stop = &stop,
+    };
+    ck_assert_ptr_nonnull (w[i].model);
+    ck_assert_int_eq (pthread_create (&th[i], NULL,
+                                      i < RACE_WRITERS ? race_writer
+                                      : race_flusher, &w[i]), 0);
+  }
+  for (unsigned i = 0; i < RACE_WRITERS; i++)
+    ck_assert_int_eq (pthread_join (th[i], NULL), 0);
+  __atomic_store_n (&stop, true, __ATOMIC_RELEASE);
+  ck_assert_int_eq (pthread_join (th[RACE_WRITERS], NULL), 0);
+
+  st = stats (ftl);
+  printf ("bypass race: %" PRIu64 " pages bypassed, %" PRIu64 " destaged, "
+          "%" PRIu64 " coalesced\n", st.cache.bypassed_pages,
+          st.cache.destaged_pages, st.cache.coalesced_pages);
+  ck_assert_uint_gt (st.cache.bypassed_pages, 0);
+  ck_assert_uint_gt (st.cache.destaged_pages, 0);
+  for (unsigned i = 0; i < RACE_WRITERS; i++)
+    race_check (ftl, i, w[i].model, 0, RACE_PAGES);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ck_assert_uint_eq (stats (ftl).cache.dirty_bytes, 0);
+  for (unsigned i = 0; i < RACE_WRITERS; i++)
+    race_check (ftl, i, w[i].model, 0, RACE_PAGES);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = open_bypass (32, 4);
+  for (unsigned i = 0; i < RACE_WRITERS; i++)
+    race_check (ftl, i, w[i].model, 0, RACE_PAGES);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  for (unsigned i = 0; i <= RACE_WRITERS; i++)
+    free (w[i].model);
+}
+END_TEST
+
 static Suite *
 cache_suite (void)
 {
@@ -441,6 +666,8 @@ cache_suite (void)
   tcase_add_test (tc, test_absent_runs);
   tcase_add_test (tc, test_bad_sizes);
   tcase_add_test (tc, test_power_cut);
+  tcase_add_test (tc, test_bypass_supersedes);
+  tcase_add_test (tc, test_bypass_race);
   suite_add_tcase (s, tc);
   return s;
 }

@@ -54,6 +54,8 @@ START_TEST (test_defaults_and_keys)
   ck_assert_int_eq (ftl_keys_finish (&k, err, sizeof err), 0);
   ck_assert (!k.opts.timing.enabled);
   ck_assert_uint_eq (k.opts.write_cache_bytes, FTL_WRITE_CACHE_AUTO);
+  ck_assert_uint_eq (k.opts.write_cache_bypass,
+                     FTL_DEFAULT_WRITE_CACHE_BYPASS);
   ck_assert_uint_eq (k.opts.timeout_ns, FTL_DEFAULT_TIMEOUT_NS);
 
   ck_assert_int_eq (set (&k, "size", "256M", err), 1);
@@ -103,6 +105,7 @@ START_TEST (test_presets)
   ck_assert_uint_eq (k.opts.timing.program_ns, def->timing.program_ns);
   ck_assert_uint_eq (k.opts.timing.dies, def->timing.dies);
   ck_assert_uint_eq (k.opts.write_cache_bytes, def->write_cache);
+  ck_assert_uint_eq (k.opts.write_cache_bypass, 0);
 
   /* model= turns the model on; a key before or after it wins. */
   ftl_keys_init (&k);
