@@ -317,6 +317,7 @@ cache_write (struct ftl *ftl, uint64_t lpn, uint32_t in, uint32_t len,
   struct cache *c = &ftl->cache;
   struct cache_shard *s = shard_of (c, lpn);
   uint32_t slot;
+  bool partial;
   int r = 0;
 
   assert (lpn < ftl->logical_pages && in + len <= ftl->page_size);
@@ -343,11 +344,20 @@ cache_write (struct ftl *ftl, uint64_t lpn, uint32_t in, uint32_t len,
       goto out;
     }
     slot = s->free_head;
-    if (in != 0 || len != ftl->page_size) {
-      /* A partial page: its other bytes come from the log. */
+    partial = in != 0 || len != ftl->page_size;
+    if (partial) {
+      /* A partial page: its other bytes come from the log.  Counted
+       * in filling from before the map is read until the bit is set,
+       * so that a trim racing with it drops what it inserts (see
+       * cache_drop).
+       */
+      __atomic_add_fetch (&c->filling, 1, __ATOMIC_SEQ_CST);
+      __atomic_thread_fence (__ATOMIC_SEQ_CST);
       r = read_pages (ftl, lpn, 1, slot_data (ftl, slot));
-      if (r < 0)
+      if (r < 0) {
+        __atomic_sub_fetch (&c->filling, 1, __ATOMIC_RELEASE);
         goto out;
+      }
     }
     s->free_head = c->next[slot];
     __atomic_fetch_add (&s->used, 1, __ATOMIC_RELAXED);
@@ -357,6 +367,8 @@ cache_write (struct ftl *ftl, uint64_t lpn, uint32_t in, uint32_t len,
     c->flags[slot] = SLOT_DIRTY;
     table_insert (c, s, slot);
     bit_set (c, lpn);
+    if (partial)
+      __atomic_sub_fetch (&c->filling, 1, __ATOMIC_RELEASE);
   }
   if (src)
     memcpy (slot_data (ftl, slot) + in, src, len);
@@ -463,12 +475,23 @@ drop_one (struct cache *c, uint64_t lpn)
   return slot != NONE;
 }
 
+/* The caller has unmapped the pages already.  A page whose bit is
+ * clear is skipped without its shard lock, unless a partial write is
+ * filling a page: it may have read the map before the caller unmapped
+ * it and not have set its bit yet; then every page's lock is taken,
+ * and what it inserted goes.  (Either that write counted itself in
+ * filling before this load, or its read of the map comes after the
+ * caller's unmap: the fences order the two.)
+ */
 uint64_t
 cache_drop (struct ftl *ftl, uint64_t first, uint64_t end)
 {
   struct cache *c = &ftl->cache;
   uint64_t n = 0;
 
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
+  if (__atomic_load_n (&c->filling, __ATOMIC_SEQ_CST) != 0)
+    return cache_supersede (ftl, first, end);
   for (uint64_t lpn = first; lpn < end; lpn++) {
     if (lpn % 64 == 0 && end - lpn >= 64 &&
         __atomic_load_n (&c->bits[lpn / 64], __ATOMIC_ACQUIRE) == 0) {

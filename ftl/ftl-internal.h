@@ -277,6 +277,10 @@ struct cache {
   uint32_t *prev, *next;        /* per slot: dirty list or free list */
   uint8_t *flags;               /* per slot: SLOT_DIRTY or SLOT_FLIGHT */
   uint64_t *bits;               /* per logical page: maybe cached */
+  unsigned filling;             /* atomic: partial writes that missed,
+                                 * reading the log's version of their
+                                 * page before its bit is set (see
+                                 * cache_drop) */
   uint64_t next_ver;            /* atomic: the global write counter */
   uint64_t dirty;               /* atomic: DIRTY slots, all shards */
   uint32_t start, low;          /* the destager's watermarks */

@@ -268,13 +268,16 @@ unmap_range (struct ftl *ftl, uint64_t lpn, uint64_t n)
   if (any)
     r = trimlog_append (ftl, lpn, n, FTL_META_KEEP_BLOCKS);
   if (r == 0) {
-    /* Cached versions go too: no batch programs them after this. */
-    if (ftl->cache.nslots)
-      __atomic_fetch_add (&ftl->cache.dropped, cache_drop (ftl, lpn, lpn + n),
-                          __ATOMIC_RELAXED);
     if (any)
       for (uint64_t l = lpn; l < lpn + n; l++)
         map_unmap (ftl, l);
+    /* Cached versions go too, after the map (so that a partial write
+     * filling a page from the log meanwhile reads the unmapped page,
+     * or is dropped): no batch programs them after this.
+     */
+    if (ftl->cache.nslots)
+      __atomic_fetch_add (&ftl->cache.dropped, cache_drop (ftl, lpn, lpn + n),
+                          __ATOMIC_RELAXED);
   }
   map_unlock (ftl, lpn, lpn + n - 1);
   return r;
