@@ -49,6 +49,8 @@ machine caps a figure.
 
   --presets LIST     comma list (default: every preset of the plugin)
   --size SIZE        disk size (default 256M; --quick: 128M)
+  --op PERCENT       over-provisioning of the images (default 10: the
+                     drives' 1 TB of user space on 1 TiB of NAND)
   --runtime SECS     seconds per measured fio run (default 3; --quick: 1)
   --quick            a short run (a few minutes in all)
   --no-steady        skip the steady-state random writes
@@ -64,6 +66,7 @@ die () { echo "$prog: $*" >&2; exit 1; }
 
 presets=
 size=
+op=10
 runtime=
 quick=false
 steady=true
@@ -75,6 +78,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --presets) presets="${2:?--presets needs a value}"; shift 2 ;;
         --size) size="${2:?--size needs a value}"; shift 2 ;;
+        --op) op="${2:?--op needs a value}"; shift 2 ;;
         --runtime) runtime="${2:?--runtime needs a value}"; shift 2 ;;
         --quick) quick=true; shift ;;
         --no-steady) steady=false; shift ;;
@@ -158,7 +162,8 @@ start_server ()
     local i
     rm -f "$work/ftl.img" "$work/stats.json" "$sock" "$work/pid"
     nbdkit -f -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
-        size="$size_bytes" stats="$work/stats.json" "$@" "${ftl_args[@]}" \
+        size="$size_bytes" op="$op" stats="$work/stats.json" "$@" \
+        "${ftl_args[@]}" \
         2>>"$work/server.log" &
     for (( i = 0; i < 1200; i++ )); do
         if [ -s "$work/pid" ] && [ -S "$sock" ]; then

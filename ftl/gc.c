@@ -486,11 +486,11 @@ partition_young (struct ftl *ftl, struct log_page *mv, uint32_t n)
 }
 
 /* Read the pages of a batch from the victim into gc.buf and verify them
- * against the victim's OOB entries.
+ * against the victim's OOB entries (read_batch).
  */
 static int
-read_batch (struct ftl *ftl, const struct gc_victim *v,
-            struct log_page *mv, uint32_t n)
+read_runs (struct ftl *ftl, const struct gc_victim *v,
+           struct log_page *mv, uint32_t n)
 {
   for (uint32_t i = 0; i < n; i++) {
     uint8_t *p = ftl->gc.buf + ((size_t) i << ftl->page_shift);
@@ -610,6 +610,24 @@ choose_moves (struct ftl *ftl, struct gc_victim *v, struct log_page *mv,
         .kind = o.kind, .lpn = o.lpn, .seq = o.seq, .from = ppn };
   }
   return n;
+}
+
+/* With the timing model, the runs of a batch are read at once, each on
+ * its dies, and the batch waits once, for the last of them.
+ */
+static int
+read_batch (struct ftl *ftl, const struct gc_victim *v,
+            struct log_page *mv, uint32_t n)
+{
+  int r;
+  uint64_t end;
+
+  media_defer (&ftl->media);
+  r = read_runs (ftl, v, mv, n);
+  end = media_deferred (&ftl->media);
+  if (r == 0)
+    r = media_wait (&ftl->media, end);
+  return r;
 }
 
 /* Relocate the valid pages among the next ones of the victim, at most
