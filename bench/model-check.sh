@@ -101,16 +101,9 @@ size_bytes="$(numfmt --from=iec "$size" 2>/dev/null)" ||
     die "bad size '$size'"
 [ "$size_bytes" -ge $((64 << 20)) ] || die "--size $size: at least 64M"
 
-if [ -z "$plugin" ]; then
-    for cand in "${FTL_PLUGIN:-}" "$here/../plugin/.libs/nbdkit-ftl-plugin.so" \
-                "$PWD/../plugin/.libs/nbdkit-ftl-plugin.so"; do
-        if [ -n "$cand" ] && [ -f "$cand" ]; then plugin="$cand"; break; fi
-    done
-    [ -n "$plugin" ] || die "plugin not built: run make first, or give --plugin"
-fi
-[ -f "$plugin" ] || die "--plugin $plugin: no such file"
-plugin="$(cd "$(dirname "$plugin")" && pwd)/$(basename "$plugin")"
-builddir="$(cd "$(dirname "$plugin")/../.." && pwd)"
+# shellcheck source=find-plugin.sh
+source "$here/find-plugin.sh"
+find_plugin
 
 for cmd in nbdkit fio jq numfmt awk; do
     command -v "$cmd" >/dev/null || die "$cmd not found"

@@ -155,16 +155,9 @@ done
 
 # Build tree: the plugin is ../plugin/.libs from this script, or from
 # the current directory when it is the build directory of bench/.
-if [ -z "$plugin" ]; then
-    for cand in "${FTL_PLUGIN:-}" "$here/../plugin/.libs/nbdkit-ftl-plugin.so" \
-                "$PWD/../plugin/.libs/nbdkit-ftl-plugin.so"; do
-        if [ -n "$cand" ] && [ -f "$cand" ]; then plugin="$cand"; break; fi
-    done
-    [ -n "$plugin" ] || die "plugin not built: run make first, or give --plugin"
-fi
-[ -f "$plugin" ] || die "--plugin $plugin: no such file"
-plugin="$(cd "$(dirname "$plugin")" && pwd)/$(basename "$plugin")"
-builddir="$(cd "$(dirname "$plugin")/../.." && pwd)"
+# shellcheck source=find-plugin.sh
+source "$here/find-plugin.sh"
+find_plugin
 ftlctl="$builddir/tools/ftlctl"
 
 for cmd in nbdkit fio jq numfmt awk; do
