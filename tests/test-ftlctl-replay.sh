@@ -83,6 +83,15 @@ expect "$tmp/clean.json" '.media.corrected_bits == 0'
 "$FTLCTL" replay -q --disk 1 "$msr" size=64M errors=true seed=7 \
     error-scale=20 > "$tmp/aged.json" 2>/dev/null
 expect "$tmp/aged.json" '.media.corrected_bits > 0 and .media.uncorrectable == 0'
+
+# The timing model's preset, as the plugin's: its values (the keys
+# given over them: 8 channels of 2 dies) and its SLC cache; an unknown
+# one is refused.
+"$FTLCTL" replay -q --disk 1 "$msr" size=64M model=sata-qlc dies=2 \
+    > "$tmp/qlc.json" 2>/dev/null
+expect "$tmp/qlc.json" '.timing.program_ns == 3300000 and .timing.dies == 16 and .slc.size_pages > 0'
+fails "$FTLCTL" replay "$msr" model=nosuch
+grep -q "model: unknown drive model 'nosuch' (known: sata-tlc" "$tmp/err"
 fails "$FTLCTL" replay --format=vhd "$msr"
 echo 'hello world' > "$tmp/junk"
 fails "$FTLCTL" replay "$tmp/junk"
