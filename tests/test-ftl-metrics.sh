@@ -26,12 +26,12 @@ uri="nbd+unix:///?socket=$sock"
 port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
 # Bad values are refused before anything starts.
-if nbdkit -U - "$FTL_PLUGIN" file="$disk" size=64M metrics-port=0 \
+if nbdkit -U "$tmp/bad.sock" "$FTL_PLUGIN" file="$disk" size=64M metrics-port=0 \
           --run true 2>"$tmp/err"; then
     echo "$0: FAIL: metrics-port=0 accepted"; exit 1
 fi
 grep -q 'metrics-port must be from 1 to 65535' "$tmp/err"
-if nbdkit -U - "$FTL_PLUGIN" file="$disk" size=64M \
+if nbdkit -U "$tmp/bad.sock" "$FTL_PLUGIN" file="$disk" size=64M \
           stats-log="$tmp/no/such/dir/log" --run true 2>"$tmp/err"; then
     echo "$0: FAIL: stats-log in a missing directory accepted"; exit 1
 fi

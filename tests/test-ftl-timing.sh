@@ -84,7 +84,7 @@ check '.slc.size_pages > 0' "$tmp/preset.json"
 run noslc model=sata-tlc slc-static=0
 check '.slc.size_pages == 0' "$tmp/noslc.json"
 rm -f "$tmp/disk.img"
-if nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" size=16M model=nosuch \
+if nbdkit -U "$tmp/bad.sock" "$FTL_PLUGIN" file="$tmp/disk.img" size=16M model=nosuch \
         --run true 2>"$tmp/err"; then
     echo "$0: FAIL: model=nosuch was accepted"
     exit 1
