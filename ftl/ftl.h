@@ -214,6 +214,8 @@ struct ftl_timing_preset {
 /* The preset of that name, or NULL; the default one (timing=true). */
 extern const struct ftl_timing_preset *ftl_timing_preset (const char *name);
 extern const struct ftl_timing_preset *ftl_timing_preset_default (void);
+/* The i-th preset of the table, or NULL past its end. */
+extern const struct ftl_timing_preset *ftl_timing_preset_at (size_t i);
 /* The names, comma separated (for messages). */
 extern const char *ftl_timing_preset_names (void);
 

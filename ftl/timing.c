@@ -2,7 +2,10 @@
 
 #include <config.h>
 
+#include <assert.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -121,10 +124,32 @@ ftl_timing_preset_default (void)
   return &presets[0];
 }
 
+const struct ftl_timing_preset *
+ftl_timing_preset_at (size_t i)
+{
+  return i < sizeof presets / sizeof presets[0] ? &presets[i] : NULL;
+}
+
+/* The names, from the table, once. */
+static char preset_names[256];
+static pthread_once_t preset_names_once = PTHREAD_ONCE_INIT;
+
+static void
+make_preset_names (void)
+{
+  size_t len = 0;
+
+  for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+    len += snprintf (preset_names + len, sizeof preset_names - len, "%s%s",
+                     i ? ", " : "", presets[i].name);
+  assert (len < sizeof preset_names);
+}
+
 const char *
 ftl_timing_preset_names (void)
 {
-  return "sata-tlc, nvme-tlc, sata-qlc, enterprise-tlc";
+  pthread_once (&preset_names_once, make_preset_names);
+  return preset_names;
 }
 
 int

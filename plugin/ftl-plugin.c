@@ -467,15 +467,10 @@ ftl_plugin_extents (void *handle, uint32_t count, uint64_t offset,
 static void
 ftl_plugin_dump_plugin (void)
 {
-  static const char *const names[] = {
-    "sata-tlc", "nvme-tlc", "sata-qlc", "enterprise-tlc",
-  };
+  const struct ftl_timing_preset *p;
 
   printf ("ftl_models=%s\n", ftl_timing_preset_names ());
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    const struct ftl_timing_preset *p = ftl_timing_preset (names[i]);
-    if (p == NULL)
-      continue;
+  for (size_t i = 0; (p = ftl_timing_preset_at (i)) != NULL; i++) {
     printf ("ftl_model_%s_drive=%s\n", p->name, p->drive);
     printf ("ftl_model_%s_seq_read_mbs=%g\n", p->name, p->seq_read_mbs);
     printf ("ftl_model_%s_seq_write_mbs=%g\n", p->name, p->seq_write_mbs);
