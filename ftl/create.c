@@ -97,7 +97,7 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   sb->ckpt_bytes = fmt_ckpt_bytes (ps, lpages, blocks);
   sb->ckpt_offset[0] = ckpt_slot0_offset (ps);
   sb->ckpt_offset[1] = sb->ckpt_offset[0] + sb->ckpt_bytes;
-  sb->data_offset = sb->ckpt_offset[1] + sb->ckpt_bytes;
+  fmt_place_regions (sb);
   sb->state = FTL_SB_CLEAN;
   sb->op_ppm = (uint32_t) (op * 10000.0 + 0.5);
   sb->clean_ckpt_gen = 1;
@@ -119,8 +119,7 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
               char *errbuf, size_t errlen)
 {
   uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
-  uint64_t size = sb->data_offset + (uint64_t) sb->blocks
-    * (sb->meta_pages + sb->pages_per_block) * sb->page_size;
+  uint64_t size = fmt_image_bytes (sb);
   struct ftl_ckpt_header h = {
     .version = FTL_FORMAT_VERSION,
     .generation = 1,

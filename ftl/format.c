@@ -79,15 +79,70 @@ fmt_ckpt_bytes (uint32_t page_size, uint64_t logical_pages, uint32_t blocks)
                    + fmt_ckpt_body_bytes (logical_pages, blocks), page_size);
 }
 
+uint64_t
+fmt_data_align (uint32_t page_size, uint32_t pages_per_block)
+{
+  return MIN ((uint64_t) page_size * pages_per_block, FTL_DATA_ALIGN);
+}
+
+void
+fmt_place_regions (struct ftl_superblock *sb)
+{
+  sb->meta_offset = sb->ckpt_offset[1] + sb->ckpt_bytes;
+  sb->data_offset = ROUND_UP (sb->meta_offset + (uint64_t) sb->blocks
+                              * sb->meta_pages * sb->page_size,
+                              fmt_data_align (sb->page_size,
+                                              sb->pages_per_block));
+}
+
+uint64_t
+fmt_image_bytes (const struct ftl_superblock *sb)
+{
+  uint64_t pages = sb->pages_per_block
+    + (sb->meta_offset == 0 ? sb->meta_pages : 0);
+  return sb->data_offset + (uint64_t) sb->blocks * pages * sb->page_size;
+}
+
+uint64_t
+fmt_meta_area_offset (const struct ftl_superblock *sb, uint32_t b)
+{
+  uint64_t meta_bytes = (uint64_t) sb->meta_pages * sb->page_size;
+
+  if (sb->meta_offset)
+    return sb->meta_offset + b * meta_bytes;
+  return sb->data_offset + b * (meta_bytes + (uint64_t) sb->pages_per_block
+                                * sb->page_size);
+}
+
+uint64_t
+fmt_data_page_offset (const struct ftl_superblock *sb, uint32_t b,
+                      uint32_t p)
+{
+  if (sb->meta_offset)
+    return sb->data_offset
+      + ((uint64_t) b * sb->pages_per_block + p) * sb->page_size;
+  return fmt_meta_area_offset (sb, b)
+    + (uint64_t) (sb->meta_pages + p) * sb->page_size;
+}
+
 /* ---- superblock ---- */
+
+/* The encoded length of a superblock of this version. */
+static uint32_t
+sb_bytes (uint32_t version)
+{
+  return version >= 4 ? FTL_SB_BYTES : FTL_SB_BYTES_V1;
+}
 
 void
 fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
 {
+  uint32_t length = sb_bytes (sb->version);
+
   memset (buf, 0, FTL_SB_BYTES);
   memcpy (buf, FTL_SB_MAGIC, 8);
   put32le (buf + 8, sb->version);
-  put32le (buf + 12, FTL_SB_BYTES);
+  put32le (buf + 12, length);
   put64le (buf + 24, sb->generation);
   put32le (buf + 32, sb->page_size);
   put32le (buf + 36, sb->pages_per_block);
@@ -104,7 +159,9 @@ fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
   put64le (buf + 104, sb->uuid[0]);
   put64le (buf + 112, sb->uuid[1]);
   put64le (buf + 120, sb->created);
-  put64le (buf + 16, struct_checksum (buf, FTL_SB_BYTES, 16, 8));
+  if (sb->version >= 4)
+    put64le (buf + 128, sb->meta_offset);
+  put64le (buf + 16, struct_checksum (buf, length, 16, 8));
 }
 
 enum ftl_fmt_status
@@ -120,7 +177,7 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   if (why && whylen) why[0] = '\0';
   if (len < 24)
     return FTL_FMT_BAD_LENGTH;
-  if (all_zero (buf, len < FTL_SB_BYTES ? len : FTL_SB_BYTES))
+  if (all_zero (buf, len < FTL_SB_BYTES_V1 ? len : FTL_SB_BYTES_V1))
     return FTL_FMT_EMPTY;
   if (memcmp (buf, FTL_SB_MAGIC, 8) != 0)
     return FTL_FMT_BAD_MAGIC;
@@ -132,7 +189,7 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
     return FTL_FMT_BAD_VERSION;
   }
   length = get32le (buf + 12);
-  if (length != FTL_SB_BYTES || len < length)
+  if (length != sb_bytes (sb.version) || len < length)
     return FTL_FMT_BAD_LENGTH;
   if (get64le (buf + 16) != struct_checksum (buf, length, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
@@ -155,6 +212,7 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   sb.uuid[0] = get64le (buf + 104);
   sb.uuid[1] = get64le (buf + 112);
   sb.created = get64le (buf + 120);
+  sb.meta_offset = sb.version >= 4 ? get64le (buf + 128) : 0;
 
   /* The geometry must be self-consistent: a checksum only proves the
    * bytes are what some writer wrote.
@@ -183,15 +241,32 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   /* Offsets: in order, without wrapping around, and the whole image
    * addressable with a 63 bit file offset.
    */
-  uint64_t block_bytes = (uint64_t) (sb.meta_pages + sb.pages_per_block)
-    * sb.page_size;
   if (sb.ckpt_offset[0] < 2 * FTL_SB_SLOT ||
       sb.ckpt_offset[0] % sb.page_size != 0 ||
       sb.ckpt_offset[0] > INT64_MAX || sb.ckpt_bytes > INT64_MAX / 4 ||
-      sb.ckpt_offset[1] != sb.ckpt_offset[0] + sb.ckpt_bytes ||
-      sb.data_offset != sb.ckpt_offset[1] + sb.ckpt_bytes ||
-      sb.data_offset > INT64_MAX - (uint64_t) sb.blocks * block_bytes)
+      sb.ckpt_offset[1] != sb.ckpt_offset[0] + sb.ckpt_bytes)
     BAD ("region offsets");
+  uint64_t after_ckpt = sb.ckpt_offset[1] + sb.ckpt_bytes;
+  uint64_t meta_bytes = (uint64_t) sb.meta_pages * sb.page_size;
+  uint64_t data_bytes = (uint64_t) sb.pages_per_block * sb.page_size;
+  if (sb.meta_offset == 0) {
+    /* Interleaved, as before version 4. */
+    if (sb.data_offset != after_ckpt ||
+        sb.data_offset > INT64_MAX - (uint64_t) sb.blocks
+        * (meta_bytes + data_bytes))
+      BAD ("region offsets");
+  }
+  else {
+    if (sb.meta_offset != after_ckpt ||
+        sb.meta_offset > INT64_MAX - (uint64_t) sb.blocks * meta_bytes -
+        FTL_DATA_ALIGN ||
+        sb.data_offset != ROUND_UP (sb.meta_offset + (uint64_t) sb.blocks
+                                    * meta_bytes,
+                                    fmt_data_align (sb.page_size,
+                                                    sb.pages_per_block)) ||
+        sb.data_offset > INT64_MAX - (uint64_t) sb.blocks * data_bytes)
+      BAD ("region offsets");
+  }
   if (sb.state != FTL_SB_CLEAN && sb.state != FTL_SB_DIRTY)
     BAD ("state %u", sb.state);
 #undef BAD

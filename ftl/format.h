@@ -7,22 +7,37 @@
  * what is wrong.  All integers are little-endian.  Decoders never trust a
  * length or count from the media without bounding it.
  *
- * Layout of the backing file:
+ * Layout of the backing file (version 4):
  *
  *   0          superblock copy A              (FTL_SB_SLOT bytes)
  *   4 KiB      superblock copy B              (FTL_SB_SLOT bytes)
  *   ckpt[0]    checkpoint slot 0              (ckpt_bytes)
  *   ckpt[1]    checkpoint slot 1              (ckpt_bytes)
- *   data       erase block 0 .. blocks-1, each block_bytes:
+ *   meta       the metadata areas of erase blocks 0 .. blocks-1, each
+ *              meta_pages pages:
  *
- *              +--------------------------+---------------------------+
- *              | metadata area            | data pages                |
- *              | (meta_pages pages)       | (pages_per_block pages)   |
- *              |  block header  32 bytes  |                           |
- *              |  OOB entry 0   32 bytes  |  page 0                   |
- *              |  OOB entry 1   32 bytes  |  page 1                   |
- *              |  ...                     |  ...                      |
- *              +--------------------------+---------------------------+
+ *              +--------------------------+
+ *              |  block header  32 bytes  |
+ *              |  OOB entry 0   32 bytes  |  (describes data page 0)
+ *              |  OOB entry 1   32 bytes  |
+ *              |  ...                     |
+ *              +--------------------------+
+ *
+ *   data       the data pages of erase blocks 0 .. blocks-1, each
+ *              pages_per_block pages, from the first multiple of
+ *              fmt_data_align after the metadata areas
+ *
+ * The data pages of the whole image are one run, and each block's are
+ * aligned to their size (up to 2 MiB), so that the host kernel caches
+ * a block's data in large folios: a read of a page then finds it with
+ * fewer lookups and a write of a whole block copies into a few folios
+ * instead of many.
+ *
+ * Images created before version 4 interleave the two (meta_offset 0
+ * in the superblock): from data_offset on, each erase block is its
+ * metadata area followed by its data pages, block_bytes = (meta_pages
+ * + pages_per_block) pages.  They keep that layout for good; only the
+ * offsets differ (media_page_offset, media_meta_offset).
  *
  * The block header is written when the block is erased and records its
  * erase count.  It has two copies, at the start of the metadata area
@@ -59,11 +74,23 @@
  * as they are (no block is in SLC mode) and become version 3 when first
  * opened read-write, as version 1 images became version 2.
  */
-#define FTL_FORMAT_VERSION     3
+/* Version 4: the metadata areas and the data pages of the erase blocks
+ * are two regions (see the layout above); the superblock grows to
+ * FTL_SB_BYTES to record where the metadata region starts.  Version 3
+ * images keep their interleaved layout (meta_offset 0) and become
+ * version 4 when first opened read-write.
+ */
+#define FTL_FORMAT_VERSION     4
+
+/* The data region starts at a multiple of an erase block's data size,
+ * or of this if that is larger (version 4, fmt_data_align).
+ */
+#define FTL_DATA_ALIGN         (2u << 20)
 
 #define FTL_SB_MAGIC           "NBDKFTL\0"   /* 8 bytes */
 #define FTL_SB_SLOT            4096
-#define FTL_SB_BYTES           128          /* encoded length, version 1 */
+#define FTL_SB_BYTES           136          /* encoded length, version 4 */
+#define FTL_SB_BYTES_V1        128          /* ... versions 1 to 3 */
 
 /* The durable-point record: in each superblock slot at this offset
  * (the superblock itself is written in the slot's first sector only).
@@ -104,9 +131,10 @@ struct ftl_superblock {
   uint32_t page_size;
   uint32_t pages_per_block;
   uint32_t blocks;
-  uint32_t meta_pages;          /* metadata pages at the start of a block */
+  uint32_t meta_pages;          /* metadata pages of an erase block */
   uint64_t logical_bytes;
-  uint64_t data_offset;         /* file offset of erase block 0 */
+  uint64_t data_offset;         /* file offset of the data region (of
+                                 * erase block 0 before version 4) */
   uint64_t ckpt_offset[2];
   uint64_t ckpt_bytes;          /* size of one checkpoint slot */
   uint32_t state;               /* enum ftl_sb_state */
@@ -114,6 +142,9 @@ struct ftl_superblock {
   uint64_t clean_ckpt_gen;      /* when clean: the checkpoint written last */
   uint64_t uuid[2];
   uint64_t created;             /* seconds since the epoch */
+  /* Version 4 (0 before, and in images upgraded from before). */
+  uint64_t meta_offset;         /* file offset of the metadata region;
+                                 * 0: the layout of versions 1 to 3 */
 };
 
 /* Durable-point record.  Every page of the log whose sequence number is
@@ -346,5 +377,19 @@ extern enum ftl_fmt_status fmt_trim_page_decode (const uint8_t *page,
 extern uint32_t fmt_meta_pages (uint32_t page_size, uint32_t pages_per_block);
 extern uint64_t fmt_ckpt_bytes (uint32_t page_size, uint64_t logical_pages,
                                 uint32_t blocks);
+/* Place the metadata and data regions of a new image after its
+ * checkpoint slots (sets meta_offset and data_offset), and the size of
+ * the file an image needs.
+ */
+extern uint64_t fmt_data_align (uint32_t page_size, uint32_t pages_per_block);
+extern void fmt_place_regions (struct ftl_superblock *sb);
+extern uint64_t fmt_image_bytes (const struct ftl_superblock *sb);
+/* File offsets, in either layout, of erase block b's metadata area and
+ * of page p of its data pages (media.h has the same for an open image).
+ */
+extern uint64_t fmt_meta_area_offset (const struct ftl_superblock *sb,
+                                      uint32_t b);
+extern uint64_t fmt_data_page_offset (const struct ftl_superblock *sb,
+                                      uint32_t b, uint32_t p);
 
 #endif /* FTL_FORMAT_H */

@@ -152,8 +152,9 @@ ftl_inspect_image (struct ftl *ftl, struct ftl_image_info *ii)
             PRIx64 "-%04" PRIx64 "-%012" PRIx64,
             u[0] >> 32, (u[0] >> 16) & 0xffff, u[0] & 0xffff, u[1] >> 48,
             u[1] & UINT64_C (0xffffffffffff));
-  ii->block_bytes = m->block_bytes;
-  ii->image_bytes = m->data_offset + (uint64_t) m->blocks * m->block_bytes;
+  ii->block_bytes = (uint64_t) (m->meta_pages + m->pages_per_block)
+    * m->page_size;
+  ii->image_bytes = media_image_bytes (m);
   ii->physical_bytes = (uint64_t) m->blocks * m->pages_per_block
     * m->page_size;
 }

@@ -74,10 +74,9 @@ struct ftl_image_info {
   const char *path;             /* as given to ftl_open; the handle's */
   struct ftl_superblock sb;     /* the newest valid copy, as opened */
   char uuid[37];                /* sb.uuid as 8-4-4-4-12 hex digits */
-  uint64_t block_bytes;         /* an erase block in the file, its
-                                 * metadata area included */
-  uint64_t image_bytes;         /* the file: data_offset + blocks *
-                                 * block_bytes */
+  uint64_t block_bytes;         /* what an erase block takes in the
+                                 * file, its metadata area included */
+  uint64_t image_bytes;         /* the size the file needs (format.h) */
   uint64_t physical_bytes;      /* the data pages of every erase block */
   /* Erase blocks by state (enum ftl_block_state), counted from each
    * block's state; and the counts that the handle keeps alongside.

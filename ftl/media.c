@@ -152,7 +152,7 @@ media_io_sync_dir (const struct ftl_io *io, const char *path)
 int
 media_init (struct media *m, int fd, const struct ftl_io *io,
             uint32_t page_size, uint32_t pages_per_block, uint32_t blocks,
-            uint32_t meta_pages, uint64_t data_offset)
+            uint32_t meta_pages, uint64_t meta_offset, uint64_t data_offset)
 {
   assert (is_power_of_2 (page_size));
   assert (is_power_of_2 (pages_per_block));
@@ -165,8 +165,10 @@ media_init (struct media *m, int fd, const struct ftl_io *io,
   m->meta_pages = meta_pages;
   m->page_shift = log2_u64 (page_size);
   m->ppb_shift = log2_u64 (pages_per_block);
+  m->meta_offset = meta_offset;
   m->data_offset = data_offset;
-  m->block_bytes = (uint64_t) (meta_pages + pages_per_block) * page_size;
+  m->block_bytes = (uint64_t) (pages_per_block
+                               + (meta_offset ? 0 : meta_pages)) * page_size;
   m->wp = calloc (blocks, sizeof *m->wp);
   m->erase_count = calloc (blocks, sizeof *m->erase_count);
   m->gen = calloc (blocks, sizeof *m->gen);
@@ -538,6 +540,22 @@ media_read_meta (struct media *m, uint32_t blk, uint8_t *buf)
   return untimed_end (m, r);
 }
 
+bool
+media_meta_at (const struct media *m, uint64_t off, uint32_t *blk,
+               uint64_t *in)
+{
+  uint64_t meta_bytes = (uint64_t) m->meta_pages << m->page_shift;
+  uint64_t start = media_regions_offset (m);
+  uint64_t stride = m->meta_offset ? meta_bytes : m->block_bytes;
+
+  if (off < start || (off - start) / stride >= m->blocks ||
+      (off - start) % stride >= meta_bytes)
+    return false;
+  *blk = (off - start) / stride;
+  *in = (off - start) % stride;
+  return true;
+}
+
 uint64_t
 media_header_offset (const struct media *m, uint32_t blk,
                      uint32_t erase_count)
@@ -637,7 +655,7 @@ media_power_off (struct media *m)
 int
 media_pwrite_raw (struct media *m, const void *buf, size_t len, uint64_t off)
 {
-  assert (off + len <= m->data_offset);
+  assert (off + len <= media_regions_offset (m));
   int r = untimed_begin (m);
   if (r == 0)
     r = m->io->pwrite (m->io->opaque, m->fd, buf, len, off);
@@ -647,7 +665,7 @@ media_pwrite_raw (struct media *m, const void *buf, size_t len, uint64_t off)
 int
 media_pread_raw (struct media *m, void *buf, size_t len, uint64_t off)
 {
-  assert (off + len <= m->data_offset);
+  assert (off + len <= media_regions_offset (m));
   int r = untimed_begin (m);
   if (r == 0)
     r = m->io->pread (m->io->opaque, m->fd, buf, len, off);

@@ -105,8 +105,13 @@ struct media {
   uint32_t meta_pages;
   unsigned page_shift;          /* log2 (page_size) */
   unsigned ppb_shift;           /* log2 (pages_per_block) */
-  uint64_t data_offset;         /* file offset of block 0 */
-  uint64_t block_bytes;         /* (meta_pages + pages_per_block) * page_size */
+  uint64_t meta_offset;         /* file offset of the metadata region, or
+                                 * 0: interleaved, as before version 4 */
+  uint64_t data_offset;         /* file offset of the data region, or of
+                                 * block 0 when interleaved */
+  uint64_t block_bytes;         /* interleaved: the stride of a block,
+                                 * (meta_pages + pages_per_block) pages;
+                                 * else pages_per_block pages */
 
   uint32_t *wp;                 /* program pointer per block */
   uint32_t *erase_count;        /* per block (atomic access) */
@@ -131,7 +136,7 @@ struct media {
 extern int media_init (struct media *m, int fd, const struct ftl_io *io,
                        uint32_t page_size, uint32_t pages_per_block,
                        uint32_t blocks, uint32_t meta_pages,
-                       uint64_t data_offset);
+                       uint64_t meta_offset, uint64_t data_offset);
 extern void media_free (struct media *m);
 
 /* Attach the timing model, the deadline tracker and fault injection
@@ -172,19 +177,44 @@ media_ppn_page (const struct media *m, uint32_t ppn)
   return ppn & (m->pages_per_block - 1);
 }
 
-/* File offset of a data page and of a block's metadata area. */
+/* File offset of a data page and of a block's metadata area (format.h
+ * has both layouts).
+ */
 static inline uint64_t
 media_page_offset (const struct media *m, uint32_t ppn)
 {
   uint32_t blk = media_ppn_block (m, ppn);
-  return m->data_offset + blk * m->block_bytes
-    + ((uint64_t) (m->meta_pages + media_ppn_page (m, ppn)) << m->page_shift);
+  uint64_t page = media_ppn_page (m, ppn)
+    + (m->meta_offset ? 0 : m->meta_pages);
+  return m->data_offset + blk * m->block_bytes + (page << m->page_shift);
 }
 
 static inline uint64_t
 media_meta_offset (const struct media *m, uint32_t blk)
 {
+  if (m->meta_offset)
+    return m->meta_offset
+      + ((uint64_t) blk * m->meta_pages << m->page_shift);
   return m->data_offset + blk * m->block_bytes;
+}
+
+/* Which block's metadata area holds file offset off: returns true and
+ * sets *blk and *in (the offset inside the area), or returns false.
+ */
+extern bool media_meta_at (const struct media *m, uint64_t off,
+                           uint32_t *blk, uint64_t *in);
+
+/* Where the regions after the checkpoints start, and the file's size. */
+static inline uint64_t
+media_regions_offset (const struct media *m)
+{
+  return m->meta_offset ? m->meta_offset : m->data_offset;
+}
+
+static inline uint64_t
+media_image_bytes (const struct media *m)
+{
+  return m->data_offset + m->blocks * m->block_bytes;
 }
 
 /* File offset of the block header copy that records an erase count:

@@ -130,8 +130,7 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
   }
   *sb = s[best];
 
-  uint64_t need = sb->data_offset + (uint64_t) sb->blocks
-    * (sb->meta_pages + sb->pages_per_block) * sb->page_size;
+  uint64_t need = fmt_image_bytes (sb);
   if (file_size < need) {
     snprintf (errbuf, errlen, "the image is truncated: %" PRIu64 " bytes, "
               "its geometry needs %" PRIu64, file_size, need);
@@ -417,7 +416,8 @@ static int
 step_media (struct ftl *ftl, struct open_ctx *c)
 {
   return media_init (&ftl->media, ftl->fd, c->o->io, ftl->page_size, ftl->ppb,
-                     ftl->blocks, ftl->sb.meta_pages, ftl->sb.data_offset);
+                     ftl->blocks, ftl->sb.meta_pages, ftl->sb.meta_offset,
+                     ftl->sb.data_offset);
 }
 
 static void

@@ -317,6 +317,7 @@ render_geometry (struct jw *w, const struct stats_view *v)
   jw_uint (w, "physical_bytes", v->ii.physical_bytes);
   jw_uint (w, "image_bytes", v->ii.image_bytes);
   jw_uint (w, "meta_pages", v->ii.sb.meta_pages);
+  jw_uint (w, "meta_offset", v->ii.sb.meta_offset);
   jw_uint (w, "data_offset", v->ii.sb.data_offset);
   jw_end (w);
   jw_begin (w, "capacity");

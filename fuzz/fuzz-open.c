@@ -66,7 +66,6 @@ static void
 reseal_image (uint8_t *img, size_t n, unsigned flags)
 {
   struct ftl_superblock sb;
-  uint64_t block_bytes;
 
   if (flags & RESEAL_SB)
     for (int i = 0; i < 2; i++)
@@ -89,18 +88,17 @@ reseal_image (uint8_t *img, size_t n, unsigned flags)
 
   if (!(flags & (RESEAL_META | RESEAL_DATA)))
     return;
-  block_bytes = (uint64_t) (sb.meta_pages + sb.pages_per_block)
-    * sb.page_size;
   for (uint32_t b = 0; b < sb.blocks; b++) {
-    uint64_t off = sb.data_offset + b * block_bytes;
+    uint64_t off = fmt_meta_area_offset (&sb, b);
     uint8_t *meta = img + off;
-    if (off + block_bytes > n)
+    if (off + (uint64_t) sb.meta_pages * sb.page_size > n ||
+        fmt_data_page_offset (&sb, b, sb.pages_per_block) > n)
       break;
     if ((flags & RESEAL_META) && !all_zero (meta, FTL_BLKHDR_BYTES))
       fuzz_reseal_blkhdr (meta);
     for (uint32_t i = 0; i < sb.pages_per_block; i++) {
       uint8_t *e = meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES;
-      uint8_t *page = meta + (size_t) (sb.meta_pages + i) * sb.page_size;
+      uint8_t *page = img + fmt_data_page_offset (&sb, b, i);
       uint32_t ppn = b * sb.pages_per_block + i;
       if (all_zero (e, FTL_OOB_BYTES))
         continue;

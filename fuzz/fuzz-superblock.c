@@ -17,7 +17,7 @@ static void
 check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)
 {
   uint8_t again[FTL_SB_BYTES];
-  uint64_t lpages, block_bytes, end;
+  uint64_t lpages, end;
 
   FUZZ_CHECK (sb->page_size >= 512 && sb->page_size <= 65536 &&
               (sb->page_size & (sb->page_size - 1)) == 0);
@@ -38,17 +38,23 @@ check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)
    */
   FUZZ_CHECK (sb->ckpt_offset[0] >= 2 * FTL_SB_SLOT);
   FUZZ_CHECK (sb->ckpt_offset[1] == sb->ckpt_offset[0] + sb->ckpt_bytes);
-  FUZZ_CHECK (sb->data_offset == sb->ckpt_offset[1] + sb->ckpt_bytes);
-  block_bytes = (uint64_t) (sb->meta_pages + sb->pages_per_block)
-    * sb->page_size;
-  FUZZ_CHECK (!__builtin_mul_overflow ((uint64_t) sb->blocks, block_bytes,
-                                       &end));
-  FUZZ_CHECK (!__builtin_add_overflow (end, sb->data_offset, &end));
-  FUZZ_CHECK (end <= INT64_MAX);
+  if (sb->meta_offset == 0)
+    FUZZ_CHECK (sb->data_offset == sb->ckpt_offset[1] + sb->ckpt_bytes);
+  else {
+    FUZZ_CHECK (sb->version >= 4);
+    FUZZ_CHECK (sb->meta_offset == sb->ckpt_offset[1] + sb->ckpt_bytes);
+    FUZZ_CHECK (sb->data_offset
+                % fmt_data_align (sb->page_size, sb->pages_per_block) == 0);
+    FUZZ_CHECK (sb->data_offset >= sb->meta_offset + (uint64_t) sb->blocks
+                * sb->meta_pages * sb->page_size);
+  }
+  end = fmt_image_bytes (sb);
+  FUZZ_CHECK (end > sb->data_offset && end <= INT64_MAX);
   FUZZ_CHECK (sb->state == FTL_SB_CLEAN || sb->state == FTL_SB_DIRTY);
 
   fmt_sb_encode (sb, again);
-  FUZZ_CHECK (memcmp (again, buf, FTL_SB_BYTES) == 0);
+  FUZZ_CHECK (memcmp (again, buf, sb->version >= 4 ? FTL_SB_BYTES
+                      : FTL_SB_BYTES_V1) == 0);
 }
 
 static void

@@ -46,10 +46,12 @@ fuzz_reseal_struct (uint8_t *buf, size_t len, size_t csum_off)
   put64le (buf + csum_off, fmt_checksum (buf, len, 0));
 }
 
+/* A superblock's encoded length depends on its version (format.h). */
 static inline void
 fuzz_reseal_sb (uint8_t *buf)
 {
-  fuzz_reseal_struct (buf, FTL_SB_BYTES, 16);
+  fuzz_reseal_struct (buf, get32le (buf + 8) >= 4 ? FTL_SB_BYTES
+                      : FTL_SB_BYTES_V1, 16);
 }
 
 static inline void

@@ -156,7 +156,6 @@ seeds_of_image (const char *path, bool with_write)
   uint8_t flags;
   uint8_t *img;
   size_t n;
-  uint64_t block_bytes;
   unsigned oob_seeds = 0, hdr_seeds = 0;
 
   img = slurp (path, &n);
@@ -184,16 +183,13 @@ seeds_of_image (const char *path, bool with_write)
             FTL_CKPT_HDR_BYTES + get64le (h + 40));
   }
 
-  block_bytes = (uint64_t) (sb.meta_pages + sb.pages_per_block)
-    * sb.page_size;
   for (uint32_t b = 0; b < sb.blocks; b++) {
-    const uint8_t *meta = img + sb.data_offset + b * block_bytes;
+    const uint8_t *meta = img + fmt_meta_area_offset (&sb, b);
     if (!all_zero (meta, FTL_BLKHDR_BYTES) && hdr_seeds++ < 3)
       seed ("fuzz-blkhdr", NULL, 0, meta, FTL_BLKHDR_BYTES);
     for (uint32_t i = 0; i < sb.pages_per_block; i++) {
       const uint8_t *e = meta + FTL_BLKHDR_BYTES + i * FTL_OOB_BYTES;
-      const uint8_t *page = meta + (size_t) (sb.meta_pages + i)
-        * sb.page_size;
+      const uint8_t *page = img + fmt_data_page_offset (&sb, b, i);
       uint8_t ps = 0;           /* 512 << 0 */
       if (all_zero (e, FTL_OOB_BYTES))
         continue;

@@ -75,10 +75,14 @@ h.flush()
 stop_server "$pid"
 $FTLCTL check "$good"
 $FTLCTL info --json "$good" > "$tmp/info.json"
+meta_offset="$(jq .geometry.meta_offset "$tmp/info.json")"
 data_offset="$(jq .geometry.data_offset "$tmp/info.json")"
 image_bytes="$(jq .geometry.image_bytes "$tmp/info.json")"
+block_data="$(jq '.geometry | .page_size * .pages_per_block' "$tmp/info.json")"
+[ "$meta_offset" -gt 0 ] && [ $(( data_offset % block_data )) -eq 0 ] ||
+    fail "regions: metadata at $meta_offset, data at $data_offset"
 ckpt[0]=8192                                # after both superblock slots
-ckpt[1]=$(( (8192 + data_offset) / 2 ))     # two slots of equal size
+ckpt[1]=$(( (8192 + meta_offset) / 2 ))     # two slots of equal size
 
 # where LPN: the data and OOB offsets of a logical page (from dump).
 where ()
@@ -200,8 +204,10 @@ checked 4 'error: logical page 7 .*data checksum mismatch'
 served 7
 
 # 9. The file cut short: in superblock copy A, in copy B, in a
-# checkpoint slot, in the data area, one byte short.
-for size in 100 6000 $(( ckpt[1] + 100 )) $(( data_offset + 5000 )) \
+# checkpoint slot, in the metadata region, in the data region, one byte
+# short.
+for size in 100 6000 $(( ckpt[1] + 100 )) $(( meta_offset + 5000 )) \
+            $(( data_offset + 5000 )) \
             $(( image_bytes - 1 )); do
     begin "truncated to $size bytes"
     truncate -s "$size" "$img"

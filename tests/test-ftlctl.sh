@@ -82,8 +82,7 @@ read -r block page < <(sed -En \
     "$tmp/dump")
 expected="$(jq --argjson b "$block" --argjson p "$page" \
     '.geometry as $g | $g.data_offset
-       + $b * ($g.meta_pages + $g.pages_per_block) * $g.page_size
-       + ($g.meta_pages + $p) * $g.page_size' "$tmp/info.json")"
+       + ($b * $g.pages_per_block + $p) * $g.page_size' "$tmp/info.json")"
 [ "$offset" = "$expected" ] || fail "data offset $offset, expected $expected"
 printf 'not the data' | dd of="$disk" bs=1 seek="$offset" conv=notrunc \
                            status=none

@@ -56,6 +56,7 @@ compare_superblocks (struct checker *c, const struct ftl_superblock *a,
   SAME (meta_pages);
   SAME (logical_bytes);
   SAME (data_offset);
+  SAME (meta_offset);
   SAME (ckpt_offset[0]);
   SAME (ckpt_offset[1]);
   SAME (ckpt_bytes);
@@ -229,8 +230,7 @@ check_ckpt_slot (struct checker *c, int fd, int slot,
 static void
 check_size (struct checker *c, int fd, const struct ftl_superblock *sb)
 {
-  uint64_t need = sb->data_offset + (uint64_t) sb->blocks
-    * (sb->meta_pages + sb->pages_per_block) * sb->page_size;
+  uint64_t need = fmt_image_bytes (sb);
   struct stat st;
 
   if (fstat (fd, &st) == 0 && (uint64_t) st.st_size < need)

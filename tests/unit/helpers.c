@@ -182,13 +182,14 @@ unit_open_cached (const char *path, uint64_t size, uint32_t ps, uint32_t ppb,
 }
 
 bool
-unit_is_erase_write (uint64_t data_offset, uint64_t block_bytes,
-                     uint64_t meta_bytes, uint64_t off, uint64_t len,
-                     const uint8_t *data)
+unit_is_erase_write (const struct media *geo, uint64_t off, uint64_t len,
+                     const uint8_t *data, uint32_t *blk)
 {
-  if (!block_bytes || off < data_offset ||
-      (off - data_offset) % block_bytes != FTL_BLKHDR_BYTES ||
-      len != meta_bytes - 2 * FTL_BLKHDR_BYTES)
+  uint64_t meta_bytes = (uint64_t) geo->meta_pages << geo->page_shift;
+  uint64_t in;
+
+  if (!geo->blocks || !media_meta_at (geo, off, blk, &in) ||
+      in != FTL_BLKHDR_BYTES || len != meta_bytes - 2 * FTL_BLKHDR_BYTES)
     return false;
   for (uint64_t i = 0; i < len; i++)
     if (data[i])
@@ -316,6 +317,68 @@ unit_read_file (const char *path, void *buf, size_t len, uint64_t off)
   ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
   ck_assert_int_eq (pread (fd, buf, len, off), (ssize_t) len);
   close (fd);
+}
+
+void
+unit_make_interleaved (const char *path, uint32_t version)
+{
+  int fd = open (path, O_RDWR | O_CLOEXEC);
+  uint8_t slot[2][FTL_SB_BYTES];
+  struct ftl_superblock sb[2];
+  bool ok[2];
+  int best = -1;
+
+  ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
+  ck_assert (version >= 1 && version < 4);
+  for (int s = 0; s < 2; s++) {
+    ck_assert_int_eq (pread (fd, slot[s], FTL_SB_BYTES, s * FTL_SB_SLOT),
+                      FTL_SB_BYTES);
+    ok[s] = fmt_sb_decode (slot[s], FTL_SB_BYTES, &sb[s], NULL, 0)
+      == FTL_FMT_OK;
+    if (ok[s] && (best < 0 || sb[s].generation > sb[best].generation))
+      best = s;
+  }
+  ck_assert_int_ge (best, 0);
+  ck_assert_uint_ne (sb[best].meta_offset, 0);
+
+  /* Read both regions whole, then write every block where the older
+   * layout puts it.
+   */
+  const struct ftl_superblock *g = &sb[best];
+  uint64_t meta_bytes = (uint64_t) g->meta_pages * g->page_size;
+  uint64_t data_bytes = (uint64_t) g->pages_per_block * g->page_size;
+  uint64_t new_data = g->meta_offset;     /* right after the checkpoints */
+  uint8_t *meta = malloc (g->blocks * meta_bytes);
+  uint8_t *data = malloc (g->blocks * data_bytes);
+  ck_assert (meta && data);
+  ck_assert_int_eq (pread (fd, meta, g->blocks * meta_bytes, g->meta_offset),
+                    (ssize_t) (g->blocks * meta_bytes));
+  ck_assert_int_eq (pread (fd, data, g->blocks * data_bytes, g->data_offset),
+                    (ssize_t) (g->blocks * data_bytes));
+  for (uint32_t b = 0; b < g->blocks; b++) {
+    uint64_t at = new_data + b * (meta_bytes + data_bytes);
+    ck_assert_int_eq (pwrite (fd, meta + b * meta_bytes, meta_bytes, at),
+                      (ssize_t) meta_bytes);
+    ck_assert_int_eq (pwrite (fd, data + b * data_bytes, data_bytes,
+                              at + meta_bytes), (ssize_t) data_bytes);
+  }
+  free (meta);
+  free (data);
+  ck_assert_int_eq (ftruncate (fd, new_data + g->blocks
+                               * (meta_bytes + data_bytes)), 0);
+
+  for (int s = 0; s < 2; s++) {
+    uint8_t buf[FTL_SB_BYTES];
+    if (!ok[s])
+      continue;
+    sb[s].version = version;
+    sb[s].meta_offset = 0;
+    sb[s].data_offset = new_data;
+    fmt_sb_encode (&sb[s], buf);
+    ck_assert_int_eq (pwrite (fd, buf, FTL_SB_BYTES, s * FTL_SB_SLOT),
+                      FTL_SB_BYTES);
+  }
+  ck_assert_int_eq (close (fd), 0);
 }
 
 uint64_t

@@ -88,17 +88,25 @@ extern void unit_read_file (const char *path, void *buf, size_t len,
                             uint64_t off);
 extern uint64_t unit_file_size (const char *path);
 
+/* Rewrite a closed image of this version in the layout of versions 1
+ * to 3 (format.h): every erase block's metadata area moved to just
+ * before its data pages, both superblock copies saying version and
+ * meta_offset 0.  Nothing else changes: checkpoints and OOB entries
+ * name pages, not file offsets.
+ */
+extern void unit_make_interleaved (const char *path, uint32_t version);
+
 /* Seconds from a monotonic clock. */
 extern double unit_now (void);
 
 /* Is this backing write, of len bytes at file offset off, the start of
- * an erase: zeros over one erase block's OOB entries (media.h)?  The
- * geometry is the image's: where block 0 starts, the size of an erase
- * block and of its metadata area, in bytes.
+ * an erase: zeros over one erase block's OOB entries (media.h)?  If so,
+ * sets *blk to the block.  geo is the image's media (a copy of it is
+ * enough: only its geometry is used).
  */
-extern bool unit_is_erase_write (uint64_t data_offset, uint64_t block_bytes,
-                                 uint64_t meta_bytes, uint64_t off,
-                                 uint64_t len, const uint8_t *data);
+extern bool unit_is_erase_write (const struct media *geo, uint64_t off,
+                                 uint64_t len, const uint8_t *data,
+                                 uint32_t *blk);
 
 /* ---- Fault injection under the media layer ----
  *

@@ -434,8 +434,7 @@ struct ctx {
   struct ftl *ftl;              /* when a handle is open */
   unsigned phase;               /* TAG_OPEN or TAG_CLOSE or 0 */
   uint64_t ckpt_start;          /* file offset of checkpoint slot 0 */
-  uint64_t data_offset;
-  uint64_t block_bytes, meta_bytes;
+  struct media geo;             /* the image's geometry */
   /* Erase counts at each completed sync. */
   size_t nsnap, capsnap;
   size_t *snap_ev;
@@ -454,14 +453,16 @@ classify (void *arg, const struct unit_ev *e)
     if (c->ftl && c->ftl->gc.moving_for_wl)
       tag |= TAG_WL;
   }
+  uint32_t blk;
+
   if (e->kind == UNIT_EV_PWRITE &&
-      unit_is_erase_write (c->data_offset, c->block_bytes, c->meta_bytes,
-                           e->off, e->len, e->data))
+      unit_is_erase_write (&c->geo, e->off, e->len, e->data, &blk))
     tag |= TAG_ERASE;
   if (e->kind == UNIT_EV_PWRITE) {
     if (e->off < 2 * FTL_SB_SLOT)
       tag |= TAG_SB;
-    else if (e->off >= c->ckpt_start && e->off < c->data_offset)
+    else if (e->off >= c->ckpt_start &&
+             e->off < media_regions_offset (&c->geo))
       tag |= TAG_CKPT;
   }
   return tag;
@@ -618,9 +619,7 @@ record (struct unit_fault *f, struct ctx *c, unsigned mixn, size_t *nops,
   ftl = open_image (base, unit_nosync_io (), err, sizeof err, &r);
   ck_assert_msg (r == 0, "creating the image: %s", err);
   c->ckpt_start = ftl->sb.ckpt_offset[0];
-  c->data_offset = ftl->sb.data_offset;
-  c->block_bytes = ftl->media.block_bytes;
-  c->meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
+  c->geo = ftl->media;
   c->blocks = ftl->blocks;
   ck_assert_uint_le (c->blocks, 64);
   ck_assert_int_eq (ftl_close (ftl), 0);

@@ -133,12 +133,15 @@ START_TEST (test_persist)
 }
 END_TEST
 
-/* Make the image a version 1 image: superblocks and checkpoints say
- * version 1, block entries have no program hours, the header no clock.
+/* Make the image a version 1 image: the layout of before version 4,
+ * superblocks and checkpoints say version 1, block entries have no
+ * program hours, the header no clock.
  */
 static void
 downgrade (void)
 {
+  unit_make_interleaved (path, 1);
+
   int fd = open (path, O_RDWR);
   uint8_t buf[FTL_SB_SLOT];
   struct ftl_superblock sb;
@@ -227,6 +230,7 @@ START_TEST (test_version_1)
    * superblock copies say the current version after the clean close.
    */
   ftl = open_errors (NULL, false);
+  ck_assert_uint_eq (ftl->media.meta_offset, 0);  /* its layout stays */
   for (uint32_t b = 0; b < ftl->blocks; b++)
     ck_assert ((errmodel_program_hour (&ftl->em, b) != 0)
                == (ftl->media.wp[b] != 0));

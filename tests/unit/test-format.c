@@ -48,6 +48,19 @@ good_sb (void)
                                   sb.logical_bytes / sb.page_size, sb.blocks);
   sb.ckpt_offset[0] = 2 * FTL_SB_SLOT;
   sb.ckpt_offset[1] = sb.ckpt_offset[0] + sb.ckpt_bytes;
+  fmt_place_regions (&sb);
+  return sb;
+}
+
+/* The same in the interleaved layout of images from before version 4
+ * (meta_offset 0).
+ */
+static struct ftl_superblock
+good_sb_interleaved (uint32_t version)
+{
+  struct ftl_superblock sb = good_sb ();
+  sb.version = version;
+  sb.meta_offset = 0;
   sb.data_offset = sb.ckpt_offset[1] + sb.ckpt_bytes;
   return sb;
 }
@@ -62,6 +75,7 @@ assert_sb_eq (const struct ftl_superblock *a, const struct ftl_superblock *b)
   ck_assert_uint_eq (a->blocks, b->blocks);
   ck_assert_uint_eq (a->meta_pages, b->meta_pages);
   ck_assert_uint_eq (a->logical_bytes, b->logical_bytes);
+  ck_assert_uint_eq (a->meta_offset, b->meta_offset);
   ck_assert_uint_eq (a->data_offset, b->data_offset);
   ck_assert_uint_eq (a->ckpt_offset[0], b->ckpt_offset[0]);
   ck_assert_uint_eq (a->ckpt_offset[1], b->ckpt_offset[1]);
@@ -124,6 +138,80 @@ START_TEST (test_sb_round_trip)
   fmt_sb_encode (&sb, buf);
   ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, &out, NULL, 0),
                     FTL_FMT_OK);
+  assert_sb_eq (&sb, &out);
+}
+END_TEST
+
+/* The regions of a new image (format.h): the metadata region right
+ * after the checkpoint slots, the data region at the next multiple of
+ * fmt_data_align after it, and the file's size.
+ */
+START_TEST (test_sb_regions)
+{
+  struct ftl_superblock sb = good_sb ();
+  uint64_t meta_bytes = (uint64_t) sb.meta_pages * sb.page_size;
+
+  ck_assert_uint_eq (sb.meta_offset, sb.ckpt_offset[1] + sb.ckpt_bytes);
+  uint64_t align = fmt_data_align (sb.page_size, sb.pages_per_block);
+
+  ck_assert_uint_eq (align, (uint64_t) sb.pages_per_block * sb.page_size);
+  ck_assert_uint_eq (fmt_data_align (4096, 1024), FTL_DATA_ALIGN);
+  ck_assert_uint_eq (fmt_data_align (512, 8), 4096);
+  ck_assert_uint_eq (sb.data_offset % align, 0);
+  ck_assert_uint_ge (sb.data_offset, sb.meta_offset + sb.blocks * meta_bytes);
+  ck_assert_uint_lt (sb.data_offset,
+                     sb.meta_offset + sb.blocks * meta_bytes + align);
+  ck_assert_uint_eq (fmt_image_bytes (&sb), sb.data_offset
+                     + (uint64_t) sb.blocks * sb.pages_per_block
+                     * sb.page_size);
+
+  sb = good_sb_interleaved (3);
+  ck_assert_uint_eq (fmt_image_bytes (&sb), sb.data_offset
+                     + (uint64_t) sb.blocks * (sb.meta_pages
+                                               + sb.pages_per_block)
+                     * sb.page_size);
+}
+END_TEST
+
+/* Older versions: a version 3 superblock is FTL_SB_BYTES_V1 bytes and
+ * decodes with meta_offset 0; a version 4 one may say meta_offset 0
+ * too (an image upgraded from version 3).  Neither length is accepted
+ * for the other version.
+ */
+START_TEST (test_sb_older_versions)
+{
+  uint8_t buf[FTL_SB_SLOT];
+  struct ftl_superblock out;
+
+  for (uint32_t v = 1; v <= FTL_FORMAT_VERSION; v++) {
+    struct ftl_superblock sb = good_sb_interleaved (v);
+    uint32_t len = v < 4 ? FTL_SB_BYTES_V1 : FTL_SB_BYTES;
+
+    memset (buf, 0xa5, sizeof buf);
+    fmt_sb_encode (&sb, buf);
+    ck_assert_uint_eq (get32le (buf + 12), len);
+    memset (buf + len, 0, sizeof buf - len);
+    ck_assert_int_eq (sb_decode_checked (buf, len, &out, NULL, 0),
+                      FTL_FMT_OK);
+    assert_sb_eq (&sb, &out);
+    ck_assert_int_eq (sb_decode_checked (buf, len - 1, NULL, NULL, 0),
+                      FTL_FMT_BAD_LENGTH);
+
+    /* The other version's length, resealed: refused. */
+    put32le (buf + 12, v < 4 ? FTL_SB_BYTES : FTL_SB_BYTES_V1);
+    put64le (buf + 16, 0);
+    put64le (buf + 16, fmt_checksum (buf, v < 4 ? FTL_SB_BYTES
+                                     : FTL_SB_BYTES_V1, 0));
+    ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
+                      FTL_FMT_BAD_LENGTH);
+  }
+
+  /* A version 4 image whose regions are split decodes as such. */
+  struct ftl_superblock sb = good_sb ();
+  fmt_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, &out, NULL, 0),
+                    FTL_FMT_OK);
+  ck_assert_uint_ne (out.meta_offset, 0);
   assert_sb_eq (&sb, &out);
 }
 END_TEST
@@ -258,22 +346,36 @@ static void m_ckpt_bytes (struct ftl_superblock *s)
 {
   s->ckpt_bytes += s->page_size;
   s->ckpt_offset[1] = s->ckpt_offset[0] + s->ckpt_bytes;
-  s->data_offset = s->ckpt_offset[1] + s->ckpt_bytes;
+  fmt_place_regions (s);
 }
 static void m_ckpt0_over_sb (struct ftl_superblock *s)
 {
   s->ckpt_offset[0] = FTL_SB_SLOT;
   s->ckpt_offset[1] = s->ckpt_offset[0] + s->ckpt_bytes;
-  s->data_offset = s->ckpt_offset[1] + s->ckpt_bytes;
+  fmt_place_regions (s);
 }
 static void m_ckpt0_unaligned (struct ftl_superblock *s)
 {
   s->ckpt_offset[0] += 512;
   s->ckpt_offset[1] = s->ckpt_offset[0] + s->ckpt_bytes;
-  s->data_offset = s->ckpt_offset[1] + s->ckpt_bytes;
+  fmt_place_regions (s);
 }
 static void m_ckpt1 (struct ftl_superblock *s) { s->ckpt_offset[1] -= s->page_size; }
 static void m_data (struct ftl_superblock *s) { s->data_offset += s->page_size; }
+static void m_data_early (struct ftl_superblock *s)
+{
+  /* Over the metadata region. */
+  s->data_offset -= fmt_data_align (s->page_size, s->pages_per_block);
+}
+static void m_meta_offset (struct ftl_superblock *s)
+{
+  s->meta_offset += s->page_size;
+}
+static void m_interleaved_data (struct ftl_superblock *s)
+{
+  *s = good_sb_interleaved (FTL_FORMAT_VERSION);
+  s->data_offset += s->page_size;
+}
 static void m_state (struct ftl_superblock *s) { s->state = 2; }
 
 static const struct sb_case sb_cases[] = {
@@ -294,6 +396,9 @@ static const struct sb_case sb_cases[] = {
   { "checkpoint slot not page aligned", m_ckpt0_unaligned, "offsets" },
   { "second checkpoint slot", m_ckpt1, "offsets" },
   { "data offset", m_data, "offsets" },
+  { "data region over the metadata region", m_data_early, "offsets" },
+  { "metadata offset", m_meta_offset, "offsets" },
+  { "data offset, interleaved", m_interleaved_data, "offsets" },
   { "state", m_state, "state" },
 };
 
@@ -331,6 +436,7 @@ START_TEST (test_sb_rejects_wrapped_offsets)
   struct ftl_superblock sb = good_sb ();
 
   /* Slot 0 at 2^64 - ckpt_bytes: slot 1 wraps to 0, the data follows. */
+  sb = good_sb_interleaved (FTL_FORMAT_VERSION);
   sb.ckpt_offset[0] = 0 - sb.ckpt_bytes;
   sb.ckpt_offset[1] = 0;
   sb.data_offset = sb.ckpt_bytes;
@@ -341,7 +447,7 @@ START_TEST (test_sb_rejects_wrapped_offsets)
                  "are accepted", sb.ckpt_bytes);
 
   /* Both slots at the top of the range: the data area wraps to 0. */
-  sb = good_sb ();
+  sb = good_sb_interleaved (FTL_FORMAT_VERSION);
   sb.ckpt_offset[0] = 0 - 2 * sb.ckpt_bytes;
   sb.ckpt_offset[1] = 0 - sb.ckpt_bytes;
   sb.data_offset = 0;
@@ -350,6 +456,17 @@ START_TEST (test_sb_rejects_wrapped_offsets)
                  != FTL_FMT_OK,
                  "erase block 0 at file offset 0 (over the superblocks) is "
                  "accepted");
+
+  /* Split: the metadata region at the top, the data region wraps. */
+  sb = good_sb ();
+  sb.ckpt_offset[0] = 0 - 2 * sb.ckpt_bytes - 4096;
+  sb.ckpt_offset[1] = sb.ckpt_offset[0] + sb.ckpt_bytes;
+  fmt_place_regions (&sb);
+  fmt_sb_encode (&sb, buf);
+  ck_assert_msg (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0)
+                 != FTL_FMT_OK,
+                 "a data region at %" PRIu64 " (wrapped) is accepted",
+                 sb.data_offset);
 }
 END_TEST
 
@@ -1131,6 +1248,8 @@ format_suite (void)
   tc = tcase_create ("superblock");
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_sb_round_trip);
+  tcase_add_test (tc, test_sb_regions);
+  tcase_add_test (tc, test_sb_older_versions);
   tcase_add_test (tc, test_durable_record);
   tcase_add_test (tc, test_sb_empty_and_short);
   tcase_add_test (tc, test_sb_flipped_bytes);

@@ -58,7 +58,7 @@ static uint64_t seed_offset;
 
 static struct {
   struct ftl *ftl;
-  uint64_t data_offset, block_bytes, meta_bytes;
+  struct media geo;             /* the image's geometry */
   uint32_t erased[MAX_TRACE];
   bool wl[MAX_TRACE];           /* erased for wear leveling */
   enum bg_work work[MAX_TRACE]; /* ... by a background step doing this */
@@ -74,13 +74,14 @@ static struct {
 static int
 trace_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
 {
-  if (unit_is_erase_write (trace.data_offset, trace.block_bytes,
-                           trace.meta_bytes, off, len, buf)) {
+  uint32_t blk;
+
+  if (unit_is_erase_write (&trace.geo, off, len, buf, &blk)) {
     if (trace.n < MAX_TRACE) {
       trace.wl[trace.n] = trace.ftl && trace.ftl->gc.moving_for_wl;
       trace.work[trace.n] = bg_work_here ();
       trace.syncs_before[trace.n] = trace.syncs;
-      trace.erased[trace.n++] = (off - trace.data_offset) / trace.block_bytes;
+      trace.erased[trace.n++] = blk;
     }
     else
       trace.overflow = true;
@@ -195,9 +196,7 @@ open_policy (uint64_t lpages, uint32_t ppb, double op, unsigned streams,
   ck_assert_msg (r == 0, "ftl_open: %s", err);
   ck_assert_int_eq (ftl->gc.policy, policy);
   trace.ftl = ftl;
-  trace.data_offset = ftl->sb.data_offset;
-  trace.block_bytes = ftl->media.block_bytes;
-  trace.meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
+  trace.geo = ftl->media;
   return ftl;
 }
 
@@ -491,9 +490,7 @@ hot_cold_run (bool one_log, uint64_t seed, uint64_t *hot_blocks)
 
   ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
   trace.ftl = ftl;
-  trace.data_offset = ftl->sb.data_offset;
-  trace.block_bytes = ftl->media.block_bytes;
-  trace.meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
+  trace.geo = ftl->media;
   ck_assert_int_eq (ftl->one_log, one_log);
   *hot_blocks = 0;
   ref_init (&r, lp);
@@ -832,9 +829,7 @@ open_manual_op (enum ftl_gc_mode mode, uint32_t wl_threshold, uint32_t op)
 
   ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
   trace.ftl = ftl;
-  trace.data_offset = ftl->sb.data_offset;
-  trace.block_bytes = ftl->media.block_bytes;
-  trace.meta_bytes = (uint64_t) ftl->media.meta_pages << ftl->media.page_shift;
+  trace.geo = ftl->media;
   ck_assert_uint_ge (ftl->gc.high, ftl->gc.low);
   /* No thread: requests leave to the steps what they leave to it. */
   ck_assert_int_eq (ftl_start_background (ftl), 0);

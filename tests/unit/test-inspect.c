@@ -78,8 +78,19 @@ START_TEST (test_inspect_handle)
   ck_assert_uint_eq (sum, g.blocks);
   ck_assert_uint_eq (ii.blocks_unknown, 0);
   ck_assert_uint_eq (ii.free_pool, ii.blocks_in_state[FTL_BLK_FREE]);
-  ck_assert_uint_eq (ii.image_bytes,
-                     ii.sb.data_offset + (uint64_t) g.blocks * ii.block_bytes);
+  /* The layout of format.h: metadata region, then data region, each
+   * block's data aligned to its size.
+   */
+  ck_assert_uint_eq (ii.sb.meta_offset,
+                     ii.sb.ckpt_offset[1] + ii.sb.ckpt_bytes);
+  ck_assert_uint_eq (ii.sb.data_offset % ((uint64_t) PPB * PS), 0);
+  ck_assert_uint_ge (ii.sb.data_offset, ii.sb.meta_offset
+                     + (uint64_t) g.blocks * ftl_inspect_meta_bytes (ftl));
+  ck_assert_uint_eq (ii.block_bytes, ftl_inspect_meta_bytes (ftl)
+                     + (uint64_t) PPB * PS);
+  ck_assert_uint_eq (ii.image_bytes, ii.sb.data_offset
+                     + (uint64_t) g.blocks * PPB * PS);
+  ck_assert_uint_eq (unit_file_size (path), ii.image_bytes);
   ftl_inspect_checkpoint (ftl, &gen, &slot);
   ck_assert_uint_ge (gen, 2);
   ck_assert_uint_le (slot, 1);
@@ -90,8 +101,10 @@ START_TEST (test_inspect_handle)
   ck_assert_int_eq (ftl_inspect_block (ftl, ppn / PPB, &bi), 0);
   ck_assert_uint_gt (bi.write_pointer, ppn % PPB);
   ck_assert_uint_ge (bi.valid, 1);
-  ck_assert_uint_eq (bi.data_offset, bi.meta_offset
-                     + ftl_inspect_meta_bytes (ftl));
+  ck_assert_uint_eq (bi.meta_offset, ii.sb.meta_offset
+                     + (ppn / PPB) * ftl_inspect_meta_bytes (ftl));
+  ck_assert_uint_eq (bi.data_offset, ii.sb.data_offset
+                     + (uint64_t) (ppn / PPB) * PPB * PS);
   meta = malloc (ftl_inspect_meta_bytes (ftl));
   ck_assert_int_eq (ftl_inspect_read_meta (ftl, ppn / PPB, meta), 0);
   ck_assert_int_eq (fmt_oob_decode (ftl_inspect_oob_entry (meta, ppn % PPB),

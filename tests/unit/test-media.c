@@ -41,6 +41,13 @@ static char path[256];
 static uint8_t *model;          /* expected file contents */
 static uint64_t file_bytes;
 static uint32_t meta_pages;
+static bool split;              /* the layout of version 4 (format.h),
+                                 * else the interleaved one of before */
+
+/* The split layout: metadata region at DATA_OFF, data region at a
+ * 2 MiB boundary after it.
+ */
+#define SPLIT_DATA_OFF ((uint64_t) FTL_DATA_ALIGN)
 
 /* Counting I/O hooks: every access must go through struct ftl_io. */
 static struct {
@@ -75,18 +82,23 @@ static const struct ftl_io counting_io = {
   .pwrite = count_pwrite, .pread = count_pread, .sync = count_sync,
 };
 
-/* File offsets computed from format.h's layout, independently of the
- * inline helpers in media.h.
+/* File offsets computed from format.h's layouts, independently of the
+ * inline helpers in media.h.  block_off is where a block's metadata
+ * area starts.
  */
 static uint64_t
 block_off (uint32_t blk)
 {
+  if (split)
+    return DATA_OFF + (uint64_t) blk * meta_pages * PS;
   return DATA_OFF + (uint64_t) blk * (meta_pages + PPB) * PS;
 }
 
 static uint64_t
 page_off (uint32_t blk, uint32_t page)
 {
+  if (split)
+    return SPLIT_DATA_OFF + ((uint64_t) blk * PPB + page) * PS;
   return block_off (blk) + (uint64_t) (meta_pages + page) * PS;
 }
 
@@ -97,12 +109,14 @@ oob_off (uint32_t blk, uint32_t page)
 }
 
 static void
-setup (void)
+setup_layout (bool s)
 {
+  split = s;
   unit_dir_clean ();
   memset (&calls, 0, sizeof calls);
   meta_pages = fmt_meta_pages (PS, PPB);
-  file_bytes = block_off (BLOCKS);
+  file_bytes = split ? page_off (BLOCKS, 0) : block_off (BLOCKS);
+  ck_assert (!split || block_off (BLOCKS) <= SPLIT_DATA_OFF);
   unit_path (path, sizeof path, "media.img");
   fd = open (path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ck_assert_int_ge (fd, 0);
@@ -110,7 +124,21 @@ setup (void)
   model = calloc (1, file_bytes);
   ck_assert_ptr_nonnull (model);
   ck_assert_int_eq (media_init (&m, fd, &counting_io, PS, PPB, BLOCKS,
-                                meta_pages, DATA_OFF), 0);
+                                meta_pages, split ? DATA_OFF : 0,
+                                split ? SPLIT_DATA_OFF : DATA_OFF), 0);
+  ck_assert_uint_eq (media_image_bytes (&m), file_bytes);
+}
+
+static void
+setup (void)
+{
+  setup_layout (false);
+}
+
+static void
+setup_split (void)
+{
+  setup_layout (true);
 }
 
 static void
@@ -182,9 +210,25 @@ program (uint32_t blk, uint32_t page, uint32_t n, unsigned round)
 /* media.h's offset helpers agree with format.h's layout. */
 START_TEST (test_offsets)
 {
-  ck_assert_uint_eq (m.block_bytes, (uint64_t) (meta_pages + PPB) * PS);
+  ck_assert_uint_eq (m.block_bytes,
+                     (uint64_t) ((split ? 0 : meta_pages) + PPB) * PS);
+  ck_assert_uint_eq (media_regions_offset (&m), DATA_OFF);
   for (uint32_t b = 0; b < BLOCKS; b++) {
+    uint32_t blk;
+    uint64_t in;
+
     ck_assert_uint_eq (media_meta_offset (&m, b), block_off (b));
+    /* media_meta_at finds the area's bytes, and only those. */
+    ck_assert (media_meta_at (&m, block_off (b), &blk, &in));
+    ck_assert_uint_eq (blk, b);
+    ck_assert_uint_eq (in, 0);
+    ck_assert (media_meta_at (&m, block_off (b) + meta_pages * PS - 1,
+                              &blk, &in));
+    ck_assert_uint_eq (blk, b);
+    ck_assert_uint_eq (in, meta_pages * PS - 1);
+    ck_assert (!media_meta_at (&m, page_off (b, 0), &blk, &in));
+    ck_assert (!media_meta_at (&m, page_off (b, PPB - 1) + PS - 1, &blk,
+                               &in));
     for (uint32_t p = 0; p < PPB; p++) {
       uint32_t ppn = media_ppn (&m, b, p);
       ck_assert_uint_eq (ppn, b * PPB + p);
@@ -375,7 +419,14 @@ START_TEST (test_short_read)
   ck_assert_int_eq (media_read (&m, media_ppn (&m, 2, 1), 1, buf), -EIO);
   ck_assert_int_eq (media_read (&m, media_ppn (&m, 2, 0), 2, buf), -EIO);
   ck_assert_int_eq (media_read (&m, media_ppn (&m, 3, 0), 1, buf), -EIO);
-  ck_assert_int_eq (media_read_oob (&m, 3, 0, 1, oob), -EIO);
+  /* Split: the metadata region comes first, and is whole. */
+  ck_assert_int_eq (media_read_oob (&m, 3, 0, 1, oob), split ? 0 : -EIO);
+  if (split) {
+    /* Cut in the metadata area of block 3. */
+    ck_assert_int_eq (ftruncate (fd, block_off (3) + FTL_BLKHDR_BYTES), 0);
+    ck_assert_int_eq (media_read_oob (&m, 2, 0, 1, oob), 0);
+    ck_assert_int_eq (media_read_oob (&m, 3, 0, 1, oob), -EIO);
+  }
 }
 END_TEST
 
@@ -529,19 +580,24 @@ media_suite (void)
   TCase *tc;
   const char *fork_env = getenv ("CK_FORK");
 
-  tc = tcase_create ("media");
-  tcase_set_timeout (tc, 30);
-  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
-  tcase_add_checked_fixture (tc, setup, teardown);
-  tcase_add_test (tc, test_offsets);
-  tcase_add_test (tc, test_program_in_order);
-  tcase_add_test (tc, test_erase);
-  tcase_add_test (tc, test_set_block);
-  tcase_add_test (tc, test_io_hooks);
-  tcase_add_test (tc, test_short_read);
-  tcase_add_test (tc, test_program_error_consumes_pages);
-  tcase_add_test (tc, test_create_hooks);
-  suite_add_tcase (s, tc);
+  /* Each layout: the split one of version 4 and the interleaved one
+   * of older images.
+   */
+  for (int i = 0; i < 2; i++) {
+    tc = tcase_create (i == 0 ? "split" : "interleaved");
+    tcase_set_timeout (tc, 30);
+    tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+    tcase_add_checked_fixture (tc, i == 0 ? setup_split : setup, teardown);
+    tcase_add_test (tc, test_offsets);
+    tcase_add_test (tc, test_program_in_order);
+    tcase_add_test (tc, test_erase);
+    tcase_add_test (tc, test_set_block);
+    tcase_add_test (tc, test_io_hooks);
+    tcase_add_test (tc, test_short_read);
+    tcase_add_test (tc, test_program_error_consumes_pages);
+    tcase_add_test (tc, test_create_hooks);
+    suite_add_tcase (s, tc);
+  }
 
   if (fork_env && strcmp (fork_env, "no") == 0)
     printf ("test-media: CK_FORK=no: skipping the NAND rule tests, which "

@@ -967,16 +967,17 @@ END_TEST
  * written with), and as an error once the image is reopened.
  */
 static uint64_t oob_preads;
-static uint64_t block_bytes_seen, data_offset_seen, meta_bytes_seen;
+static struct media geo_seen;   /* the image's geometry, once known */
 
 static int
 counting_pread (void *opaque, int fd, void *buf, size_t len, off_t off)
 {
-  if (block_bytes_seen && (uint64_t) off >= data_offset_seen) {
-    uint64_t in = ((uint64_t) off - data_offset_seen) % block_bytes_seen;
-    if (in >= FTL_BLKHDR_BYTES && in < meta_bytes_seen)
-      __atomic_fetch_add (&oob_preads, 1, __ATOMIC_RELAXED);
-  }
+  uint32_t blk;
+  uint64_t in;
+
+  if (geo_seen.blocks && media_meta_at (&geo_seen, off, &blk, &in) &&
+      in >= FTL_BLKHDR_BYTES)
+    __atomic_fetch_add (&oob_preads, 1, __ATOMIC_RELAXED);
   return media_default_io.pread (opaque, fd, buf, len, off);
 }
 
@@ -992,9 +993,7 @@ START_TEST (test_checks_in_memory)
 
   /* A clean reopen: the checks come from the OOB entries. */
   ftl = unit_open (path, 0, 0, 0, 0, 0, &io);
-  data_offset_seen = ftl->media.data_offset;
-  block_bytes_seen = ftl->media.block_bytes;
-  meta_bytes_seen = (uint64_t) ftl->media.meta_pages << ftl->page_shift;
+  geo_seen = ftl->media;
   oob_preads = 0;
   verify_versions (ftl, versions, "clean reopen");
   ck_assert_uint_eq (oob_preads, 0);
@@ -1077,7 +1076,7 @@ START_TEST (test_checks_in_memory)
     ck_assert_uint_eq (v, 60000 + l);
   }
   ck_assert_uint_eq (oob_preads, 0);
-  block_bytes_seen = 0;
+  geo_seen.blocks = 0;
   open_abandon (ftl);
 }
 END_TEST
