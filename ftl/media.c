@@ -510,7 +510,10 @@ media_read_retry (struct media *m, uint32_t blk, uint32_t n)
 {
   if (!m->timing)
     return 0;
+  /* Each step reads the page again: at the block's mode's read time. */
   return op_end (m, n, op_begin (m, OP_RETRY, blk, 0, n,
+                                media_block_slc (m, blk) ?
+                                m->timing->slc_read_ns :
                                 m->timing->read_ns));
 }
 

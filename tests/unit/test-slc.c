@@ -299,6 +299,63 @@ START_TEST (test_full_disk)
 }
 END_TEST
 
+/* A read retry step re-reads the page: on a block in SLC mode it costs
+ * the SLC read time, elsewhere the block's native one.  The modeled end
+ * is recorded (media_defer), not slept, and compared with the clock
+ * read around the call: the check does not depend on the host's speed.
+ */
+START_TEST (test_retry_time)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = (uint64_t) LPAGES * PS, .page_size = PS,
+    .pages_per_block = PPB, .op_percent = 100, .streams = 1,
+    .one_log = true, .log = unit_log, .io = unit_nosync_io (),
+    .manual_background = true,
+    .slc = {
+      .cell_bits = BITS, .fold_idle_ns = UINT64_MAX, .read_ns = 1000000,
+    },
+    .timing = {
+      .enabled = true, .channels = 1, .dies = 1, .planes = 1,
+      .read_ns = 10000000,
+    },
+  };
+  struct ftl *ftl;
+  struct media *m;
+  char err[256];
+  const uint32_t steps = 4;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  m = &ftl->media;
+  ck_assert_ptr_nonnull (m->timing);
+  for (int slc = 1; slc >= 0; slc--) {
+    uint32_t blk = ftl->blocks - 1;
+    bool was = media_block_slc (m, blk);
+    uint64_t lat = slc ? 1000000 : 10000000;
+    media_set_slc (m, blk, slc);
+    /* The unit is idle once its earlier work has ended. */
+    uint64_t free = __atomic_load_n (&m->timing->die_free[0],
+                                     __ATOMIC_RELAXED);
+    free = MAX (free, __atomic_load_n (&m->timing->die_rfree[0],
+                                       __ATOMIC_RELAXED));
+    uint64_t before = timing_now ();
+    media_defer (m);
+    ck_assert_int_eq (media_read_retry (m, blk, steps), 0);
+    uint64_t end = media_deferred (m);
+    uint64_t after = timing_now ();
+    media_set_slc (m, blk, was);
+    ck_assert_msg (end >= before + steps * lat, "%s: %u retry steps end "
+                   "%" PRIu64 " ns after the call, expected %" PRIu64,
+                   slc ? "SLC" : "native", steps, end - before,
+                   steps * lat);
+    ck_assert_msg (end <= MAX (after, free) + steps * lat, "%s: %u retry "
+                   "steps end %" PRIu64 " ns after the call, expected %"
+                   PRIu64, slc ? "SLC" : "native", steps, end - before,
+                   steps * lat);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 slc_suite (void)
 {
@@ -313,6 +370,7 @@ slc_suite (void)
   tcase_add_test (tc, test_fill_and_fold);
   tcase_add_test (tc, test_persist);
   tcase_add_test (tc, test_full_disk);
+  tcase_add_test (tc, test_retry_time);
   suite_add_tcase (s, tc);
   return s;
 }
