@@ -189,7 +189,11 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
     return FTL_FMT_BAD_VERSION;
   }
   length = get32le (buf + 12);
-  if (length != sb_bytes (sb.version) || len < length)
+  /* Version 0 is not written by any version: its length is only
+   * bounded, and its checksum (or the version check after it) fails.
+   */
+  if ((sb.version == 0 ? length != FTL_SB_BYTES && length != FTL_SB_BYTES_V1
+       : length != sb_bytes (sb.version)) || len < length)
     return FTL_FMT_BAD_LENGTH;
   if (get64le (buf + 16) != struct_checksum (buf, length, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
