@@ -56,7 +56,7 @@
  * append to different erase blocks without sharing a lock.  This is an
  * index only; each handle reduces it modulo its own stream count.
  */
-static __thread unsigned tls_stream = UINT32_MAX;
+static FTL_TLS unsigned tls_stream = UINT32_MAX;
 
 int
 alloc_init (struct ftl *ftl)

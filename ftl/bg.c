@@ -57,7 +57,7 @@
 #define BG_ERASES   8                         /* erases per step */
 
 /* What this thread's step is doing (bg_work_here). */
-static __thread enum bg_work work;
+static FTL_TLS enum bg_work work;
 
 enum bg_work
 bg_work_here (void)

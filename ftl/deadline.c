@@ -27,10 +27,48 @@ enum { S_FREE = 0, S_SETUP = 1, S_ACTIVE = 2, S_DONE = 3, S_ABORTED = 4 };
 #define CTL_STATE(c) ((unsigned) ((c) & 7))
 
 /* The request this thread is serving (a thread serves one at a time). */
-static __thread struct dl_slot *tls_slot;
-static __thread uint64_t tls_gen;
-static __thread bool tls_committed;
-static __thread unsigned tls_hold;
+static FTL_TLS struct dl_slot *tls_slot;
+static FTL_TLS uint64_t tls_gen;
+static FTL_TLS bool tls_committed;
+static FTL_TLS unsigned tls_hold;
+
+/* This thread's shard (dl_shard), taken round robin at its first use;
+ * DL_SHARDS means none yet.
+ */
+static FTL_TLS unsigned tls_shard = DL_SHARDS;
+static unsigned next_shard;
+
+static inline struct dl_shard *
+my_shard (struct deadline *dl)
+{
+  unsigned i = tls_shard;
+
+  if (i == DL_SHARDS)
+    tls_shard = i = __atomic_fetch_add (&next_shard, 1, __ATOMIC_RELAXED)
+      % DL_SHARDS;
+  return &dl->shards[i];
+}
+
+/* The sums over the shards. */
+static uint64_t
+sum_progress (struct deadline *dl)
+{
+  uint64_t n = 0;
+
+  for (unsigned i = 0; i < DL_SHARDS; i++)
+    n += __atomic_load_n (&dl->shards[i].progress, __ATOMIC_RELAXED);
+  return n;
+}
+
+int64_t
+dl_inflight (struct deadline *dl)
+{
+  int64_t n = 0;
+
+  for (unsigned i = 0; i < DL_SHARDS; i++)
+    n += __atomic_load_n (&dl->shards[i].inflight, __ATOMIC_RELAXED);
+  return n;
+}
 
 static const char *const op_names[FTL_OP__MAX] = {
   [FTL_OP_READ] = "read", [FTL_OP_WRITE] = "write", [FTL_OP_TRIM] = "trim",
@@ -133,7 +171,6 @@ dl_hist_add (struct dl_hist *h, uint64_t v)
   uint64_t m = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
 
   __atomic_fetch_add (&h->b[dl_hist_index (v)], 1, __ATOMIC_RELAXED);
-  __atomic_fetch_add (&h->count, 1, __ATOMIC_RELAXED);
   while (v > m &&
          !__atomic_compare_exchange_n (&h->max, &m, v, true,
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -141,13 +178,31 @@ dl_hist_add (struct dl_hist *h, uint64_t v)
 }
 
 uint64_t
-dl_hist_quantile (const struct dl_hist *h, double q)
+dl_hist_count (const struct dl_hist *h)
 {
-  uint64_t n = 0, total = 0, rank;
-  uint64_t max = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
+  uint64_t total = 0;
 
   for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
     total += __atomic_load_n (&h->b[i], __ATOMIC_RELAXED);
+  return total;
+}
+
+void
+dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src)
+{
+  uint64_t max = __atomic_load_n (&src->max, __ATOMIC_RELAXED);
+
+  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
+    dst->b[i] += __atomic_load_n (&src->b[i], __ATOMIC_RELAXED);
+  dst->max = MAX (dst->max, max);
+}
+
+uint64_t
+dl_hist_quantile (const struct dl_hist *h, double q)
+{
+  uint64_t n = 0, total = dl_hist_count (h), rank;
+  uint64_t max = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
+
   if (total == 0)
     return 0;
   rank = (uint64_t) ceil (q * total);
@@ -203,6 +258,10 @@ dl_init (struct deadline *dl, uint64_t timeout_ns, unsigned retries,
   pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
   pthread_cond_init (&dl->cond, &ca);
   pthread_condattr_destroy (&ca);
+  dl->shards = aligned_alloc (64, DL_SHARDS * sizeof *dl->shards);
+  if (!dl->shards)
+    return -ENOMEM;
+  memset (dl->shards, 0, DL_SHARDS * sizeof *dl->shards);
   if (timeout_ns) {
     dl->slots = aligned_alloc (64, DL_SLOTS * sizeof *dl->slots);
     if (!dl->slots)
@@ -217,7 +276,9 @@ dl_free (struct deadline *dl)
 {
   dl_stop (dl);
   free (dl->slots);
+  free (dl->shards);
   dl->slots = NULL;
+  dl->shards = NULL;
   pthread_mutex_destroy (&dl->lock);
   pthread_cond_destroy (&dl->cond);
 }
@@ -259,7 +320,7 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
     t->gen = gen;
     tls_slot = s;
     tls_gen = gen;
-    ctr_inc (dl, DLC_REQUESTS);
+    __atomic_fetch_add (&my_shard (dl)->requests, 1, __ATOMIC_RELAXED);
     return 0;
   }
   /* More requests in flight than slots: this one goes untracked. */
@@ -289,7 +350,8 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
     timing_sleep_until (timing_now () + delay);
   if (s)
     __atomic_store_n (&s->ctl, CTL (t->gen, S_FREE), __ATOMIC_RELEASE);
-  dl_hist_add (&dl->hist[t->op], (timing_now () - t->start) / 1000);
+  dl_hist_add (&my_shard (dl)->hist[t->op],
+               (timing_now () - t->start) / 1000);
   return r;
 }
 
@@ -315,14 +377,14 @@ void
 dl_media_begin (struct deadline *dl)
 {
   if (dl->timeout_ns)
-    __atomic_fetch_add (&dl->inflight, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add (&my_shard (dl)->inflight, 1, __ATOMIC_RELAXED);
 }
 
 void
 dl_media_end (struct deadline *dl)
 {
   if (dl->timeout_ns)
-    __atomic_fetch_sub (&dl->inflight, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub (&my_shard (dl)->inflight, 1, __ATOMIC_RELAXED);
 }
 
 void
@@ -332,7 +394,7 @@ dl_progress (struct deadline *dl, uint64_t n)
     return;
   if (tls_slot)
     __atomic_fetch_add (&tls_slot->progress, n, __ATOMIC_RELAXED);
-  __atomic_fetch_add (&dl->global_progress, n, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&my_shard (dl)->progress, n, __ATOMIC_RELAXED);
 }
 
 bool
@@ -470,7 +532,7 @@ watchdog (void *arg)
 {
   struct deadline *dl = arg;
   uint64_t tick = MIN (MAX (dl->timeout_ns / 8, 1000000), 100000000);
-  uint64_t last_gp = __atomic_load_n (&dl->global_progress, __ATOMIC_RELAXED);
+  uint64_t last_gp = sum_progress (dl);
   uint64_t idle_since = timing_now ();
 
   pthread_mutex_lock (&dl->lock);
@@ -485,8 +547,8 @@ watchdog (void *arg)
     pthread_mutex_unlock (&dl->lock);
 
     uint64_t now = timing_now ();
-    uint64_t gp = __atomic_load_n (&dl->global_progress, __ATOMIC_RELAXED);
-    int64_t inflight = __atomic_load_n (&dl->inflight, __ATOMIC_RELAXED);
+    uint64_t gp = sum_progress (dl);
+    int64_t inflight = dl_inflight (dl);
     bool stalled = __atomic_load_n (&dl->stalled, __ATOMIC_RELAXED);
     bool moved = gp != last_gp;
 
@@ -559,8 +621,10 @@ dl_get_stats (struct deadline *dl, struct ftl_stats *st)
 {
   st->deadline.timeout_ns = dl->timeout_ns;
   st->deadline.retries = dl->retries;
-  st->deadline.requests = __atomic_load_n (&dl->ctr[DLC_REQUESTS],
-                                           __ATOMIC_RELAXED);
+  st->deadline.requests = 0;
+  for (unsigned i = 0; i < DL_SHARDS; i++)
+    st->deadline.requests += __atomic_load_n (&dl->shards[i].requests,
+                                              __ATOMIC_RELAXED);
   st->deadline.expired = __atomic_load_n (&dl->ctr[DLC_EXPIRED],
                                           __ATOMIC_RELAXED);
   st->deadline.handled = __atomic_load_n (&dl->ctr[DLC_HANDLED],
@@ -574,11 +638,13 @@ dl_get_stats (struct deadline *dl, struct ftl_stats *st)
   st->deadline.rejected = __atomic_load_n (&dl->rejected, __ATOMIC_RELAXED);
   st->deadline.stalled = __atomic_load_n (&dl->stalled, __ATOMIC_RELAXED);
   for (unsigned op = 0; op < FTL_OP__MAX; op++) {
-    const struct dl_hist *h = &dl->hist[op];
-    st->latency[op].count = __atomic_load_n (&h->count, __ATOMIC_RELAXED);
-    st->latency[op].p50 = dl_hist_quantile (h, 0.50);
-    st->latency[op].p99 = dl_hist_quantile (h, 0.99);
-    st->latency[op].p999 = dl_hist_quantile (h, 0.999);
-    st->latency[op].max = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
+    struct dl_hist h = { .max = 0 };
+    for (unsigned i = 0; i < DL_SHARDS; i++)
+      dl_hist_merge (&h, &dl->shards[i].hist[op]);
+    st->latency[op].count = dl_hist_count (&h);
+    st->latency[op].p50 = dl_hist_quantile (&h, 0.50);
+    st->latency[op].p99 = dl_hist_quantile (&h, 0.99);
+    st->latency[op].p999 = dl_hist_quantile (&h, 0.999);
+    st->latency[op].max = h.max;
   }
 }

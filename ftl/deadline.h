@@ -45,7 +45,13 @@
  * Concurrency: no lock on the request path.  Each slot's control word
  * (generation << 3 | state) is changed by compare-and-swap; the
  * watchdog's own bookkeeping of a slot (w_*) is touched by the watchdog
- * alone.  Counters and histogram buckets are relaxed atomics.
+ * alone.  Counters and histogram buckets are relaxed atomics.  What
+ * every request or media operation touches (the request count, the
+ * latency histograms, the media's progress and operations in flight)
+ * is split into DL_SHARDS shards of their own cache lines, one per
+ * thread (threads take them round robin), so that threads on different
+ * CPUs do not pass those lines back and forth on every request; readers
+ * (the watchdog, statistics) add the shards up.
  */
 
 #ifndef FTL_DEADLINE_H
@@ -68,8 +74,8 @@ struct fault;
 #define DL_HIST_BUCKETS (64 << DL_HIST_SUB_BITS)
 
 struct dl_hist {
-  uint64_t b[DL_HIST_BUCKETS];
-  uint64_t count;
+  uint64_t b[DL_HIST_BUCKETS];  /* the count is their sum: one atomic
+                                 * add per value, not two */
   uint64_t max;
 };
 
@@ -77,6 +83,10 @@ extern unsigned dl_hist_index (uint64_t v);
 /* The largest value that falls in bucket i. */
 extern uint64_t dl_hist_bucket_max (unsigned i);
 extern void dl_hist_add (struct dl_hist *h, uint64_t v);
+/* The number of values added. */
+extern uint64_t dl_hist_count (const struct dl_hist *h);
+/* Add src's values to dst (dst is not shared). */
+extern void dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src);
 /* The q-quantile (0 < q <= 1), never above the maximum seen. */
 extern uint64_t dl_hist_quantile (const struct dl_hist *h, double q);
 
@@ -91,6 +101,18 @@ struct dl_slot {
   unsigned w_resets;
 } __attribute__ ((aligned (64)));
 
+#define DL_SHARDS 16
+
+struct dl_shard {
+  uint64_t progress;            /* pages moved by the media (atomic) */
+  int64_t inflight;             /* media operations begun here minus
+                                 * those ended here (atomic; the sum
+                                 * over the shards is what is in
+                                 * flight) */
+  uint64_t requests;            /* requests tracked (atomic) */
+  struct dl_hist hist[FTL_OP__MAX];
+} __attribute__ ((aligned (64)));
+
 struct deadline {
   uint64_t timeout_ns;          /* 0: no tracking */
   unsigned retries;
@@ -101,15 +123,13 @@ struct deadline {
   int (*probe) (void *opaque);  /* does the media answer? 0 if so */
   void *probe_opaque;
 
-  /* Touched by every media operation. */
-  uint64_t global_progress __attribute__ ((aligned (64)));
-  int64_t inflight;
+  struct dl_shard *shards;       /* DL_SHARDS of them */
   bool stalled __attribute__ ((aligned (64)));
 
-  uint64_t ctr[6];              /* requests, expired, handled, reset,
-                                 * aborted, abort_all (atomic) */
+  uint64_t ctr[6];              /* (requests: in the shards), expired,
+                                 * handled, reset, aborted, abort_all
+                                 * (atomic) */
   uint64_t rejected;            /* failed at once while stalled */
-  struct dl_hist hist[FTL_OP__MAX];
 
   /* The watchdog thread. */
   pthread_t thread;
@@ -159,6 +179,8 @@ extern void dl_release (void);
 extern void dl_media_begin (struct deadline *dl);
 extern void dl_progress (struct deadline *dl, uint64_t n);
 extern void dl_media_end (struct deadline *dl);
+/* Media operations in flight (the sum over the shards). */
+extern int64_t dl_inflight (struct deadline *dl);
 /* True if the current operation must give up now: its request was
  * aborted (and has not committed), or the media is stalled.
  */

@@ -285,8 +285,8 @@ enum op_kind { OP_READ, OP_PROGRAM, OP_ERASE, OP_RETRY };
 /* Deferred waits (media_defer): this thread's operations reserve the
  * model and record their end here instead of sleeping.
  */
-static __thread bool defer;
-static __thread uint64_t defer_end;
+static FTL_TLS bool defer;
+static FTL_TLS uint64_t defer_end;
 
 void
 media_defer (struct media *m)

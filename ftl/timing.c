@@ -252,7 +252,7 @@ timing_now (void)
 #define EARLY_MAX_NS 20000
 static uint64_t oversleep_ns[2];        /* atomic; per mode */
 static unsigned sleepers;               /* atomic */
-static __thread int slack_mode = -1;    /* this thread's: 0 precise */
+static FTL_TLS int slack_mode = -1;    /* this thread's: 0 precise */
 
 void
 timing_sleep_until (uint64_t t)

@@ -256,8 +256,21 @@ START_TEST (test_histogram)
   memset (&h, 0, sizeof h);
   for (uint64_t v = 1; v <= 10000; v++)
     dl_hist_add (&h, v);
-  ck_assert_uint_eq (h.count, 10000);
+  ck_assert_uint_eq (dl_hist_count (&h), 10000);
   ck_assert_uint_eq (h.max, 10000);
+  /* The same values split over two histograms (two threads' shards),
+   * then merged: the same histogram.
+   */
+  {
+    struct dl_hist a, b;
+    memset (&a, 0, sizeof a);
+    memset (&b, 0, sizeof b);
+    for (uint64_t v = 1; v <= 10000; v++)
+      dl_hist_add (v % 3 ? &a : &b, v);
+    ck_assert_uint_lt (dl_hist_count (&b), 10000);
+    dl_hist_merge (&a, &b);
+    ck_assert_int_eq (memcmp (&a, &h, sizeof h), 0);
+  }
   uint64_t p50 = dl_hist_quantile (&h, 0.5), p99 = dl_hist_quantile (&h, 0.99);
   ck_assert_uint_ge (p50, 5000);
   ck_assert_uint_le (p50, 5000 * 1.125);
@@ -604,7 +617,7 @@ START_TEST (test_abort_all_gate)
       continue;
     /* The first writer is in the gate. */
     t0 = unit_now ();
-    while (__atomic_load_n (&ftl->dl.inflight, __ATOMIC_RELAXED) < 1) {
+    while (dl_inflight (&ftl->dl) < 1) {
       ck_assert_msg (unit_now () - t0 < 10.0, "the writer never reached "
                      "the media");
       usleep (1000);
