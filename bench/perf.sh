@@ -5,9 +5,10 @@
 # Three servers run side by side on Unix sockets: our plugin (ftl), the
 # file plugin on an image in the same directory (file), and the memory
 # plugin (memory, the ceiling of the NBD path).  The same fio job runs
-# through fio's nbd engine against each in turn, ftl file memory ftl
-# file memory ..., and the whole set is repeated, so that a burst of
-# load from elsewhere on the machine hits the three alike.  Each figure
+# through fio's nbd engine against each in turn, ftl file memory, then
+# memory file ftl in the next repeat, and so on, so that a burst of
+# load from elsewhere on the machine hits the three alike and no server
+# always runs first.  Each figure
 # is the median of the repeats, with the spread (min..max) next to it.
 #
 #   per repeat:  fresh ftl image, filled  -> reads, sequential write
@@ -159,6 +160,15 @@ done
 source "$here/find-plugin.sh"
 find_plugin
 ftlctl="$builddir/tools/ftlctl"
+
+# A self-check build (./configure --enable-self-check, as ./check
+# makes) checks the whole map at every checkpoint: its figures are
+# not the product's.
+self_check=false
+if nbdkit --dump-plugin "$plugin" 2>/dev/null | grep -qx 'ftl_self_check=yes'; then
+    self_check=true
+    echo "$prog: warning: $plugin was built with --enable-self-check: its figures are not a release build's (rebuild with ./configure alone)" >&2
+fi
 
 for cmd in nbdkit fio jq numfmt awk; do
     command -v "$cmd" >/dev/null || die "$cmd not found"
@@ -471,7 +481,23 @@ steady_gc=()                    # GC runs during the steady-state run
 steady_waf=()                   # WAF during the steady-state run
 warm_s=()                       # seconds of the steady-state warm-up
 
+# The servers in repeat REP's order: ftl file memory, then the reverse,
+# so that neither the first place (just after a fill, whose writeback
+# may still run) nor the last falls on one server every time.
+rep_order ()
+{
+    local i
+    if (( $1 % 2 )); then
+        printf '%s\n' "${servers[@]}"
+    else
+        for (( i = ${#servers[@]} - 1; i >= 0; i-- )); do
+            printf '%s\n' "${servers[i]}"
+        done
+    fi
+}
+
 for (( rep = 1; rep <= repeat; rep++ )); do
+    mapfile -t order < <(rep_order "$rep")
     # F: filled disk.
     mapfile -t ws < <(in_group F)
     if [ ${#ws[@]} -gt 0 ]; then
@@ -479,7 +505,7 @@ for (( rep = 1; rep <= repeat; rep++ )); do
         fresh_ftl
         fio_run ftl "$work/fill.ftl.$rep.json" --rw=write --bs=1M --iodepth=16
         for w in "${ws[@]}"; do
-            for name in "${servers[@]}"; do
+            for name in "${order[@]}"; do
                 progress "repeat $rep: $w: $name"
                 measure "$rep" "$w" "$name"
             done
@@ -494,7 +520,7 @@ for (( rep = 1; rep <= repeat; rep++ )); do
         progress "repeat $rep: fresh ftl image"
         fresh_ftl
         for w in "${ws[@]}"; do
-            for name in "${servers[@]}"; do
+            for name in "${order[@]}"; do
                 progress "repeat $rep: $w: $name"
                 measure "$rep" "$w" "$name"
             done
@@ -524,7 +550,7 @@ for (( rep = 1; rep <= repeat; rep++ )); do
             g0="$(stats_get .gc.runs)"
             h0="$(stats_get .host.write_pages)"
             p0="$(stats_get .media.program_pages)"
-            for name in "${servers[@]}"; do
+            for name in "${order[@]}"; do
                 progress "repeat $rep: $w: $name"
                 measure "$rep" "$w" "$name"
             done
@@ -552,11 +578,16 @@ echo "### Benchmark: \`$cmdline\`"
 echo
 echo "$(date -u +%Y-%m-%d), $(nproc) CPUs ($cpu_model), images on $(fstype "$work")"
 echo "($dir), disk $size, OP 28% (the plugin's default), $runtime s per run,"
-echo "$repeat repeat$([ "$repeat" -eq 1 ] || echo s) interleaved (ftl, file, memory, ftl, ...), $minutes minutes;"
+echo "$repeat repeat$([ "$repeat" -eq 1 ] || echo s) interleaved (ftl, file, memory, then memory, file, ftl, ...), $minutes minutes;"
 echo "load average $load_before before, $load_after after. nbdkit $(nbdkit --version | awk '{ print $2 }'),"
 echo "$(fio --version). Median (min..max) over the repeats; ratios are medians"
 echo "of the per-repeat ratios (min..max); latency is fio's completion latency"
 echo "(median over the repeats); CPU is the server's user+system time per GiB moved."
+if $self_check; then
+    echo
+    echo "**The plugin was built with --enable-self-check:** it cross-checks its whole map"
+    echo "at every checkpoint, so these are not the figures of a release build."
+fi
 echo
 
 awk -F'\t' -v order="$(IFS=,; echo "${run_workloads[*]}")" '

@@ -469,6 +469,11 @@ ftl_plugin_dump_plugin (void)
 {
   const struct ftl_timing_preset *p;
 
+#ifdef FTL_SELF_CHECK
+  printf ("ftl_self_check=yes\n");
+#else
+  printf ("ftl_self_check=no\n");
+#endif
   printf ("ftl_models=%s\n", ftl_timing_preset_names ());
   for (size_t i = 0; (p = ftl_timing_preset_at (i)) != NULL; i++) {
     printf ("ftl_model_%s_drive=%s\n", p->name, p->drive);
