@@ -122,13 +122,13 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h)
   since = __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED);
   ctr_add (ftl, FTL_CTR_CKPTS, 1);
   for (int i = 0; i < FTL_CTR__MAX; i++)
-    h->counters[i] = __atomic_load_n (&ftl->ctr[i], __ATOMIC_RELAXED);
+    h->counters[i] = ctr_get (ftl, i);
   h->counters[FTL_CTR_PROGRAM] +=
-    __atomic_load_n (&ftl->media.programs, __ATOMIC_RELAXED);
+    media_count (&ftl->media, MEDIA_PROGRAMS);
   h->counters[FTL_CTR_MEDIA_READ] +=
-    __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
+    media_count (&ftl->media, MEDIA_READS);
   h->counters[FTL_CTR_ERASE] +=
-    __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
+    media_count (&ftl->media, MEDIA_ERASES);
   h->pe_offset = ftl->em.pe_offset;
   h->clock_skew = errmodel_skew (&ftl->em);
   selfcheck_assert (ftl, "checkpoint");

@@ -32,21 +32,10 @@ static FTL_TLS uint64_t tls_gen;
 static FTL_TLS bool tls_committed;
 static FTL_TLS unsigned tls_hold;
 
-/* This thread's shard (dl_shard), taken round robin at its first use;
- * DL_SHARDS means none yet.
- */
-static FTL_TLS unsigned tls_shard = DL_SHARDS;
-static unsigned next_shard;
-
 static inline struct dl_shard *
 my_shard (struct deadline *dl)
 {
-  unsigned i = tls_shard;
-
-  if (i == DL_SHARDS)
-    tls_shard = i = __atomic_fetch_add (&next_shard, 1, __ATOMIC_RELAXED)
-      % DL_SHARDS;
-  return &dl->shards[i];
+  return &dl->shards[ftl_shard ()];
 }
 
 /* The sums over the shards. */
@@ -55,7 +44,7 @@ sum_progress (struct deadline *dl)
 {
   uint64_t n = 0;
 
-  for (unsigned i = 0; i < DL_SHARDS; i++)
+  for (unsigned i = 0; i < FTL_SHARDS; i++)
     n += __atomic_load_n (&dl->shards[i].progress, __ATOMIC_RELAXED);
   return n;
 }
@@ -65,7 +54,7 @@ dl_inflight (struct deadline *dl)
 {
   int64_t n = 0;
 
-  for (unsigned i = 0; i < DL_SHARDS; i++)
+  for (unsigned i = 0; i < FTL_SHARDS; i++)
     n += __atomic_load_n (&dl->shards[i].inflight, __ATOMIC_RELAXED);
   return n;
 }
@@ -258,10 +247,10 @@ dl_init (struct deadline *dl, uint64_t timeout_ns, unsigned retries,
   pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
   pthread_cond_init (&dl->cond, &ca);
   pthread_condattr_destroy (&ca);
-  dl->shards = aligned_alloc (64, DL_SHARDS * sizeof *dl->shards);
+  dl->shards = aligned_alloc (64, FTL_SHARDS * sizeof *dl->shards);
   if (!dl->shards)
     return -ENOMEM;
-  memset (dl->shards, 0, DL_SHARDS * sizeof *dl->shards);
+  memset (dl->shards, 0, FTL_SHARDS * sizeof *dl->shards);
   if (timeout_ns) {
     dl->slots = aligned_alloc (64, DL_SLOTS * sizeof *dl->slots);
     if (!dl->slots)
@@ -622,7 +611,7 @@ dl_get_stats (struct deadline *dl, struct ftl_stats *st)
   st->deadline.timeout_ns = dl->timeout_ns;
   st->deadline.retries = dl->retries;
   st->deadline.requests = 0;
-  for (unsigned i = 0; i < DL_SHARDS; i++)
+  for (unsigned i = 0; i < FTL_SHARDS; i++)
     st->deadline.requests += __atomic_load_n (&dl->shards[i].requests,
                                               __ATOMIC_RELAXED);
   st->deadline.expired = __atomic_load_n (&dl->ctr[DLC_EXPIRED],
@@ -639,7 +628,7 @@ dl_get_stats (struct deadline *dl, struct ftl_stats *st)
   st->deadline.stalled = __atomic_load_n (&dl->stalled, __ATOMIC_RELAXED);
   for (unsigned op = 0; op < FTL_OP__MAX; op++) {
     struct dl_hist h = { .max = 0 };
-    for (unsigned i = 0; i < DL_SHARDS; i++)
+    for (unsigned i = 0; i < FTL_SHARDS; i++)
       dl_hist_merge (&h, &dl->shards[i].hist[op]);
     st->latency[op].count = dl_hist_count (&h);
     st->latency[op].p50 = dl_hist_quantile (&h, 0.50);

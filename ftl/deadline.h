@@ -48,7 +48,7 @@
  * alone.  Counters and histogram buckets are relaxed atomics.  What
  * every request or media operation touches (the request count, the
  * latency histograms, the media's progress and operations in flight)
- * is split into DL_SHARDS shards of their own cache lines, one per
+ * is split into FTL_SHARDS shards of their own cache lines, one per
  * thread (threads take them round robin), so that threads on different
  * CPUs do not pass those lines back and forth on every request; readers
  * (the watchdog, statistics) add the shards up.
@@ -62,6 +62,7 @@
 #include <stdint.h>
 
 #include "ftl.h"
+#include "util.h"
 
 struct fault;
 
@@ -101,8 +102,6 @@ struct dl_slot {
   unsigned w_resets;
 } __attribute__ ((aligned (64)));
 
-#define DL_SHARDS 16
-
 struct dl_shard {
   uint64_t progress;            /* pages moved by the media (atomic) */
   int64_t inflight;             /* media operations begun here minus
@@ -123,7 +122,7 @@ struct deadline {
   int (*probe) (void *opaque);  /* does the media answer? 0 if so */
   void *probe_opaque;
 
-  struct dl_shard *shards;       /* DL_SHARDS of them */
+  struct dl_shard *shards;       /* FTL_SHARDS of them */
   bool stalled __attribute__ ((aligned (64)));
 
   uint64_t ctr[6];              /* (requests: in the shards), expired,

@@ -368,6 +368,11 @@ struct seqreg {
   uint64_t lo[SEQ_SLOTS];
 };
 
+/* One thread's copy of the counters (see ctr_add). */
+struct ctr_shard {
+  uint64_t v[FTL_CTR__MAX];     /* atomic */
+} __attribute__ ((aligned (64)));
+
 struct ftl {
   char *path;
   int fd;
@@ -477,8 +482,10 @@ struct ftl {
   struct fault fault;
   struct errmodel em;           /* media that ages (errmodel.h) */
 
-  /* Counters (atomic), persisted in checkpoints. */
-  uint64_t ctr[FTL_CTR__MAX];
+  /* Counters, persisted in checkpoints: sharded per thread (util.h),
+   * changed through ctr_add, read through ctr_get.
+   */
+  struct ctr_shard ctr[FTL_SHARDS];
 };
 
 /* Logging (open.c). */
@@ -492,7 +499,26 @@ extern void log_debug (struct ftl *ftl, unsigned category,
 static inline void
 ctr_add (struct ftl *ftl, enum ftl_ckpt_counter c, uint64_t n)
 {
-  __atomic_fetch_add (&ftl->ctr[c], n, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&ftl->ctr[ftl_shard ()].v[c], n, __ATOMIC_RELAXED);
+}
+
+/* The sum over the shards. */
+static inline uint64_t
+ctr_get (struct ftl *ftl, enum ftl_ckpt_counter c)
+{
+  uint64_t n = 0;
+
+  for (unsigned i = 0; i < FTL_SHARDS; i++)
+    n += __atomic_load_n (&ftl->ctr[i].v[c], __ATOMIC_RELAXED);
+  return n;
+}
+
+/* Set a counter (recovery, at open: nothing else counts yet). */
+static inline void
+ctr_set (struct ftl *ftl, enum ftl_ckpt_counter c, uint64_t n)
+{
+  for (unsigned i = 0; i < FTL_SHARDS; i++)
+    __atomic_store_n (&ftl->ctr[i].v[c], i == 0 ? n : 0, __ATOMIC_RELAXED);
 }
 
 static inline bool

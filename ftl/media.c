@@ -484,7 +484,7 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
                      + (uint64_t) page * FTL_OOB_BYTES);
   if (r < 0)
     return op_end (m, n, r);
-  __atomic_fetch_add (&m->programs, n, __ATOMIC_RELAXED);
+  media_count_add (m, MEDIA_PROGRAMS, n);
   return op_end (m, n, 0);
 }
 
@@ -499,7 +499,7 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
                     m->timing->slc_read_ns : m->timing->read_ns);
   if (r < 0)
     return op_end (m, n, r);
-  __atomic_fetch_add (&m->reads, n, __ATOMIC_RELAXED);
+  media_count_add (m, MEDIA_READS, n);
   r = m->io->pread (m->io->opaque, m->fd, buf, (size_t) n << m->page_shift,
                     media_page_offset (m, ppn));
   return op_end (m, n, r);
@@ -619,7 +619,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   h.erase_count = media_erase_count (m, blk) + 1;
   h.erase_seq = seq;
   __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELEASE);
-  __atomic_fetch_add (&m->erases, 1, __ATOMIC_RELAXED);
+  media_count_add (m, MEDIA_ERASES, 1);
   fmt_blkhdr_encode (&h, buf);
   r = m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,
                      media_header_offset (m, blk, h.erase_count));
@@ -633,7 +633,7 @@ media_sync (struct media *m)
   if (r == 0)
     r = m->io->sync (m->io->opaque, m->fd);
   if (r == 0)
-    __atomic_fetch_add (&m->syncs, 1, __ATOMIC_RELAXED);
+    media_count_add (m, MEDIA_SYNCS, 1);
   return untimed_end (m, r);
 }
 

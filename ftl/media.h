@@ -58,6 +58,7 @@
 #include <sys/types.h>
 
 #include "format.h"
+#include "util.h"
 
 /* Backing-file operations.  The defaults call pwrite, pwritev, pread,
  * fdatasync and ftruncate, and fsync on the file's directory; tests
@@ -96,6 +97,17 @@ struct timing;
 struct deadline;
 struct fault;
 
+/* The media's counters, sharded per thread (util.h): one thread's
+ * copy.  Read them with media_count.
+ */
+enum media_counter {
+  MEDIA_PROGRAMS, MEDIA_READS, MEDIA_ERASES, MEDIA_SYNCS, MEDIA__NCTR
+};
+
+struct media_shard {
+  uint64_t n[MEDIA__NCTR];      /* atomic */
+} __attribute__ ((aligned (64)));
+
 struct media {
   int fd;
   const struct ftl_io *io;
@@ -121,8 +133,7 @@ struct media {
   uint32_t slc_pages;           /* pages an SLC block holds (slc.c) */
   uint8_t *zeros;               /* meta_pages pages of zeros, read only */
 
-  /* Counters (atomic). */
-  uint64_t programs, reads, erases, syncs;
+  struct media_shard ctr[FTL_SHARDS];
 
   /* Set by media_power_off: every operation fails with -EIO. */
   bool off;                     /* atomic */
@@ -340,5 +351,24 @@ media_block_pages (const struct media *m, uint32_t blk)
 /* Set a block's state as found by recovery. */
 extern void media_set_block (struct media *m, uint32_t blk,
                              uint32_t erase_count, uint32_t wp);
+
+/* Pages programmed or read, blocks erased, syncs: the sum over the
+ * shards.
+ */
+static inline uint64_t
+media_count (const struct media *m, enum media_counter c)
+{
+  uint64_t n = 0;
+
+  for (unsigned i = 0; i < FTL_SHARDS; i++)
+    n += __atomic_load_n (&m->ctr[i].n[c], __ATOMIC_RELAXED);
+  return n;
+}
+
+static inline void
+media_count_add (struct media *m, enum media_counter c, uint64_t n)
+{
+  __atomic_fetch_add (&m->ctr[ftl_shard ()].n[c], n, __ATOMIC_RELAXED);
+}
 
 #endif /* FTL_MEDIA_H */

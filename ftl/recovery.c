@@ -563,7 +563,7 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
     return r;
   }
   for (int i = 0; i < FTL_CTR__MAX; i++)
-    ftl->ctr[i] = h.counters[i];
+    ctr_set (ftl, i, h.counters[i]);
   errmodel_set_clock (&ftl->em, h.clock_skew, h.pe_offset);
   ftl->next_seq = h.seq;
   ftl->durable_ckpt_seq = h.seq;

@@ -22,12 +22,6 @@
 #include "ftl-internal.h"
 #include "inspect.h"
 
-static uint64_t
-ctr (struct ftl *ftl, enum ftl_ckpt_counter c)
-{
-  return __atomic_load_n (&ftl->ctr[c], __ATOMIC_RELAXED);
-}
-
 /* Thousands of 512-byte units, rounded up (NVMe's data units). */
 static uint64_t
 data_units (uint64_t bytes)
@@ -49,13 +43,13 @@ get_health (struct ftl *ftl, const struct ftl_stats *st,
   h->percentage_used = (uint8_t) used;
   if (worn_out)
     h->percentage_used = MAX (h->percentage_used, 100);
-  h->data_units_read = data_units (ctr (ftl, FTL_CTR_HOST_READ_BYTES));
-  h->data_units_written = data_units (ctr (ftl, FTL_CTR_HOST_WRITE_BYTES));
-  h->host_read_commands = ctr (ftl, FTL_CTR_HOST_READ_CMDS);
-  h->host_write_commands = ctr (ftl, FTL_CTR_HOST_WRITE_CMDS);
-  h->power_cycles = ctr (ftl, FTL_CTR_POWER_CYCLES);
-  h->unsafe_shutdowns = ctr (ftl, FTL_CTR_UNSAFE_SHUTDOWNS);
-  h->media_errors = ctr (ftl, FTL_CTR_MEDIA_ERRORS);
+  h->data_units_read = data_units (ctr_get (ftl, FTL_CTR_HOST_READ_BYTES));
+  h->data_units_written = data_units (ctr_get (ftl, FTL_CTR_HOST_WRITE_BYTES));
+  h->host_read_commands = ctr_get (ftl, FTL_CTR_HOST_READ_CMDS);
+  h->host_write_commands = ctr_get (ftl, FTL_CTR_HOST_WRITE_CMDS);
+  h->power_cycles = ctr_get (ftl, FTL_CTR_POWER_CYCLES);
+  h->unsafe_shutdowns = ctr_get (ftl, FTL_CTR_UNSAFE_SHUTDOWNS);
+  h->media_errors = ctr_get (ftl, FTL_CTR_MEDIA_ERRORS);
   h->num_err_log_entries = h->media_errors;
   h->critical_warning = 0;
   if (h->available_spare < h->available_spare_threshold)
@@ -72,19 +66,19 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   uint64_t sum = 0;
 
   memset (st, 0, sizeof *st);
-  st->host_write_pages = ctr (ftl, FTL_CTR_HOST_WRITE);
-  st->host_read_pages = ctr (ftl, FTL_CTR_HOST_READ);
-  st->host_trim_pages = ctr (ftl, FTL_CTR_HOST_TRIM);
-  st->host_flushes = ctr (ftl, FTL_CTR_FLUSH);
-  st->media_program_pages = ctr (ftl, FTL_CTR_PROGRAM)
-    + __atomic_load_n (&ftl->media.programs, __ATOMIC_RELAXED);
-  st->media_read_pages = ctr (ftl, FTL_CTR_MEDIA_READ)
-    + __atomic_load_n (&ftl->media.reads, __ATOMIC_RELAXED);
-  st->media_erases = ctr (ftl, FTL_CTR_ERASE)
-    + __atomic_load_n (&ftl->media.erases, __ATOMIC_RELAXED);
-  st->media_syncs = __atomic_load_n (&ftl->media.syncs, __ATOMIC_RELAXED);
-  st->media_corrected_bits = ctr (ftl, FTL_CTR_CORRECTED_BITS);
-  st->media_read_retries = ctr (ftl, FTL_CTR_READ_RETRIES);
+  st->host_write_pages = ctr_get (ftl, FTL_CTR_HOST_WRITE);
+  st->host_read_pages = ctr_get (ftl, FTL_CTR_HOST_READ);
+  st->host_trim_pages = ctr_get (ftl, FTL_CTR_HOST_TRIM);
+  st->host_flushes = ctr_get (ftl, FTL_CTR_FLUSH);
+  st->media_program_pages = ctr_get (ftl, FTL_CTR_PROGRAM)
+    + media_count (&ftl->media, MEDIA_PROGRAMS);
+  st->media_read_pages = ctr_get (ftl, FTL_CTR_MEDIA_READ)
+    + media_count (&ftl->media, MEDIA_READS);
+  st->media_erases = ctr_get (ftl, FTL_CTR_ERASE)
+    + media_count (&ftl->media, MEDIA_ERASES);
+  st->media_syncs = media_count (&ftl->media, MEDIA_SYNCS);
+  st->media_corrected_bits = ctr_get (ftl, FTL_CTR_CORRECTED_BITS);
+  st->media_read_retries = ctr_get (ftl, FTL_CTR_READ_RETRIES);
   st->media_uncorrectable = __atomic_load_n (&ftl->em.uncorrectable,
                                              __ATOMIC_RELAXED);
   st->media_clock_skew = errmodel_skew (&ftl->em);
@@ -95,15 +89,15 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->scrub_blocks = __atomic_load_n (&ftl->em.scrub_blocks,
                                       __ATOMIC_RELAXED);
   st->scrub_pages = __atomic_load_n (&ftl->em.scrub_pages, __ATOMIC_RELAXED);
-  st->gc_copied_pages = ctr (ftl, FTL_CTR_GC_COPIED);
-  st->gc_runs = ctr (ftl, FTL_CTR_GC_RUNS);
-  st->gc_background_runs = ctr (ftl, FTL_CTR_GC_BG_RUNS);
+  st->gc_copied_pages = ctr_get (ftl, FTL_CTR_GC_COPIED);
+  st->gc_runs = ctr_get (ftl, FTL_CTR_GC_RUNS);
+  st->gc_background_runs = ctr_get (ftl, FTL_CTR_GC_BG_RUNS);
   st->gc_slices = __atomic_load_n (&ftl->gc.slices, __ATOMIC_RELAXED);
   st->gc_yields = __atomic_load_n (&ftl->gc.yields, __ATOMIC_RELAXED);
   st->gc_barriers = __atomic_load_n (&ftl->gc.barriers, __ATOMIC_RELAXED);
   st->gc_erases_unsynced = __atomic_load_n (&ftl->gc.erases_unsynced,
                                             __ATOMIC_RELAXED);
-  st->wl_moved_pages = ctr (ftl, FTL_CTR_WL_MOVED);
+  st->wl_moved_pages = ctr_get (ftl, FTL_CTR_WL_MOVED);
   st->wl_threshold = ftl->wl.threshold;
   st->endurance = ftl->wl.endurance;
   pthread_mutex_lock (&ftl->alloc_lock);
@@ -111,7 +105,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->last_cycle_blocks = ftl->wl.last_cycle;
   pthread_mutex_unlock (&ftl->alloc_lock);
   st->read_only = ftl_is_read_only (ftl);
-  st->checkpoints = ctr (ftl, FTL_CTR_CKPTS);
+  st->checkpoints = ctr_get (ftl, FTL_CTR_CKPTS);
   st->mapped_pages = __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED);
   st->blocks_free = alloc_nfree (ftl);
   st->blocks_total = ftl->blocks;

@@ -21,6 +21,28 @@
  */
 #define FTL_TLS __thread __attribute__ ((tls_model ("initial-exec")))
 
+/* Per-thread shards.  A counter that every request changes, kept as
+ * one word, makes threads on different CPUs pass its cache line back
+ * and forth on every request.  Such counters are kept as FTL_SHARDS
+ * copies instead, each group on its own cache lines: a thread takes a
+ * shard round robin at its first use and keeps it (threads beyond
+ * FTL_SHARDS share, so the copies are still changed atomically), and
+ * readers add the copies up.  The assignment is per thread, not per
+ * handle: it says nothing about any one FTL.
+ */
+#define FTL_SHARDS 16
+
+extern FTL_TLS unsigned ftl_tls_shard;  /* 1 + the shard; 0: none yet */
+extern unsigned ftl_shard_assign (void);
+
+static inline unsigned
+ftl_shard (void)
+{
+  unsigned i = ftl_tls_shard;
+
+  return i ? i - 1 : ftl_shard_assign ();
+}
+
 #ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif

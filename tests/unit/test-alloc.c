@@ -144,7 +144,7 @@ START_TEST (test_lowest_erase_count)
 
   /* Nothing was erased: the counts are the ones set. */
   ck_assert_uint_eq (media_erase_count (&ftl->media, 13), 10);
-  ck_assert_uint_eq (ftl->media.erases, 0);
+  ck_assert_uint_eq (media_count (&ftl->media, MEDIA_ERASES), 0);
   open_abandon (ftl);
 }
 END_TEST
@@ -290,7 +290,7 @@ START_TEST (test_accounting_through_api)
       check_accounting (ftl);
   }
   check_accounting (ftl);
-  ck_assert_uint_gt (ftl->media.erases, 50);
+  ck_assert_uint_gt (media_count (&ftl->media, MEDIA_ERASES), 50);
   ck_assert_int_eq (ftl_close (ftl), 0);
 
   ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
@@ -492,9 +492,9 @@ START_TEST (test_trim_retries)
    */
   for (uint32_t i = 0; i < need; i++)
     ftl->valid[hand + i] = 0;
-  erases = ftl->media.erases;
+  erases = media_count (&ftl->media, MEDIA_ERASES);
   ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), 0);
-  ck_assert_uint_ge (ftl->media.erases, erases + need);
+  ck_assert_uint_ge (media_count (&ftl->media, MEDIA_ERASES), erases + need);
   ck_assert_uint_eq (ftl->l2p[0], FTL_UNMAPPED);
   ck_assert_uint_eq (ftl->trim_count, 1);
   ck_assert_uint_ne (ftl->metaf.block, FTL_NO_BLOCK);

@@ -692,10 +692,10 @@ record (struct unit_fault *f, struct ctx *c, unsigned mixn, size_t *nops,
           PRIu64 " in the background), %" PRIu64 " pages moved by wear "
           "leveling, %" PRIu64 " checkpoints, %" PRIu64 " erases (%" PRIu64
           " without a sync of their own)\n",
-          *nops, steps, idle, f->n, ftl->ctr[FTL_CTR_GC_RUNS],
-          ftl->ctr[FTL_CTR_GC_BG_RUNS], ftl->ctr[FTL_CTR_WL_MOVED],
-          ftl->ctr[FTL_CTR_CKPTS], ftl->ctr[FTL_CTR_ERASE]
-          + ftl->media.erases, ftl->gc.erases_unsynced);
+          *nops, steps, idle, f->n, ctr_get (ftl, FTL_CTR_GC_RUNS),
+          ctr_get (ftl, FTL_CTR_GC_BG_RUNS), ctr_get (ftl, FTL_CTR_WL_MOVED),
+          ctr_get (ftl, FTL_CTR_CKPTS), ctr_get (ftl, FTL_CTR_ERASE)
+          + media_count (&ftl->media, MEDIA_ERASES), ftl->gc.erases_unsynced);
   c->ftl = NULL;
   open_abandon (ftl);
   classify_after (f);

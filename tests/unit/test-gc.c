@@ -345,9 +345,9 @@ START_TEST (test_greedy_constructed)
   }
 
   /* Fill: fresh pages 32..255, then page 32+8k+j for j = 0, 1, ... */
-  ck_assert_uint_eq (ftl->ctr[FTL_CTR_GC_RUNS], 0);
+  ck_assert_uint_eq (ctr_get (ftl, FTL_CTR_GC_RUNS), 0);
   ck_assert_uint_eq (trace.n, 0);
-  for (uint64_t i = 0; ftl->ctr[FTL_CTR_GC_RUNS] == 0; i++) {
+  for (uint64_t i = 0; ctr_get (ftl, FTL_CTR_GC_RUNS) == 0; i++) {
     uint64_t l = i < 224 ? 32 + i : 32 + ((i - 224) % 28) * 8 + (i - 224) / 28;
     ck_assert_uint_lt (i, 224 + 5 * 28);
     write_pages (ftl, &r, l, 1);
@@ -382,7 +382,7 @@ START_TEST (test_greedy_constructed)
                    "sequence %" PRIu64 ", written with %" PRIu64,
                    copied[i], o.seq, seq[i]);
   }
-  ck_assert_uint_ge (ftl->ctr[FTL_CTR_GC_COPIED], 2);
+  ck_assert_uint_ge (ctr_get (ftl, FTL_CTR_GC_COPIED), 2);
   verify_all (ftl, &r);
 
   /* And after a clean restart. */
@@ -744,7 +744,7 @@ START_TEST (test_gc_with_trims)
       ftl = reopen ();
     }
   }
-  ck_assert_uint_gt (ftl->ctr[FTL_CTR_GC_RUNS], 100);
+  ck_assert_uint_gt (ctr_get (ftl, FTL_CTR_GC_RUNS), 100);
   verify_all (ftl, &r);
   ck_assert_int_eq (ftl_close (ftl), 0);
   ref_free (&r);
@@ -866,7 +866,7 @@ bg_fill (struct ftl *ftl, struct ref *r, uint64_t *rng)
   ref_init (r, BG_LPAGES);
   write_pages (ftl, r, 0, BG_LPAGES);
   bg_overwrite (ftl, r, rng, 2 * BG_LPAGES, 90);
-  ck_assert_uint_gt (ftl->ctr[FTL_CTR_GC_RUNS], 0);
+  ck_assert_uint_gt (ctr_get (ftl, FTL_CTR_GC_RUNS), 0);
   /* A writer collects at gc.low and may end a block above it (gc.high
    * may be gc.low itself on a small spare).
    */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ count_pwrite (void *opaque, int fd_, const void *buf, size_t len, off_t off)
 static int
 count_pread (void *opaque, int fd_, void *buf, size_t len, off_t off)
 {
-  calls.preads++;
+  __atomic_fetch_add (&calls.preads, 1, __ATOMIC_RELAXED); /* threads */
   return media_default_io.pread (opaque, fd_, buf, len, off);
 }
 
@@ -259,7 +260,7 @@ START_TEST (test_program_in_order)
     program (b, 4, 4, 0);
     ck_assert_uint_eq (m.wp[b], PPB);
   }
-  ck_assert_uint_eq (m.programs, BLOCKS * PPB);
+  ck_assert_uint_eq (media_count (&m, MEDIA_PROGRAMS), BLOCKS * PPB);
   ck_assert_uint_eq (calls.pwrites, BLOCKS * 3 * 2);
   check_file ();
 
@@ -276,7 +277,7 @@ START_TEST (test_program_in_order)
     make_page (edata, eoob, b, 6, 0);
     ck_assert_mem_eq (data + PS, edata, PS);
   }
-  ck_assert_uint_eq (m.reads, BLOCKS * (PPB + 2));
+  ck_assert_uint_eq (media_count (&m, MEDIA_READS), BLOCKS * (PPB + 2));
 
   /* The metadata area: no block header yet (never erased), then the
    * OOB entries.
@@ -285,6 +286,44 @@ START_TEST (test_program_in_order)
   ck_assert_int_eq (media_read_meta (&m, 2, meta), 0);
   ck_assert_mem_eq (meta, model + block_off (2), (size_t) meta_pages * PS);
   free (meta);
+}
+END_TEST
+
+/* The counters are kept per thread (util.h): reads from more threads
+ * than there are shards, several threads to a shard, all add up.
+ */
+#define COUNT_THREADS (FTL_SHARDS + 4)
+#define COUNT_READS 200
+
+static void *
+count_reads (void *arg)
+{
+  uint8_t buf[PS];
+
+  (void) arg;
+  for (int i = 0; i < COUNT_READS; i++)
+    if (media_read (&m, media_ppn (&m, i % BLOCKS, 0), 1, buf) < 0)
+      return (void *) 1;
+  return NULL;
+}
+
+START_TEST (test_counters_threads)
+{
+  pthread_t t[COUNT_THREADS];
+  uint64_t before = media_count (&m, MEDIA_READS);
+  void *r;
+
+  for (uint32_t b = 0; b < BLOCKS; b++)
+    program (b, 0, 1, 0);
+  for (int i = 0; i < COUNT_THREADS; i++)
+    ck_assert_int_eq (pthread_create (&t[i], NULL, count_reads, NULL), 0);
+  for (int i = 0; i < COUNT_THREADS; i++) {
+    ck_assert_int_eq (pthread_join (t[i], &r), 0);
+    ck_assert_ptr_null (r);
+  }
+  ck_assert_uint_eq (media_count (&m, MEDIA_READS),
+                     before + COUNT_THREADS * COUNT_READS);
+  ck_assert_uint_eq (media_count (&m, MEDIA_PROGRAMS), BLOCKS);
 }
 END_TEST
 
@@ -313,7 +352,7 @@ START_TEST (test_erase)
     ck_assert_uint_eq (media_erase_count (&m, 1), round);
     ck_assert_uint_eq (media_block_gen (&m, 1), round);
     ck_assert_uint_eq (m.wp[1], 0);
-    ck_assert_uint_eq (m.erases, round);
+    ck_assert_uint_eq (media_count (&m, MEDIA_ERASES), round);
     h = (struct ftl_block_header) { .erase_count = round,
                                     .erase_seq = 1000 + round };
     uint64_t meta_bytes = (uint64_t) meta_pages * PS;
@@ -399,8 +438,8 @@ START_TEST (test_io_hooks)
   ck_assert_uint_eq (buf[0], 0x77);
   ck_assert_uint_eq (buf[PS - 1], 0x77);
   ck_assert_uint_eq (calls.preads, 2);
-  ck_assert_uint_eq (m.programs, 2);
-  ck_assert_uint_eq (m.reads, 1);
+  ck_assert_uint_eq (media_count (&m, MEDIA_PROGRAMS), 2);
+  ck_assert_uint_eq (media_count (&m, MEDIA_READS), 1);
 }
 END_TEST
 
@@ -591,6 +630,7 @@ media_suite (void)
     tcase_add_test (tc, test_offsets);
     tcase_add_test (tc, test_program_in_order);
     tcase_add_test (tc, test_erase);
+    tcase_add_test (tc, test_counters_threads);
     tcase_add_test (tc, test_set_block);
     tcase_add_test (tc, test_io_hooks);
     tcase_add_test (tc, test_short_read);

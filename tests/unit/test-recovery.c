@@ -261,7 +261,7 @@ START_TEST (test_flush_then_kill)
     ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
     hist_verify (ftl, &h, PS4, NULL, "after kill");
   }
-  ck_assert_uint_gt (ftl->ctr[FTL_CTR_GC_RUNS], 10);
+  ck_assert_uint_gt (ctr_get (ftl, FTL_CTR_GC_RUNS), 10);
   ck_assert_int_eq (ftl_close (ftl), 0);
   hist_free (&h);
 }
