@@ -157,6 +157,7 @@ media_init (struct media *m, int fd, const struct ftl_io *io,
   assert (is_power_of_2 (page_size));
   assert (is_power_of_2 (pages_per_block));
   memset (m, 0, sizeof *m);
+  pthread_mutex_init (&m->write_lock, NULL);
   m->fd = fd;
   m->io = io ? io : &media_default_io;
   m->page_size = page_size;
@@ -423,6 +424,29 @@ media_probe (struct media *m)
   return m->io->pread (m->io->opaque, m->fd, buf, sizeof buf, 0);
 }
 
+/* Every write to the file, one at a time (see write_lock in media.h). */
+static int
+file_pwrite (struct media *m, const void *buf, size_t len, off_t off)
+{
+  int r;
+
+  pthread_mutex_lock (&m->write_lock);
+  r = m->io->pwrite (m->io->opaque, m->fd, buf, len, off);
+  pthread_mutex_unlock (&m->write_lock);
+  return r;
+}
+
+static int
+file_pwritev (struct media *m, const struct iovec *iov, int cnt, off_t off)
+{
+  int r;
+
+  pthread_mutex_lock (&m->write_lock);
+  r = m->io->pwritev (m->io->opaque, m->fd, iov, cnt, off);
+  pthread_mutex_unlock (&m->write_lock);
+  return r;
+}
+
 /* Write n pages at off from the pages' buffers: runs of pages adjacent
  * in memory become one piece, and the pieces one pwritev (or, for hooks
  * without it, one pwrite each).
@@ -443,7 +467,7 @@ write_pages (struct media *m, uint32_t n, const uint8_t *const *data,
   }
   if (cnt == 1 || !m->io->pwritev) {
     for (int i = 0; i < cnt; i++) {
-      int r = m->io->pwrite (m->io->opaque, m->fd, iov[i].iov_base,
+      int r = file_pwrite (m, iov[i].iov_base,
                              iov[i].iov_len, off);
       if (r < 0)
         return r;
@@ -451,7 +475,7 @@ write_pages (struct media *m, uint32_t n, const uint8_t *const *data,
     }
     return 0;
   }
-  return m->io->pwritev (m->io->opaque, m->fd, iov, cnt, off);
+  return file_pwritev (m, iov, cnt, off);
 }
 
 int
@@ -479,7 +503,7 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
                    media_page_offset (m, media_ppn (m, blk, page)));
   if (r < 0)
     return op_end (m, n, r);
-  r = m->io->pwrite (m->io->opaque, m->fd, oob, (size_t) n * FTL_OOB_BYTES,
+  r = file_pwrite (m, oob, (size_t) n * FTL_OOB_BYTES,
                      media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
                      + (uint64_t) page * FTL_OOB_BYTES);
   if (r < 0)
@@ -611,7 +635,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   /* The OOB entries, not the header copies nor the data pages (see
    * above): an overwrite in place, which allocates nothing in the file.
    */
-  r = m->io->pwrite (m->io->opaque, m->fd, m->zeros,
+  r = file_pwrite (m, m->zeros,
                      meta_bytes - 2 * FTL_BLKHDR_BYTES, meta + FTL_BLKHDR_BYTES);
   if (r < 0)
     return op_end (m, 0, r);
@@ -621,7 +645,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
   __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELEASE);
   media_count_add (m, MEDIA_ERASES, 1);
   fmt_blkhdr_encode (&h, buf);
-  r = m->io->pwrite (m->io->opaque, m->fd, buf, sizeof buf,
+  r = file_pwrite (m, buf, sizeof buf,
                      media_header_offset (m, blk, h.erase_count));
   return op_end (m, 0, r);
 }
@@ -644,7 +668,7 @@ media_tear (struct media *m, uint32_t ppn, uint32_t keep)
 
   assert (blk < m->blocks && keep < m->page_size);
   assert (media_ppn_page (m, ppn) < m->wp[blk]);
-  return m->io->pwrite (m->io->opaque, m->fd, m->zeros,
+  return file_pwrite (m, m->zeros,
                         m->page_size - keep,
                         media_page_offset (m, ppn) + keep);
 }
@@ -661,7 +685,7 @@ media_pwrite_raw (struct media *m, const void *buf, size_t len, uint64_t off)
   assert (off + len <= media_regions_offset (m));
   int r = untimed_begin (m);
   if (r == 0)
-    r = m->io->pwrite (m->io->opaque, m->fd, buf, len, off);
+    r = file_pwrite (m, buf, len, off);
   return untimed_end (m, r);
 }
 

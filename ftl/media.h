@@ -53,6 +53,7 @@
 #error "this header is internal to the FTL library (see ftl/inspect.h)"
 #endif
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -134,6 +135,15 @@ struct media {
   uint8_t *zeros;               /* meta_pages pages of zeros, read only */
 
   struct media_shard ctr[FTL_SHARDS];
+
+  /* Held around each write to the file.  The kernel writes a file
+   * one writer at a time anyway (ext4, xfs: the inode's lock, taken
+   * exclusively for buffered writes), and its waiters spin while the
+   * holder copies: with writers on every CPU, that spinning took 11%
+   * of the server's CPU time during sequential 1 MiB writes.  Waiters
+   * here sleep instead.
+   */
+  pthread_mutex_t write_lock;
 
   /* Set by media_power_off: every operation fails with -EIO. */
   bool off;                     /* atomic */
