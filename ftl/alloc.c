@@ -321,8 +321,10 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
   for (uint32_t i = 0; i < n; i++) {
     const struct log_page *lp = &pages[i];
     uint32_t ppn = media_ppn (&ftl->media, blk, page + i);
-    if (lp->kind == FTL_OOB_TRIM)
+    if (lp->kind == FTL_OOB_TRIM) {
       __atomic_fetch_add (&ftl->trim_pages[blk], 1, __ATOMIC_RELAXED);
+      __atomic_fetch_add (&ftl->trim_pages_since_ckpt, 1, __ATOMIC_RELAXED);
+    }
     else if (lp->from == FTL_UNMAPPED)
       map_install (ftl, lp->lpn, ppn, check[i]);
     else if (map_relocate (ftl, lp->lpn, lp->from, ppn, check[i]) && moved)

@@ -85,10 +85,12 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
 /* Step 1 of a checkpoint: the map and the block table into body, the
  * sequence number and counters into h, with no write in progress
  * (ckpt_rw exclusive).  Returns the pages written since the last
- * checkpoint, as counted when the snapshot was taken.
+ * checkpoint, as counted when the snapshot was taken, and in *trims
+ * the trim pages among them.
  */
 static uint64_t
-snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h)
+snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
+          uint64_t *trims)
 {
   uint8_t *p;
   uint64_t since;
@@ -120,6 +122,7 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h)
           == fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks));
   h->seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
   since = __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED);
+  *trims = __atomic_load_n (&ftl->trim_pages_since_ckpt, __ATOMIC_RELAXED);
   ctr_add (ftl, FTL_CTR_CKPTS, 1);
   for (int i = 0; i < FTL_CTR__MAX; i++)
     h->counters[i] = ctr_get (ftl, i);
@@ -142,7 +145,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   struct ftl_ckpt_header h = { .version = FTL_FORMAT_VERSION };
   uint64_t bytes = ftl->sb.ckpt_bytes;
   uint8_t *buf, *body;
-  uint64_t since;
+  uint64_t since, trims;
   unsigned slot;
   int r;
 
@@ -157,7 +160,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   body = buf + FTL_CKPT_HDR_BYTES;
 
   /* 1. The snapshot. */
-  since = snapshot (ftl, body, &h);
+  since = snapshot (ftl, body, &h, &trims);
 
   /* 2. What it maps is durable. */
   r = media_sync (&ftl->media);
@@ -191,6 +194,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
   __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
   __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
+  __atomic_fetch_sub (&ftl->trim_pages_since_ckpt, trims, __ATOMIC_RELAXED);
   trimlog_drop_before (ftl, prev);
   /* Victim costs count the trim pages written since this checkpoint
    * (the older ones are copied by GC while still live, see gc.c).
@@ -219,12 +223,29 @@ ckpt_write (struct ftl *ftl, bool clean)
   return r;
 }
 
+/* A checkpoint is due once an interval of pages, or of trim pages, has
+ * been written since the last (open.c); overdue after n intervals.
+ */
+static bool
+ckpt_past (struct ftl *ftl, uint64_t n)
+{
+  return !ftl->readonly &&
+    (__atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
+     >= n * ftl->ckpt_interval ||
+     __atomic_load_n (&ftl->trim_pages_since_ckpt, __ATOMIC_RELAXED)
+     >= n * ftl->ckpt_trim_interval);
+}
+
 bool
 ckpt_due (struct ftl *ftl)
 {
-  return !ftl->readonly &&
-    __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
-    >= ftl->ckpt_interval;
+  return ckpt_past (ftl, 1);
+}
+
+bool
+ckpt_overdue (struct ftl *ftl)
+{
+  return ckpt_past (ftl, 2);
 }
 
 /* Called by background steps (bg.c), and by requests when there is

@@ -470,7 +470,9 @@ struct ftl {
                                  * slot, which recovery falls back to if
                                  * the newest is damaged */
   uint64_t pages_since_ckpt;    /* atomic */
+  uint64_t trim_pages_since_ckpt; /* atomic: trim pages among them */
   uint64_t ckpt_interval;       /* pages between automatic checkpoints */
+  uint64_t ckpt_trim_interval;  /* or trim pages, if fewer */
 
   uint64_t next_seq;            /* atomic */
 
@@ -879,7 +881,11 @@ extern int ckpt_write (struct ftl *ftl, bool clean);
  * Returns 1 if it wrote one, 0 if not, or a negative errno.
  */
 extern int ckpt_maybe (struct ftl *ftl);
+/* Due: an interval of pages or of trim pages since the last one;
+ * overdue: two.
+ */
 extern bool ckpt_due (struct ftl *ftl);
+extern bool ckpt_overdue (struct ftl *ftl);
 
 /* durable.c: durable points (see there). */
 extern int durable_init (struct ftl *ftl);

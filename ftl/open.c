@@ -547,11 +547,12 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
   /* A checkpoint every eighth of the physical pages bounds recovery and
    * costs about 4 bytes per logical page each time.  It also releases
    * trim pages, which GC must keep until then: so that they can never
-   * fill the spare space, checkpoint at least every quarter of it.
+   * fill the spare space, checkpoint too once they reach a quarter of
+   * it.  (Counting every page against that quarter, as before, wrote a
+   * checkpoint 2.3 times as often on a 1 GiB disk, with no trims.)
    */
-  ftl->ckpt_interval = MIN ((uint64_t) ftl->blocks * ftl->ppb / 8,
-                            (uint64_t) spare * ftl->ppb / 4);
-  ftl->ckpt_interval = MAX (ftl->ckpt_interval, ftl->ppb);
+  ftl->ckpt_interval = MAX ((uint64_t) ftl->blocks * ftl->ppb / 8, ftl->ppb);
+  ftl->ckpt_trim_interval = MAX ((uint64_t) spare * ftl->ppb / 4, 1);
   return 0;
 }
 

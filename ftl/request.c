@@ -288,9 +288,7 @@ ckpt_maybe_held (struct ftl *ftl)
 {
   if (!ckpt_due (ftl))
     return;
-  if (bg_running (ftl) &&
-      __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
-      < 2 * ftl->ckpt_interval) {
+  if (bg_running (ftl) && !ckpt_overdue (ftl)) {
     bg_wake (ftl);
     return;
   }

@@ -551,6 +551,56 @@ START_TEST (test_checkpoint_by_writer)
 }
 END_TEST
 
+/* Trim pages, which GC keeps until two checkpoints cover them, make a
+ * checkpoint due on their own once they reach a quarter of the spare
+ * space, long before the interval of all pages: a page written,
+ * then trimmed, then a flush, which writes the trim record's page.
+ */
+START_TEST (test_checkpoint_by_trims)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = LP * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = 30, .log = ckpt_log,
+    .debug = FTL_DEBUG_CKPT, .io = unit_nosync_io (),
+  };
+  struct ftl *ftl;
+  char err[256];
+  uint8_t page[PS];
+  unsigned before;
+  uint64_t i, trims;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  /* Two pages an iteration, data and trim. */
+  ck_assert_uint_lt (2 * ftl->ckpt_trim_interval + 2, ftl->ckpt_interval);
+  pthread_mutex_lock (&ckpt_mu);
+  before = ckpt_logged;
+  pthread_mutex_unlock (&ckpt_mu);
+  for (i = 0; i < ftl->ckpt_interval; i++) {
+    unit_fill_page (page, PS, i % LP, 1);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, (i % LP) * PS, 0), 0);
+    trims = ftl->trim_pages_since_ckpt;
+    ck_assert_int_eq (ftl_trim (ftl, PS, (i % LP) * PS, 0), 0);
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+    pthread_mutex_lock (&ckpt_mu);
+    bool done = ckpt_logged > before;
+    pthread_mutex_unlock (&ckpt_mu);
+    if (done)
+      break;
+    ck_assert_uint_eq (ftl->trim_pages_since_ckpt, trims + 1);
+  }
+  /* Iteration i wrote trim page i + 1: due with the interval's last
+   * trim page, written by that request or the next (no background
+   * thread).  Counting data pages too, it came after half as many.
+   */
+  ck_assert_msg (i + 1 >= ftl->ckpt_trim_interval &&
+                 i + 1 <= ftl->ckpt_trim_interval + 1,
+                 "checkpoint after %" PRIu64 " trim pages, expected %"
+                 PRIu64, i + 1, ftl->ckpt_trim_interval);
+  ck_assert_uint_lt (ftl->pages_since_ckpt, ftl->ckpt_trim_interval);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 threads_suite (void)
 {
@@ -566,6 +616,7 @@ threads_suite (void)
   tcase_add_test (tc, test_threads_write_cache_foreground);
   tcase_add_test (tc, test_checkpoint_by_background_thread);
   tcase_add_test (tc, test_checkpoint_by_writer);
+  tcase_add_test (tc, test_checkpoint_by_trims);
   suite_add_tcase (s, tc);
   return s;
 }
