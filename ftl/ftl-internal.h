@@ -508,11 +508,7 @@ ctr_add (struct ftl *ftl, enum ftl_ckpt_counter c, uint64_t n)
 static inline uint64_t
 ctr_get (struct ftl *ftl, enum ftl_ckpt_counter c)
 {
-  uint64_t n = 0;
-
-  for (unsigned i = 0; i < FTL_SHARDS; i++)
-    n += __atomic_load_n (&ftl->ctr[i].v[c], __ATOMIC_RELAXED);
-  return n;
+  return ftl_shard_sum (&ftl->ctr[0].v[c], sizeof ftl->ctr[0]);
 }
 
 /* Set a counter (recovery, at open: nothing else counts yet). */

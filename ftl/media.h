@@ -368,11 +368,7 @@ extern void media_set_block (struct media *m, uint32_t blk,
 static inline uint64_t
 media_count (const struct media *m, enum media_counter c)
 {
-  uint64_t n = 0;
-
-  for (unsigned i = 0; i < FTL_SHARDS; i++)
-    n += __atomic_load_n (&m->ctr[i].n[c], __ATOMIC_RELAXED);
-  return n;
+  return ftl_shard_sum (&m->ctr[0].n[c], sizeof m->ctr[0]);
 }
 
 static inline void

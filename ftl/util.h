@@ -43,6 +43,20 @@ ftl_shard (void)
   return i ? i - 1 : ftl_shard_assign ();
 }
 
+/* The sum of a counter's copies: the first at first, the next ones
+ * stride bytes apart.
+ */
+static inline uint64_t
+ftl_shard_sum (const uint64_t *first, size_t stride)
+{
+  const char *p = (const char *) first;
+  uint64_t n = 0;
+
+  for (unsigned i = 0; i < FTL_SHARDS; i++, p += stride)
+    n += __atomic_load_n ((const uint64_t *) p, __ATOMIC_RELAXED);
+  return n;
+}
+
 #ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif

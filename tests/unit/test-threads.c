@@ -492,14 +492,21 @@ ckpt_log (void *opaque, enum ftl_log_level level, const char *msg)
     unit_log (opaque, level, msg);
 }
 
-static void
-checkpoint_writer (bool background)
+/* A small disk that logs its checkpoints (ckpt_log). */
+static struct ftl_options
+ckpt_options (void)
 {
-  struct ftl_options o = {
+  return (struct ftl_options) {
     .path = path, .logical_bytes = LP * PS, .page_size = PS,
     .pages_per_block = 16, .op_percent = 30, .log = ckpt_log,
     .debug = FTL_DEBUG_CKPT, .io = unit_nosync_io (),
   };
+}
+
+static void
+checkpoint_writer (bool background)
+{
+  struct ftl_options o = ckpt_options ();
   struct ftl *ftl;
   char err[256];
   uint8_t page[PS];
@@ -558,11 +565,7 @@ END_TEST
  */
 START_TEST (test_checkpoint_by_trims)
 {
-  struct ftl_options o = {
-    .path = path, .logical_bytes = LP * PS, .page_size = PS,
-    .pages_per_block = 16, .op_percent = 30, .log = ckpt_log,
-    .debug = FTL_DEBUG_CKPT, .io = unit_nosync_io (),
-  };
+  struct ftl_options o = ckpt_options ();
   struct ftl *ftl;
   char err[256];
   uint8_t page[PS];
