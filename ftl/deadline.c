@@ -42,21 +42,17 @@ my_shard (struct deadline *dl)
 static uint64_t
 sum_progress (struct deadline *dl)
 {
-  uint64_t n = 0;
-
-  for (unsigned i = 0; i < FTL_SHARDS; i++)
-    n += __atomic_load_n (&dl->shards[i].progress, __ATOMIC_RELAXED);
-  return n;
+  return ftl_shard_sum (&dl->shards[0].progress, sizeof dl->shards[0]);
 }
 
 int64_t
 dl_inflight (struct deadline *dl)
 {
-  int64_t n = 0;
-
-  for (unsigned i = 0; i < FTL_SHARDS; i++)
-    n += __atomic_load_n (&dl->shards[i].inflight, __ATOMIC_RELAXED);
-  return n;
+  /* Each shard's count may be negative (an operation ended on another
+   * thread than began it); the sum wraps back to the true total.
+   */
+  return (int64_t) ftl_shard_sum ((const uint64_t *) &dl->shards[0].inflight,
+                                  sizeof dl->shards[0]);
 }
 
 static const char *const op_names[FTL_OP__MAX] = {
@@ -610,10 +606,8 @@ dl_get_stats (struct deadline *dl, struct ftl_stats *st)
 {
   st->deadline.timeout_ns = dl->timeout_ns;
   st->deadline.retries = dl->retries;
-  st->deadline.requests = 0;
-  for (unsigned i = 0; i < FTL_SHARDS; i++)
-    st->deadline.requests += __atomic_load_n (&dl->shards[i].requests,
-                                              __ATOMIC_RELAXED);
+  st->deadline.requests = ftl_shard_sum (&dl->shards[0].requests,
+                                         sizeof dl->shards[0]);
   st->deadline.expired = __atomic_load_n (&dl->ctr[DLC_EXPIRED],
                                           __ATOMIC_RELAXED);
   st->deadline.handled = __atomic_load_n (&dl->ctr[DLC_HANDLED],

@@ -467,8 +467,7 @@ write_pages (struct media *m, uint32_t n, const uint8_t *const *data,
   }
   if (cnt == 1 || !m->io->pwritev) {
     for (int i = 0; i < cnt; i++) {
-      int r = file_pwrite (m, iov[i].iov_base,
-                             iov[i].iov_len, off);
+      int r = file_pwrite (m, iov[i].iov_base, iov[i].iov_len, off);
       if (r < 0)
         return r;
       off += iov[i].iov_len;
@@ -504,8 +503,8 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
   if (r < 0)
     return op_end (m, n, r);
   r = file_pwrite (m, oob, (size_t) n * FTL_OOB_BYTES,
-                     media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
-                     + (uint64_t) page * FTL_OOB_BYTES);
+                   media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
+                   + (uint64_t) page * FTL_OOB_BYTES);
   if (r < 0)
     return op_end (m, n, r);
   media_count_add (m, MEDIA_PROGRAMS, n);
