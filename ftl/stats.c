@@ -21,6 +21,7 @@
 
 #include "ftl-internal.h"
 #include "inspect.h"
+#include "metrics.h"
 
 /* Thousands of 512-byte units, rounded up (NVMe's data units). */
 static uint64_t
@@ -569,32 +570,14 @@ ftl_render_health_json (struct ftl *ftl, FILE *fp)
   return ferror (fp) ? -EIO : 0;
 }
 
+static int
+write_stats_json (void *ftl, FILE *fp)
+{
+  return ftl_render_stats_json (ftl, FTL_STATS_SERVER, fp);
+}
+
 int
 ftl_write_stats_json (struct ftl *ftl, const char *path)
 {
-  char *tmp;
-  FILE *fp;
-  int fd, r = 0;
-
-  if (asprintf (&tmp, "%s.XXXXXX", path) == -1)
-    return -ENOMEM;
-  fd = mkstemp (tmp);
-  if (fd == -1 || fchmod (fd, 0644) == -1 || !(fp = fdopen (fd, "w"))) {
-    r = -errno;
-    if (fd >= 0) {
-      close (fd);
-      unlink (tmp);
-    }
-    free (tmp);
-    return r;
-  }
-  r = ftl_render_stats_json (ftl, FTL_STATS_SERVER, fp);
-  if (fclose (fp) == EOF && r == 0)
-    r = -errno;
-  if (r == 0 && rename (tmp, path) == -1)
-    r = -errno;
-  if (r < 0)
-    unlink (tmp);
-  free (tmp);
-  return r;
+  return ftl_write_file_atomic (path, write_stats_json, ftl);
 }
