@@ -38,6 +38,8 @@
 #include <unistd.h>
 
 #include "ftl.h"
+
+#include "bench-util.h"
 #include "keys.h"
 
 #define PAGE        4096
@@ -103,27 +105,6 @@ die (const char *fmt, ...)
   exit (EXIT_FAILURE);
 }
 
-static double
-clock_s (clockid_t id)
-{
-  struct timespec ts;
-
-  clock_gettime (id, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* xorshift64*: quality does not matter here, repeatability does. */
-static uint64_t
-next_random (uint64_t *s)
-{
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * UINT64_C (0x2545f4914f6cdd1d);
-}
-
 /* The fill's data: every 4 KiB page starts with its own offset, so that
  * a read that returns another page's data (or zeros) is caught.
  */
@@ -166,11 +147,11 @@ worker_main (void *arg)
   }
   while (wk->err == 0) {
     /* Look at the clock every 64 reads only. */
-    if (wk->ops % 64 == 0 && clock_s (CLOCK_MONOTONIC) >= run->stop)
+    if (wk->ops % 64 == 0 && bench_clock_s (CLOCK_MONOTONIC) >= run->stop)
       break;
     uint64_t off;
     if (w->random)
-      off = next_random (&seed) % blocks * w->bs;
+      off = bench_random (&seed) % blocks * w->bs;
     else {
       off = pos * w->bs;
       pos = (pos + 1) % blocks;
@@ -204,8 +185,8 @@ run_side (struct run *run, double duration, double *ops_s, double *cpu_ns)
   uint64_t ops = 0;
 
   memset (wk, 0, sizeof wk);
-  t0 = clock_s (CLOCK_MONOTONIC);
-  c0 = clock_s (CLOCK_PROCESS_CPUTIME_ID);
+  t0 = bench_clock_s (CLOCK_MONOTONIC);
+  c0 = bench_clock_s (CLOCK_PROCESS_CPUTIME_ID);
   run->stop = t0 + duration;
   for (unsigned i = 0; i < run->nthreads; i++) {
     wk[i].run = run;
@@ -222,8 +203,8 @@ run_side (struct run *run, double duration, double *ops_s, double *cpu_ns)
            : strerror (-wk[i].err));
     ops += wk[i].ops;
   }
-  t1 = clock_s (CLOCK_MONOTONIC);
-  c1 = clock_s (CLOCK_PROCESS_CPUTIME_ID);
+  t1 = bench_clock_s (CLOCK_MONOTONIC);
+  c1 = bench_clock_s (CLOCK_PROCESS_CPUTIME_ID);
   *ops_s = ops / (t1 - t0);
   *cpu_ns = (c1 - c0) * 1e9 / ops;
 }

@@ -43,6 +43,8 @@
 
 #include "ftl.h"
 
+#include "bench-util.h"
+
 struct config {
   const char *dir;
   uint64_t size;
@@ -71,23 +73,6 @@ static struct config cfg = {
 };
 
 #define PS 4096
-
-static double
-now (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static uint64_t
-rnd (uint64_t *s)
-{
-  uint64_t x = *s;
-  x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
-  *s = x;
-  return x * UINT64_C (0x2545F4914F6CDD1D);
-}
 
 static void
 log_message (void *opaque, enum ftl_log_level level, const char *msg)
@@ -131,20 +116,20 @@ worker (void *arg)
   uint8_t *buf = malloc (PS);
 
   while (!*w->stop) {
-    uint64_t lpn = rnd (&w->seed) % w->lpages;
+    uint64_t lpn = bench_random (&w->seed) % w->lpages;
     pthread_mutex_t *l = &page_locks[lpn % PAGE_LOCKS];
     pthread_mutex_lock (l);
     uint32_t v = ver[lpn] + 1;
     stamp (buf, lpn, v);
     bool m = *w->measuring;
-    double t0 = now ();
+    double t0 = bench_clock_s (CLOCK_MONOTONIC);
     int r = ftl_write (w->ftl, buf, PS, lpn * PS, 0);
     if (m) {
       if (w->nlat == w->caplat) {
         w->caplat = w->caplat ? 2 * w->caplat : 4096;
         w->lat = realloc (w->lat, w->caplat * sizeof *w->lat);
       }
-      w->lat[w->nlat++] = (now () - t0) * 1e6;
+      w->lat[w->nlat++] = (bench_clock_s (CLOCK_MONOTONIC) - t0) * 1e6;
     }
     if (r == 0)
       base[lpn] = v;
@@ -288,13 +273,13 @@ run (const char *mode)
   uint64_t w0 = 0, a0 = 0;
   for (unsigned i = 0; i < cfg.threads; i++)
     w0 += w[i].writes, a0 += w[i].aborted;
-  double t0 = now ();
+  double t0 = bench_clock_s (CLOCK_MONOTONIC);
   usleep (cfg.seconds * 1e6);
   ftl_get_stats (ftl, &s1);
   uint64_t w1 = 0, a1 = 0, e1 = 0;
   for (unsigned i = 0; i < cfg.threads; i++)
     w1 += w[i].writes, a1 += w[i].aborted;
-  double dt = now () - t0;
+  double dt = bench_clock_s (CLOCK_MONOTONIC) - t0;
   measuring = false;
   stop = true;
   for (unsigned i = 0; i < cfg.threads; i++) {

@@ -49,40 +49,19 @@
 
 #include "ftl.h"
 
+#include "bench-util.h"
+
 #define IO_SIZE    4096
 #define FILL_SIZE  (1024 * 1024)
 
 static const char *prog = "ftl-ops";
 static char path[4096];         /* the image, deleted on every exit */
 
-/* xorshift64*: fixed sequence from a fixed seed; quality does not
- * matter here, repeatability does.
- */
-static uint64_t
-next_random (uint64_t *s)
-{
-  uint64_t x = *s;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  *s = x;
-  return x * UINT64_C (0x2545f4914f6cdd1d);
-}
-
 static void
 log_fn (void *opaque, enum ftl_log_level level, const char *msg)
 {
   if (level != FTL_LOG_DEBUG)
     fprintf (stderr, "%s: ftl: %s\n", prog, msg);
-}
-
-static double
-now (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void __attribute__ ((noreturn))
@@ -110,13 +89,13 @@ begin_phase (const char *name)
 {
   if (counted (name))
     CALLGRIND_TOGGLE_COLLECT;
-  phase_start = now ();
+  phase_start = bench_clock_s (CLOCK_MONOTONIC);
 }
 
 static void
 end_phase (const char *name, uint64_t n)
 {
-  double t = now () - phase_start;
+  double t = bench_clock_s (CLOCK_MONOTONIC) - phase_start;
 
   if (counted (name)) {
     CALLGRIND_TOGGLE_COLLECT;
@@ -234,7 +213,7 @@ main (int argc, char *argv[])
   begin_phase ("write");
   s = seed;
   for (i = 0; i < n; i++) {
-    off = next_random (&s) % pages * IO_SIZE;
+    off = bench_random (&s) % pages * IO_SIZE;
     memcpy (buf, &i, sizeof i);
     r = ftl_write (ftl, buf, IO_SIZE, off, 0);
     if (r < 0)
@@ -246,7 +225,7 @@ main (int argc, char *argv[])
   begin_phase ("read");
   s = seed;
   for (i = 0; i < n; i++) {
-    off = next_random (&s) % pages * IO_SIZE;
+    off = bench_random (&s) % pages * IO_SIZE;
     r = ftl_read (ftl, buf, IO_SIZE, off);
     if (r < 0)
       fail ("read", r);
@@ -264,7 +243,7 @@ main (int argc, char *argv[])
   }
   s = seed ^ UINT64_C (0x5bd1e995);
   for (i = 0; i < 2 * pages; i++) {
-    r = ftl_write (ftl, buf, IO_SIZE, next_random (&s) % pages * IO_SIZE, 0);
+    r = ftl_write (ftl, buf, IO_SIZE, bench_random (&s) % pages * IO_SIZE, 0);
     if (r < 0)
       fail ("fill", r);
   }
@@ -272,7 +251,7 @@ main (int argc, char *argv[])
   ftl_get_stats (ftl, &st0);
   begin_phase ("steady");
   for (i = 0; i < n; i++) {
-    r = ftl_write (ftl, buf, IO_SIZE, next_random (&s) % pages * IO_SIZE, 0);
+    r = ftl_write (ftl, buf, IO_SIZE, bench_random (&s) % pages * IO_SIZE, 0);
     if (r < 0)
       fail ("steady write", r);
   }
