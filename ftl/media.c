@@ -492,7 +492,7 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
   /* Even after an error the pages count as programmed: they may hold
    * anything, and NAND does not allow programming them again.
    */
-  m->wp[blk] = page + n;
+  __atomic_store_n (&m->wp[blk], page + n, __ATOMIC_RELAXED);
   r = op_begin (m, OP_PROGRAM, blk, page, n,
                 !m->timing ? 0 : media_block_slc (m, blk) ?
                 m->timing->slc_program_ns : m->timing->program_ns);
@@ -638,7 +638,7 @@ media_erase (struct media *m, uint32_t blk, uint64_t seq)
                      meta_bytes - 2 * FTL_BLKHDR_BYTES, meta + FTL_BLKHDR_BYTES);
   if (r < 0)
     return op_end (m, 0, r);
-  m->wp[blk] = 0;
+  __atomic_store_n (&m->wp[blk], 0, __ATOMIC_RELAXED);
   h.erase_count = media_erase_count (m, blk) + 1;
   h.erase_seq = seq;
   __atomic_store_n (&m->erase_count[blk], h.erase_count, __ATOMIC_RELEASE);
@@ -704,6 +704,6 @@ media_set_block (struct media *m, uint32_t blk, uint32_t erase_count,
 {
   assert (blk < m->blocks);
   assert (wp <= m->pages_per_block);
-  m->wp[blk] = wp;
+  __atomic_store_n (&m->wp[blk], wp, __ATOMIC_RELAXED);
   __atomic_store_n (&m->erase_count[blk], erase_count, __ATOMIC_RELAXED);
 }

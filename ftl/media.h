@@ -126,7 +126,9 @@ struct media {
                                  * (meta_pages + pages_per_block) pages;
                                  * else pages_per_block pages */
 
-  uint32_t *wp;                 /* program pointer per block */
+  uint32_t *wp;                 /* program pointer per block (stored
+                                 * atomically: statistics read it
+                                 * without the owner's lock) */
   uint32_t *erase_count;        /* per block (atomic access) */
   uint32_t *gen;                /* erase generation per block (atomic) */
   uint8_t *slc;                 /* per block: 1 if programmed in SLC mode
