@@ -115,21 +115,39 @@ fi
 d="$(mktemp -d "${TMPDIR:-/tmp}/ftl-run.XXXXXX")"
 trap 'rm -rf "$d"' EXIT
 [ -z "$sock" ] || [ "$sock" = - ] && sock="$d/sock"
+# The server's errors go to this stderr and to $d/err; finish waits
+# for the copy.
+exec 3> >(tee "$d/err" >&2)
+tee_pid=$!
+finish () { exec 3>&-; wait "$tee_pid" 2>/dev/null; exit "$1"; }
 LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" -f -U "$sock" \
-    -P "$d/pid" "${args[@]}" &
+    -P "$d/pid" "${args[@]}" 2>&3 &
 server=$!
+# A server that failed to start may hang in exit under the runtime
+# (p11-kit's destructor waits for the locale lock after an error that
+# used %m; nbdkit's own file plugin does the same): an error before
+# the socket, with no socket 5 s later, or no socket after 60 s, is a
+# failure to start.
+started=false errored=0
 for _ in $(seq 600); do
-    [ -S "$sock" ] && [ -s "$d/pid" ] && break
-    kill -0 "$server" 2>/dev/null || { wait "$server"; exit $?; }
+    [ -S "$sock" ] && [ -s "$d/pid" ] && { started=true; break; }
+    kill -0 "$server" 2>/dev/null || { wait "$server"; finish $?; }
+    grep -q '^nbdkit: error:' "$d/err" 2>/dev/null && errored=$((errored + 1))
+    [ "$errored" -ge 50 ] && break
     sleep 0.1
 done
+if ! $started; then
+    kill -9 "$server" 2>/dev/null
+    { wait "$server"; } 2>/dev/null
+    finish 1
+fi
 export uri="nbd+unix:///?socket=$sock" unixsocket="$sock"
 export nbd="nbd:unix:$sock"
 sh -c "$run"
 r=$?
 kill "$server" 2>/dev/null
 wait "$server"
-exit $r
+finish $r
 SHIM
             export FTL_REAL_NBDKIT="$(command -v nbdkit)"
             ;;
