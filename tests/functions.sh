@@ -164,23 +164,54 @@ SHIM
             # caller), so a leak of the plugin, whose caller is in the
             # plugin or a library, is still reported.
             echo 'leak:/usr/bin/nbdkit' > "$_shim/lsan.supp"
-            {
-                echo '#!/usr/bin/env bash'
-                echo 'args=()'
-                echo 'while [ $# -gt 0 ]; do'
-                echo '    case "$1" in'
-                echo '        --run) args+=("$1" "unset LD_PRELOAD; ${2-}"); shift'
-                echo '               [ $# -gt 0 ] && shift ;;'
-                echo '        --run=*) args+=("--run=unset LD_PRELOAD; ${1#--run=}"); shift ;;'
-                echo '        *) args+=("$1"); shift ;;'
-                echo '    esac'
-                echo 'done'
-                printf 'export ASAN_OPTIONS="malloc_context_size=2 ${ASAN_OPTIONS:-}"\n'
-                printf 'export LSAN_OPTIONS="suppressions=%q ${LSAN_OPTIONS:-}"\n' \
-                       "$_shim/lsan.supp"
-                printf 'LD_PRELOAD=%q exec %q "${args[@]}"\n' \
-                       "$FTL_SANITIZER_PRELOAD" "$(command -v nbdkit)"
-            } > "$_shim/nbdkit"
+            #
+            # nbdkit may hang in exit after an error that used %m, as
+            # under ThreadSanitizer (above): a server that printed an
+            # error before its --run command started, and is still
+            # there 5 s later, has failed.
+            cat > "$_shim/nbdkit" <<'SHIM'
+#!/usr/bin/env bash
+d="$(mktemp -d "${TMPDIR:-/tmp}/ftl-run.XXXXXX")"
+trap 'rm -rf "$d"' EXIT
+mark="unset LD_PRELOAD; : > $(printf %q "$d/started");"
+args=() have_run=false
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --run) args+=("$1" "$mark ${2-}"); have_run=true; shift
+               [ $# -gt 0 ] && shift ;;
+        --run=*) args+=("--run=$mark ${1#--run=}"); have_run=true; shift ;;
+        *) args+=("$1"); shift ;;
+    esac
+done
+export ASAN_OPTIONS="malloc_context_size=2 ${ASAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$FTL_LSAN_SUPP ${LSAN_OPTIONS:-}"
+if ! $have_run; then
+    rm -rf "$d"
+    LD_PRELOAD="$FTL_SANITIZER_PRELOAD" exec "$FTL_REAL_NBDKIT" "${args[@]}"
+fi
+exec 3> >(tee "$d/err" >&2)
+tee_pid=$!
+finish () { exec 3>&-; wait "$tee_pid" 2>/dev/null; exit "$1"; }
+LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" "${args[@]}" 2>&3 &
+server=$!
+trap 'kill -TERM "$server" 2>/dev/null' TERM INT HUP
+errored=0
+while kill -0 "$server" 2>/dev/null; do
+    if [ ! -e "$d/started" ] && grep -q '^nbdkit: error:' "$d/err"; then
+        errored=$((errored + 1))
+        if [ "$errored" -ge 50 ]; then
+            kill -9 "$server" 2>/dev/null
+            { wait "$server"; } 2>/dev/null
+            finish 1
+        fi
+    fi
+    sleep 0.1
+done
+wait "$server"
+finish $?
+SHIM
+            export FTL_REAL_NBDKIT="$(command -v nbdkit)"
+            export FTL_LSAN_SUPP="$_shim/lsan.supp"
             ;;
     esac
     chmod +x "$_shim/nbdkit"
