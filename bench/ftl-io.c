@@ -38,9 +38,9 @@
 #include <unistd.h>
 
 #include "ftl.h"
+#include "keys.h"
 
 #include "bench-util.h"
-#include "keys.h"
 
 #define PAGE        4096
 #define FILL_SIZE   (1024 * 1024)

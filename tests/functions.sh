@@ -87,6 +87,31 @@ trap 'exit 143' TERM
 if [ -n "${FTL_SANITIZER_PRELOAD:-}" ]; then
     _shim="$(mktemp -d "${TMPDIR:-/tmp}/ftl-shim.XXXXXX")"
     cleanup_fn rm -rf "$_shim"
+    # Sourced by both shims below, with $d their private directory and
+    # $server the server's pid.  The server's errors go to the shim's
+    # stderr and to $d/err; finish waits for that copy.  A server that
+    # failed to start may hang in exit under the runtime (p11-kit's
+    # destructor waits for the locale lock after an error that used
+    # %m; nbdkit's own file plugin does the same): start_failed says so
+    # once it has printed an error for 5 s (call it every 0.1 s), and
+    # give_up kills it and fails.
+    cat > "$_shim/common.sh" <<'COMMON'
+exec 3> >(tee "$d/err" >&2)
+tee_pid=$!
+errored=0
+finish () { exec 3>&-; wait "$tee_pid" 2>/dev/null; exit "$1"; }
+start_failed ()
+{
+    grep -q '^nbdkit: error:' "$d/err" 2>/dev/null && errored=$((errored + 1))
+    [ "$errored" -ge 50 ]
+}
+give_up ()
+{
+    kill -9 "$server" 2>/dev/null
+    { wait "$server"; } 2>/dev/null
+    finish 1
+}
+COMMON
     case "$FTL_SANITIZER_PRELOAD" in
         *tsan*)
             # ThreadSanitizer's runtime in nbdkit kills the child that
@@ -115,32 +140,20 @@ fi
 d="$(mktemp -d "${TMPDIR:-/tmp}/ftl-run.XXXXXX")"
 trap 'rm -rf "$d"' EXIT
 [ -z "$sock" ] || [ "$sock" = - ] && sock="$d/sock"
-# The server's errors go to this stderr and to $d/err; finish waits
-# for the copy.
-exec 3> >(tee "$d/err" >&2)
-tee_pid=$!
-finish () { exec 3>&-; wait "$tee_pid" 2>/dev/null; exit "$1"; }
+. "$(dirname "$0")/common.sh"
 LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" -f -U "$sock" \
     -P "$d/pid" "${args[@]}" 2>&3 &
 server=$!
-# A server that failed to start may hang in exit under the runtime
-# (p11-kit's destructor waits for the locale lock after an error that
-# used %m; nbdkit's own file plugin does the same): an error before
-# the socket, with no socket 5 s later, or no socket after 60 s, is a
-# failure to start.
-started=false errored=0
+# Started once it serves; failed after an error (above), or with no
+# socket after 60 s.
+started=false
 for _ in $(seq 600); do
     [ -S "$sock" ] && [ -s "$d/pid" ] && { started=true; break; }
     kill -0 "$server" 2>/dev/null || { wait "$server"; finish $?; }
-    grep -q '^nbdkit: error:' "$d/err" 2>/dev/null && errored=$((errored + 1))
-    [ "$errored" -ge 50 ] && break
+    start_failed && break
     sleep 0.1
 done
-if ! $started; then
-    kill -9 "$server" 2>/dev/null
-    { wait "$server"; } 2>/dev/null
-    finish 1
-fi
+$started || give_up
 export uri="nbd+unix:///?socket=$sock" unixsocket="$sock"
 export nbd="nbd:unix:$sock"
 sh -c "$run"
@@ -165,10 +178,8 @@ SHIM
             # plugin or a library, is still reported.
             echo 'leak:/usr/bin/nbdkit' > "$_shim/lsan.supp"
             #
-            # nbdkit may hang in exit after an error that used %m, as
-            # under ThreadSanitizer (above): a server that printed an
-            # error before its --run command started, and is still
-            # there 5 s later, has failed.
+            # A server that printed an error before its --run command
+            # started has failed (common.sh).
             cat > "$_shim/nbdkit" <<'SHIM'
 #!/usr/bin/env bash
 d="$(mktemp -d "${TMPDIR:-/tmp}/ftl-run.XXXXXX")"
@@ -189,22 +200,12 @@ if ! $have_run; then
     rm -rf "$d"
     LD_PRELOAD="$FTL_SANITIZER_PRELOAD" exec "$FTL_REAL_NBDKIT" "${args[@]}"
 fi
-exec 3> >(tee "$d/err" >&2)
-tee_pid=$!
-finish () { exec 3>&-; wait "$tee_pid" 2>/dev/null; exit "$1"; }
+. "$(dirname "$0")/common.sh"
 LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" "${args[@]}" 2>&3 &
 server=$!
 trap 'kill -TERM "$server" 2>/dev/null' TERM INT HUP
-errored=0
 while kill -0 "$server" 2>/dev/null; do
-    if [ ! -e "$d/started" ] && grep -q '^nbdkit: error:' "$d/err"; then
-        errored=$((errored + 1))
-        if [ "$errored" -ge 50 ]; then
-            kill -9 "$server" 2>/dev/null
-            { wait "$server"; } 2>/dev/null
-            finish 1
-        fi
-    fi
+    [ -e "$d/started" ] || ! start_failed || give_up
     sleep 0.1
 done
 wait "$server"
