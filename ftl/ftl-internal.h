@@ -99,13 +99,16 @@
 #include <stdatomic.h>
 
 #include "ftl.h"
-#include "deadline.h"
-#include "errmodel.h"
-#include "fault.h"
-#include "format.h"
-#include "media.h"
-#include "timing.h"
-#include "util.h"
+#include "track/deadline.h"
+#include "nand/errmodel.h"
+#include "track/fault.h"
+#include "format/format.h"
+#include "nand/media.h"
+#include "nand/timing.h"
+#include "util/bell.h"
+#include "util/clock.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define FTL_NO_BLOCK      UINT32_MAX
 #define FTL_STRIPES       64
@@ -324,12 +327,8 @@ struct wl {
 struct bg {
   bool manual;                  /* set at open: no threads, the caller
                                  * steps (ftl_background_step) */
-  pthread_t thread;
-  bool running;                 /* atomic: started (a thread, or manual) */
-  bool stop;                    /* atomic; changed under lock */
-  uint64_t kicks;               /* wakes so far (under lock) */
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
+  pthread_t thread;             /* answers the handle's bell: listening
+                                 * once started (a thread, or manual) */
   /* One step at a time (the thread, or manual callers); what follows is
    * under step_lock.
    */
@@ -390,9 +389,7 @@ struct ftl {
                                  * recovery loaded) */
   uint64_t durable_gen;
   uint64_t recovered_damaged;   /* durable pages recovery found damaged */
-  unsigned debug;
-  ftl_log_fn log;
-  void *log_opaque;
+  struct ftl_logger logger;      /* log_msg, log_debug (util/log.h) */
 
   struct media media;
   struct ftl_superblock sb;
@@ -452,6 +449,8 @@ struct ftl {
   struct wl wl;
   struct slc slc;
   struct bg bg;
+  struct ftl_bell bell;         /* wakes bg (util/bell.h): rung by any
+                                 * layer, answered by host/bg.c */
   struct cache cache;
 
   /* Trim records not yet in the log (trimlog.c, under trim_lock). */
@@ -490,14 +489,14 @@ struct ftl {
   struct ctr_shard ctr[FTL_SHARDS];
 };
 
-/* Logging (open.c). */
-extern void log_msg (struct ftl *ftl, enum ftl_log_level level,
-                     const char *fs, ...)
-  __attribute__ ((format (printf, 3, 4)));
-extern void log_debug (struct ftl *ftl, unsigned category,
-                       const char *fs, ...)
-  __attribute__ ((format (printf, 3, 4)));
+/* A power cut (mngt/powercut.c) turned the handle off: requests fail. */
+static inline bool
+powered_off (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->powered_off, __ATOMIC_ACQUIRE);
+}
 
+/* The counters. */
 static inline void
 ctr_add (struct ftl *ftl, enum ftl_ckpt_counter c, uint64_t n)
 {
@@ -816,7 +815,7 @@ static inline void
 slc_host_wrote (struct ftl *ftl)
 {
   if (ftl->slc.enabled)
-    __atomic_store_n (&ftl->slc.last_write_ns, timing_now (),
+    __atomic_store_n (&ftl->slc.last_write_ns, clock_now (),
                       __ATOMIC_RELAXED);
 }
 /* Should the background fold now: blocks in SLC mode beyond the
@@ -850,22 +849,11 @@ enum bg_work {
   BG_WORK__MAX
 };
 extern enum bg_work bg_work_here (void);
-static inline bool
-bg_running (struct ftl *ftl)
-{
-  return __atomic_load_n (&ftl->bg.running, __ATOMIC_ACQUIRE);
-}
 /* Read reclaim: move the data of one block noted by the error model,
  * if the free pool allows.  Returns 1 if it moved a block, 0 if none,
  * or a negative errno.  Caller holds ckpt_rw shared.
  */
 extern int gc_read_reclaim (struct ftl *ftl);
-/* Wake the background thread if free blocks are at or below its
- * target.
- */
-extern void bg_kick (struct ftl *ftl);
-/* Wake the background thread (a checkpoint is due). */
-extern void bg_wake (struct ftl *ftl);
 
 /* ckpt.c: superblocks and checkpoints. */
 extern int ckpt_init (struct ftl *ftl);

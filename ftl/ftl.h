@@ -257,6 +257,14 @@ extern const char *ftl_op_name (enum ftl_op op);
 extern int ftl_parse_duration (const char *s, uint64_t *ns, char *err,
                                size_t errlen);
 
+/* Replace path atomically with what write(opaque, fp) writes: a
+ * temporary file beside it, mode 0644, then rename.  Returns 0 or a
+ * negative errno.
+ */
+extern int ftl_write_file_atomic (const char *path,
+                                  int (*write) (void *opaque, FILE *fp),
+                                  void *opaque);
+
 typedef void (*ftl_log_fn) (void *opaque, enum ftl_log_level level,
                             const char *msg);
 

@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "ftl.h"
-#include "format.h"
+#include "format/format.h"
 
 /* ---- the file, raw ---- */
 

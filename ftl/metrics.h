@@ -94,14 +94,6 @@ extern int ftl_render_timeline_line (const struct ftl_stat_set *prev,
  */
 extern int ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp);
 
-/* Replace path atomically with what write(opaque, fp) writes: a
- * temporary file beside it, mode 0644, then rename.  Returns 0 or a
- * negative errno.
- */
-extern int ftl_write_file_atomic (const char *path,
-                                  int (*write) (void *opaque, FILE *fp),
-                                  void *opaque);
-
 #ifdef __cplusplus
 }
 #endif

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "util.h"
+#include "util/util.h"
 
 static void
 decode (const uint8_t *buf, size_t len)

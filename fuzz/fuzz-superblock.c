@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "util.h"
+#include "util/util.h"
 
 static void
 check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)

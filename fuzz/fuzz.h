@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "util.h"
+#include "format/format.h"
+#include "util/util.h"
 
 #define FUZZ_CHECK(cond)                                                \
   do {                                                                  \

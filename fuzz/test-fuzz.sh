@@ -17,10 +17,10 @@ if [ "${HAVE_LIBFUZZER:-no}" != yes ]; then
     exit 77
 fi
 # Every module of the library is in the instrumented copy.
-for c in "${srcdir:-.}"/../ftl/*.c; do
+for c in "${srcdir:-.}"/../ftl/*/*.c; do
     m="$(basename "$c")"
     if [ ! -f "${srcdir:-.}/lib/ftl-$m" ]; then
-        echo "FAIL: ftl/$m has no fuzz/lib/ftl-$m (add it to Makefile.am too)"
+        echo "FAIL: ${c#*/../} has no fuzz/lib/ftl-$m (add it to Makefile.am too)"
         exit 1
     fi
 done

@@ -1,2 +1,2 @@
-/* The FTL library module alloc.c, built with libFuzzer instrumentation. */
-#include "alloc.c"
+/* The FTL library module log/alloc.c, built with libFuzzer instrumentation. */
+#include "log/alloc.c"

@@ -1,2 +1,2 @@
-/* The FTL library module bg.c, built with libFuzzer instrumentation. */
-#include "bg.c"
+/* The FTL library module host/bg.c, built with libFuzzer instrumentation. */
+#include "host/bg.c"

@@ -1,2 +1,2 @@
-/* The FTL library module cache.c, built with libFuzzer instrumentation. */
-#include "cache.c"
+/* The FTL library module host/cache.c, built with libFuzzer instrumentation. */
+#include "host/cache.c"

@@ -1,2 +1,2 @@
-/* The FTL library module ckpt.c, built with libFuzzer instrumentation. */
-#include "ckpt.c"
+/* The FTL library module log/ckpt.c, built with libFuzzer instrumentation. */
+#include "log/ckpt.c"

@@ -1,2 +1,2 @@
-/* The FTL library module create.c, built with libFuzzer instrumentation. */
-#include "create.c"
+/* The FTL library module log/create.c, built with libFuzzer instrumentation. */
+#include "log/create.c"

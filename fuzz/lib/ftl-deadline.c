@@ -1,2 +1,2 @@
-/* The FTL library module deadline.c, built with libFuzzer instrumentation. */
-#include "deadline.c"
+/* The FTL library module track/deadline.c, built with libFuzzer instrumentation. */
+#include "track/deadline.c"

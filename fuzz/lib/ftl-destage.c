@@ -1,2 +1,2 @@
-/* The FTL library module destage.c, built with libFuzzer instrumentation. */
-#include "destage.c"
+/* The FTL library module host/destage.c, built with libFuzzer instrumentation. */
+#include "host/destage.c"

@@ -1,2 +1,2 @@
-/* The FTL library module durable.c, built with libFuzzer instrumentation. */
-#include "durable.c"
+/* The FTL library module log/durable.c, built with libFuzzer instrumentation. */
+#include "log/durable.c"

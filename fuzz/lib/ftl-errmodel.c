@@ -1,2 +1,2 @@
-/* The FTL library module errmodel.c, built with libFuzzer instrumentation. */
-#include "errmodel.c"
+/* The FTL library module nand/errmodel.c, built with libFuzzer instrumentation. */
+#include "nand/errmodel.c"

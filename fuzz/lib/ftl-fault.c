@@ -1,2 +1,2 @@
-/* The FTL library module fault.c, built with libFuzzer instrumentation. */
-#include "fault.c"
+/* The FTL library module track/fault.c, built with libFuzzer instrumentation. */
+#include "track/fault.c"

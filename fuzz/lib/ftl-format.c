@@ -1,2 +1,2 @@
-/* The FTL library module format.c, built with libFuzzer instrumentation. */
-#include "format.c"
+/* The FTL library module format/format.c, built with libFuzzer instrumentation. */
+#include "format/format.c"

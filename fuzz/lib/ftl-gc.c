@@ -1,2 +1,2 @@
-/* The FTL library module gc.c, built with libFuzzer instrumentation. */
-#include "gc.c"
+/* The FTL library module reclaim/gc.c, built with libFuzzer instrumentation. */
+#include "reclaim/gc.c"

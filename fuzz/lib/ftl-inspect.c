@@ -1,2 +1,2 @@
-/* The FTL library module inspect.c, built with libFuzzer instrumentation. */
-#include "inspect.c"
+/* The FTL library module report/inspect.c, built with libFuzzer instrumentation. */
+#include "report/inspect.c"

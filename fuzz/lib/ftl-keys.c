@@ -1,2 +1,2 @@
-/* The FTL library module keys.c, built with libFuzzer instrumentation. */
-#include "keys.c"
+/* The FTL library module mngt/keys.c, built with libFuzzer instrumentation. */
+#include "mngt/keys.c"

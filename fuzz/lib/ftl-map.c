@@ -1,2 +1,2 @@
-/* The FTL library module map.c, built with libFuzzer instrumentation. */
-#include "map.c"
+/* The FTL library module log/map.c, built with libFuzzer instrumentation. */
+#include "log/map.c"

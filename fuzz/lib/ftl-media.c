@@ -1,2 +1,2 @@
-/* The FTL library module media.c, built with libFuzzer instrumentation. */
-#include "media.c"
+/* The FTL library module nand/media.c, built with libFuzzer instrumentation. */
+#include "nand/media.c"

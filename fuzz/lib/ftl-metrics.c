@@ -1,2 +1,2 @@
-/* The FTL library module metrics.c, built with libFuzzer instrumentation. */
-#include "metrics.c"
+/* The FTL library module report/metrics.c, built with libFuzzer instrumentation. */
+#include "report/metrics.c"

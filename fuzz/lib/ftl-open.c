@@ -1,2 +1,2 @@
-/* The FTL library module open.c, built with libFuzzer instrumentation. */
-#include "open.c"
+/* The FTL library module mngt/open.c, built with libFuzzer instrumentation. */
+#include "mngt/open.c"

@@ -1,2 +1,2 @@
-/* The FTL library module powercut.c, built with libFuzzer instrumentation. */
-#include "powercut.c"
+/* The FTL library module mngt/powercut.c, built with libFuzzer instrumentation. */
+#include "mngt/powercut.c"

@@ -1,2 +1,2 @@
-/* The FTL library module read.c, built with libFuzzer instrumentation. */
-#include "read.c"
+/* The FTL library module host/read.c, built with libFuzzer instrumentation. */
+#include "host/read.c"

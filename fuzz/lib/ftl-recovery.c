@@ -1,2 +1,2 @@
-/* The FTL library module recovery.c, built with libFuzzer instrumentation. */
-#include "recovery.c"
+/* The FTL library module log/recovery.c, built with libFuzzer instrumentation. */
+#include "log/recovery.c"

@@ -1,2 +1,2 @@
-/* The FTL library module request.c, built with libFuzzer instrumentation. */
-#include "request.c"
+/* The FTL library module host/request.c, built with libFuzzer instrumentation. */
+#include "host/request.c"

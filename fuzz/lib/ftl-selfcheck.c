@@ -1,2 +1,2 @@
-/* The FTL library module selfcheck.c, built with libFuzzer instrumentation. */
-#include "selfcheck.c"
+/* The FTL library module log/selfcheck.c, built with libFuzzer instrumentation. */
+#include "log/selfcheck.c"

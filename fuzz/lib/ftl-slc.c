@@ -1,2 +1,2 @@
-/* The FTL library module slc.c, built with libFuzzer instrumentation. */
-#include "slc.c"
+/* The FTL library module nand/slc.c, built with libFuzzer instrumentation. */
+#include "nand/slc.c"

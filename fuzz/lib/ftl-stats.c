@@ -1,2 +1,2 @@
-/* The FTL library module stats.c, built with libFuzzer instrumentation. */
-#include "stats.c"
+/* The FTL library module report/stats.c, built with libFuzzer instrumentation. */
+#include "report/stats.c"

@@ -1,2 +1,2 @@
-/* The FTL library module timing.c, built with libFuzzer instrumentation. */
-#include "timing.c"
+/* The FTL library module nand/timing.c, built with libFuzzer instrumentation. */
+#include "nand/timing.c"

@@ -1,2 +1,2 @@
-/* The FTL library module trimlog.c, built with libFuzzer instrumentation. */
-#include "trimlog.c"
+/* The FTL library module log/trimlog.c, built with libFuzzer instrumentation. */
+#include "log/trimlog.c"

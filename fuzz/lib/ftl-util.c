@@ -1,2 +1,2 @@
-/* The FTL library module util.c, built with libFuzzer instrumentation. */
-#include "util.c"
+/* The FTL library module util/util.c, built with libFuzzer instrumentation. */
+#include "util/util.c"

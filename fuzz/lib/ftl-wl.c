@@ -1,2 +1,2 @@
-/* The FTL library module wl.c, built with libFuzzer instrumentation. */
-#include "wl.c"
+/* The FTL library module reclaim/wl.c, built with libFuzzer instrumentation. */
+#include "reclaim/wl.c"

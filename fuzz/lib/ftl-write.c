@@ -1,2 +1,2 @@
-/* The FTL library module write.c, built with libFuzzer instrumentation. */
-#include "write.c"
+/* The FTL library module host/write.c, built with libFuzzer instrumentation. */
+#include "host/write.c"

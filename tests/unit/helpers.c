@@ -16,7 +16,7 @@
 
 #include "helpers.h"
 #include "ftl-internal.h"
-#include "media.h"
+#include "nand/media.h"
 
 #define UNIT_DIR_TEMPLATE "/tmp/ftl-unit.XXXXXX"
 

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "ftl.h"
-#include "media.h"
+#include "nand/media.h"
 
 /* The directory of the current TCase, and a path inside it. */
 extern char unit_dir[64];

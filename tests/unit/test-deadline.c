@@ -316,14 +316,14 @@ START_TEST (test_timing_stripe)
   ck_assert_uint_eq (timing_die (&t, 0, 4), 1);
   ck_assert_uint_eq (timing_die (&t, 0, 128), 0);
   ck_assert_uint_eq (timing_die (&t, 1, 0), 0);   /* 64 groups: wraps */
-  uint64_t now = timing_now ();
+  uint64_t now = clock_now ();
   uint64_t end = timing_program (&t, 0, 0, 256, 10 * MS_);
   ck_assert_uint_ge (end, now + 20 * MS_);
   ck_assert_uint_le (end, now + 20 * MS_ + SLACK);
   /* A run that stops inside a group only transfers its pages: the
    * program is paid by the call that completes the group.
    */
-  now = timing_now ();
+  now = clock_now ();
   end = timing_program (&t, 1, 0, 3, 10 * MS_);
   ck_assert_uint_le (end, now + SLACK);
   end = timing_program (&t, 1, 3, 1, 10 * MS_);
@@ -339,7 +339,7 @@ START_TEST (test_timing_erase_read)
 {
   struct timing t;
   model32 (&t, 0, false);
-  uint64_t now = timing_now ();
+  uint64_t now = clock_now ();
   uint64_t end = timing_erase (&t, 0, 10 * MS_);
   ck_assert_uint_ge (end, now + 10 * MS_);
   ck_assert_uint_le (end, now + 10 * MS_ + SLACK);
@@ -348,7 +348,7 @@ START_TEST (test_timing_erase_read)
   timing_free (&t);
 
   model32 (&t, 0, false);
-  now = timing_now ();
+  now = clock_now ();
   timing_program (&t, 0, 0, 4, 10 * MS_);         /* die 0 busy */
   end = timing_read (&t, 0, 4, 4, 1 * MS_);        /* die 1: at once */
   ck_assert_uint_le (end, now + 1 * MS_ + SLACK);
@@ -367,7 +367,7 @@ START_TEST (test_timing_channel)
   model32 (&t, 4096000, false);
   ck_assert_uint_ge (t.xfer_page_ns, 1 * MS_);
   ck_assert_uint_le (t.xfer_page_ns, 1 * MS_ + 1000);
-  uint64_t now = timing_now ();
+  uint64_t now = clock_now ();
   uint64_t a = timing_read (&t, 0, 0, 4, 0);        /* die 0, channel 0 */
   uint64_t b = timing_read (&t, 0, 16, 4, 0);       /* die 4, channel 0 */
   uint64_t c = timing_read (&t, 0, 4, 4, 0);        /* die 1, channel 1 */
@@ -386,7 +386,7 @@ START_TEST (test_timing_suspend)
 {
   struct timing t;
   model32 (&t, 0, true);
-  uint64_t now = timing_now ();
+  uint64_t now = clock_now ();
   uint64_t p = timing_program (&t, 0, 0, 4, 20 * MS_);
   uint64_t r = timing_read (&t, 0, 0, 1, 2 * MS_);
   ck_assert_uint_ge (r, now + 3 * MS_);
@@ -409,11 +409,11 @@ START_TEST (test_timing_host)
   };
   struct timing t;
   ck_assert_int_eq (timing_init (&t, &o), 0);
-  uint64_t now = timing_now ();
+  uint64_t now = clock_now ();
   uint64_t r = timing_host (&t, now, 0, 4096, true);
   ck_assert_uint_ge (r, now + 3 * MS_);
   ck_assert_uint_le (r, now + 3 * MS_ + SLACK);
-  now = timing_now ();
+  now = clock_now ();
   uint64_t w1 = timing_host (&t, now, 0, 4096, false);
   uint64_t w2 = timing_host (&t, now, 0, 4096, false);
   ck_assert_uint_ge (w1, now + 3 * MS_);

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "format.h"
-#include "util.h"
+#include "format/format.h"
+#include "util/util.h"
 
 /* Flip masks tried at every byte position. */
 static const uint8_t masks[] = { 0x01, 0x10, 0x80, 0xff };

@@ -115,14 +115,14 @@ START_TEST (test_earliest)
 {
   struct ftl *ftl = open_dlgc (10 * UINT64_C (1000000000), 0, 1);
   struct dl_ticket t;
-  uint64_t before = timing_now ();
+  uint64_t before = clock_now ();
 
   ck_assert_uint_eq (dl_earliest (&ftl->dl), UINT64_MAX);
   ck_assert_int_eq (dl_begin (&ftl->dl, FTL_OP_WRITE, &t), 0);
   ck_assert_ptr_nonnull (t.slot);
   uint64_t e = dl_earliest (&ftl->dl);
   ck_assert_uint_ge (e, before + ftl->dl.timeout_ns);
-  ck_assert_uint_le (e, timing_now () + ftl->dl.timeout_ns);
+  ck_assert_uint_le (e, clock_now () + ftl->dl.timeout_ns);
   ck_assert_int_eq (dl_end (&ftl->dl, &t, 0), 0);
   ck_assert_uint_eq (dl_earliest (&ftl->dl), UINT64_MAX);
   ck_assert_int_eq (ftl_close (ftl), 0);
@@ -154,7 +154,7 @@ START_TEST (test_yields)
   struct dl_ticket t;
   ck_assert_int_eq (dl_begin (&ftl->dl, FTL_OP_WRITE, &t), 0);
   ck_assert_ptr_nonnull (t.slot);
-  __atomic_store_n (&t.slot->deadline, timing_now () + 50000000,
+  __atomic_store_n (&t.slot->deadline, clock_now () + 50000000,
                     __ATOMIC_RELAXED);
 
   /* At the low watermark GC does not yield. */

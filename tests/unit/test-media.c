@@ -24,8 +24,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "format.h"
-#include "media.h"
+#include "format/format.h"
+#include "nand/media.h"
 #include "helpers.h"
 
 /* A small geometry: 512 byte pages, 8 pages per block (one metadata

@@ -1,0 +1,334 @@
+/* nbdkit-ftl: host data into the log.
+ *
+ *   write_through    a write straight to the log (no write cache, or
+ *                  write-cache=0): stripe locks of its range -> host
+ *                  frontier -> alloc_frontier_open (a free block,
+ *                  leaving the reserve) -> alloc_program: OOB entries,
+ *                  media_program, map_install;
+ *   write_bypass   a large write of whole pages with a write cache:
+ *                  as write_through, and after each program, still
+ *                  under the stripe locks (which GC may make it let go
+ *                  between programs), the cache's copies of the pages
+ *                  just programmed leave it (cache_supersede), in
+ *                  flight or not.  A destage batch holds the stripe
+ *                  locks of its pages from its check (cache_current) to
+ *                  its map updates, so for each page it either ran
+ *                  wholly before the new version's program (and is
+ *                  overwritten) or finds its copy gone and skips it: an
+ *                  older cached version never lands in the log after
+ *                  the newer one.  A page that a failed write did not
+ *                  program keeps what the cache or the log held;
+ *   write_cached   a batch of the write cache's pages, any logical
+ *                  pages: the stripe locks of all of them, then per
+ *                  temperature one frontier; each page is checked to be
+ *                  still the cache's (not trimmed meanwhile) under those
+ *                  locks, just before it is programmed from the cache's
+ *                  buffer;
+ *   write_unmap    trim: stripe locks -> trimlog_append (recorded
+ *                  first) -> drop cached versions -> map_unmap; a
+ *                  record that finds no block for its page changes
+ *                  nothing and is tried again after GC;
+ *   write_barrier  trim records written, then a sync.
+ *
+ * When a frontier needs a block and free blocks are low, the writer
+ * drops its stripe and frontier locks, collects garbage (gc_make_room,
+ * gc.c), and takes them again.  Each run of pages gets its sequence
+ * numbers and its map updates under one hold of the stripe locks, so
+ * that the map and the log agree on the order of writes to a logical
+ * page.
+ */
+
+#include <config.h>
+
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+
+/* Make sure host frontier f has an open erase block.  The caller holds
+ * the stripe locks in mask and f's lock; when free blocks are low they
+ * are released while garbage is collected, then taken again.
+ */
+static int
+host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask)
+{
+  bool collected = false;
+  int r;
+
+  while (f->block == FTL_NO_BLOCK) {
+    if (collected || alloc_nfree (ftl) > ftl->gc.low) {
+      r = alloc_frontier_open (ftl, f, FTL_RESERVE_BLOCKS);
+      if (r == 0) {
+        /* The background erases ahead of need at its drain target. */
+        if (ftl_bell_listening (&ftl->bell)
+            && alloc_nfree (ftl) <= ftl->gc.drain_target)
+          ftl_bell_ring (&ftl->bell);
+        break;
+      }
+      if (r != -ENOSPC)
+        return r;
+    }
+    pthread_mutex_unlock (&f->lock);
+    map_unlock_mask (ftl, mask);
+    /* First as usual at the low watermark; if the host still cannot
+     * get a block above the reserve, up to the reserve or fail.
+     */
+    r = gc_make_room (ftl, collected);
+    map_lock_mask (ftl, mask);
+    pthread_mutex_lock (&f->lock);
+    if (r < 0)
+      return r;
+    collected = true;
+  }
+  return 0;
+}
+
+/* Program n whole pages for lpn.. at frontier f (caller holds f's lock,
+ * the stripe locks in mask and ckpt_rw shared).  With supersede, the
+ * write cache's copies of each program's pages leave it at once, before
+ * host_frontier_ready may let the stripe locks go for GC: a destage
+ * batch that takes them then finds its older copies gone.
+ */
+static int
+write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
+             uint64_t lpn, uint64_t n, const uint8_t *data, bool supersede)
+{
+  struct log_page pages[ALLOC_PROGRAM_MAX];
+
+  while (n > 0) {
+    int r = host_frontier_ready (ftl, f, mask);
+    if (r < 0)
+      return r;
+    uint32_t k = MIN (n, alloc_frontier_room (ftl, f));
+    k = MIN (k, ALLOC_PROGRAM_MAX);
+    int slot;
+    uint64_t seq = seq_reserve (ftl, k, &slot);
+    for (uint32_t i = 0; i < k; i++)
+      pages[i] = (struct log_page) {
+        .kind = FTL_OOB_DATA, .lpn = lpn + i, .seq = seq + i,
+        .from = FTL_UNMAPPED,
+      };
+    r = alloc_program (ftl, f, pages, k, data, NULL);
+    seq_release (ftl, slot);
+    if (r < 0)
+      return r;
+    if (supersede)
+      __atomic_fetch_add (&ftl->cache.coalesced,
+                          cache_supersede (ftl, lpn, lpn + k),
+                          __ATOMIC_RELAXED);
+    /* Part of the request is in the map: from now on an abort only
+     * changes its reply (all or nothing).
+     */
+    dl_commit ();
+    lpn += k;
+    n -= k;
+    data += (size_t) k << ftl->page_shift;
+  }
+  return 0;
+}
+
+static int
+write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+             uint64_t offset, bool drop_cached)
+{
+  uint64_t pos = offset, end = offset + count;
+  uint64_t first = offset >> ftl->page_shift;
+  uint64_t last = (end - 1) >> ftl->page_shift;
+  struct frontier *f =
+    alloc_host_frontier (ftl, alloc_range_is_hot (ftl, first, last));
+  uint64_t mask = map_stripe_mask (first, last);
+  uint8_t *bounce = NULL;
+  int r = 0;
+
+  map_lock_mask (ftl, mask);
+  pthread_mutex_lock (&f->lock);
+  while (pos < end) {
+    uint64_t lpn = pos >> ftl->page_shift;
+    uint32_t in = pos & (ftl->page_size - 1);
+    if (buf && in == 0 && end - pos >= ftl->page_size) {
+      uint64_t n = (end - pos) >> ftl->page_shift;
+      r = write_pages (ftl, f, mask, lpn, n, buf + (pos - offset),
+                       drop_cached);
+      if (r < 0) break;
+      pos += n << ftl->page_shift;
+    }
+    else {
+      /* Read-modify-write of one page, under its stripe lock. */
+      uint32_t len = MIN (ftl->page_size - in, end - pos);
+      if (!bounce && !(bounce = malloc (ftl->page_size))) {
+        r = -ENOMEM;
+        break;
+      }
+      r = read_pages (ftl, lpn, 1, bounce);
+      if (r < 0) break;
+      if (buf)
+        memcpy (bounce + in, buf + (pos - offset), len);
+      else
+        memset (bounce + in, 0, len);
+      assert (!drop_cached);
+      r = write_pages (ftl, f, mask, lpn, 1, bounce, false);
+      if (r < 0) break;
+      pos += len;
+    }
+  }
+  pthread_mutex_unlock (&f->lock);
+  map_unlock_mask (ftl, mask);
+  free (bounce);
+  return r;
+}
+
+int
+write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+               uint64_t offset)
+{
+  return write_range (ftl, buf, count, offset, false);
+}
+
+int
+write_bypass (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+              uint64_t offset)
+{
+  assert (buf && (offset & (ftl->page_size - 1)) == 0 &&
+          (count & (ftl->page_size - 1)) == 0);
+  return write_range (ftl, buf, count, offset, true);
+}
+
+int
+write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
+{
+  struct log_page pages[ALLOC_PROGRAM_MAX];
+  const uint8_t *ptrs[ALLOC_PROGRAM_MAX];
+  uint32_t idx[ALLOC_PROGRAM_MAX];
+  bool hot[ALLOC_PROGRAM_MAX];
+  uint64_t mask = 0;
+  int r = 0;
+
+  assert (n <= ALLOC_PROGRAM_MAX);
+  for (uint32_t i = 0; i < n; i++) {
+    mask |= map_stripe_mask (e[i].lpn, e[i].lpn);
+    hot[i] = alloc_range_is_hot (ftl, e[i].lpn, e[i].lpn);
+  }
+  map_lock_mask (ftl, mask);
+  for (int temp = 0; temp < 2 && r == 0; temp++) {
+    uint32_t cnt = 0, i = 0;
+    for (uint32_t j = 0; j < n; j++)
+      if (hot[j] == temp)
+        idx[cnt++] = j;
+    if (cnt == 0)
+      continue;
+    struct frontier *f = alloc_host_frontier (ftl, temp);
+    pthread_mutex_lock (&f->lock);
+    while (i < cnt) {
+      r = host_frontier_ready (ftl, f, mask);
+      if (r < 0)
+        break;
+      uint32_t room = MIN (alloc_frontier_room (ftl, f), ALLOC_PROGRAM_MAX);
+      uint32_t k = 0, first = i;
+      for (; i < cnt && k < room; i++) {
+        struct cache_entry *x = &e[idx[i]];
+        if (!cache_current (ftl, x))
+          continue;             /* trimmed since it was picked */
+        pages[k] = (struct log_page) {
+          .kind = FTL_OOB_DATA, .lpn = x->lpn, .from = FTL_UNMAPPED,
+        };
+        ptrs[k++] = cache_page (ftl, x->slot);
+      }
+      if (k == 0)
+        continue;
+      int slot;
+      uint64_t seq = seq_reserve (ftl, k, &slot);
+      for (uint32_t j = 0; j < k; j++)
+        pages[j].seq = seq + j;
+      r = alloc_programv (ftl, f, pages, k, ptrs, NULL);
+      seq_release (ftl, slot);
+      if (r < 0)
+        break;
+      for (uint32_t j = first; j < i; j++)
+        e[idx[j]].done = true;
+    }
+    pthread_mutex_unlock (&f->lock);
+  }
+  map_unlock_mask (ftl, mask);
+  return r;
+}
+
+/* Unmap [lpn, lpn+n) under its stripe locks, the trim record first.
+ * When the record cannot be appended (-ENOSPC: no block for its page)
+ * nothing changes, in the map or in the write cache.
+ */
+static int
+unmap_range (struct ftl *ftl, uint64_t lpn, uint64_t n)
+{
+  bool any = false;
+  int r = 0;
+
+  map_lock (ftl, lpn, lpn + n - 1);
+  for (uint64_t l = lpn; l < lpn + n && !any; l++)
+    any = l2p_load (ftl, l) != FTL_UNMAPPED;
+  /* Logged before unmapping: see ftl-internal.h. */
+  if (any)
+    r = trimlog_append (ftl, lpn, n, FTL_META_KEEP_BLOCKS);
+  if (r == 0) {
+    if (any)
+      for (uint64_t l = lpn; l < lpn + n; l++)
+        map_unmap (ftl, l);
+    /* Cached versions go too, after the map (so that a partial write
+     * filling a page from the log meanwhile reads the unmapped page,
+     * or is dropped): no batch programs them after this.
+     */
+    if (ftl->cache.nslots)
+      __atomic_fetch_add (&ftl->cache.dropped, cache_drop (ftl, lpn, lpn + n),
+                          __ATOMIC_RELAXED);
+  }
+  map_unlock (ftl, lpn, lpn + n - 1);
+  return r;
+}
+
+int
+write_unmap (struct ftl *ftl, uint64_t lpn, uint64_t n)
+{
+  bool urgent = false;
+  int r;
+
+  if (n == 0)
+    return 0;
+  /* The trim record may need a block for its page: collect first,
+   * without locks, as usual at the low watermark; if the record still
+   * finds no block, down to the reserve (or fail), and try again.
+   */
+  do {
+    dl_hold ();
+    r = gc_make_room (ftl, urgent);
+    dl_release ();
+    if (r < 0)
+      return r;
+    r = unmap_range (ftl, lpn, n);
+    urgent = true;
+  } while (r == -ENOSPC);
+  if (r == 0)
+    ctr_add (ftl, FTL_CTR_HOST_TRIM, n);
+  return r;
+}
+
+/* Writing buffered trim records and checkpoints is work done for
+ * everybody: the deadline of the request that happens to do it does
+ * not interrupt it (deadline.h), only the sync after it.
+ */
+int
+write_barrier (struct ftl *ftl)
+{
+  int r;
+
+  r = trimlog_barrier (ftl);
+  /* The barrier covers the victims that wait for their erase: erase
+   * them now, with no sync of their own, unless garbage collection is
+   * busy (it erases them itself before it syncs or collects again).
+   * Collecting is left to the writers and the background thread: here
+   * it would take a sync of its own before the client's flush returns.
+   */
+  if (r == 0)
+    r = gc_erase_covered (ftl);
+  return r < 0 ? r : 0;
+}

@@ -1,0 +1,203 @@
+/* nbdkit-ftl: per-request deadlines, the watchdog and latency
+ * histograms.
+ *
+ * Owns the request slots, the watchdog thread, the deadline counters
+ * and the latency histograms.  A small leaf: ftl.c registers requests,
+ * media.c reports progress and asks whether to give up; it calls
+ * nobody but the callbacks it is given.
+ *
+ * A request's life (ftl.c: dl_begin ... dl_end):
+ *
+ *   dl_begin: claim a free slot (compare-and-swap, starting at a slot
+ *             chosen by the thread, so threads rarely meet), deadline =
+ *             now + timeout, state ACTIVE
+ *       |
+ *       |   media.c: dl_progress as pages move; dl_should_abort before
+ *       |   and while it waits (timing model, injected faults)
+ *       v
+ *   dl_end:   ACTIVE -> DONE (compare-and-swap; if the watchdog made it
+ *             ABORTED first, the reply is -ETIMEDOUT), then FREE
+ *
+ * The watchdog wakes every timeout/8 (1 ms to 100 ms) and, for each
+ * slot past its deadline, runs the timeout handler:
+ *
+ *   DONE                          handled: it raced with the timer
+ *   progress since the last look  reset: deadline = now + timeout, at
+ *   (its own pages, or any media    most timeout_retries times per
+ *   progress: it is queued behind   request
+ *   work that moves)
+ *   otherwise                     abort: ACTIVE -> ABORTED
+ *
+ * and watches the media as a whole: when media operations are in
+ * flight and none made progress for a whole timeout (and at least
+ * 100 ms), the media is stalled: every outstanding request is aborted ("abort all") and new
+ * ones fail at once (-ETIMEDOUT) until the media answers again (an
+ * operation completes, or the probe callback succeeds), when service
+ * resumes by itself.
+ *
+ * An aborted request stops at its next safe point: a media operation
+ * that has not yet touched the file (media.c), or the end of the
+ * request.  A write that has already changed the map for part of its
+ * range (dl_commit) is not interrupted: it completes, and only its
+ * reply is the error, so that an aborted write is applied entirely or
+ * not at all.
+ *
+ * Concurrency: no lock on the request path.  Each slot's control word
+ * (generation << 3 | state) is changed by compare-and-swap; the
+ * watchdog's own bookkeeping of a slot (w_*) is touched by the watchdog
+ * alone.  Counters and histogram buckets are relaxed atomics.  What
+ * every request or media operation touches (the request count, the
+ * latency histograms, the media's progress and operations in flight)
+ * is split into FTL_SHARDS shards of their own cache lines, one per
+ * thread (threads take them round robin), so that threads on different
+ * CPUs do not pass those lines back and forth on every request; readers
+ * (the watchdog, statistics) add the shards up.
+ */
+
+#ifndef FTL_DEADLINE_H
+#define FTL_DEADLINE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ftl.h"
+#include "util/log.h"
+#include "util/util.h"
+
+struct fault;
+
+#define DL_SLOTS 1024
+
+/* Log-scale histogram of microseconds: 8 buckets per power of 2, so a
+ * percentile is reported within 12.5%.
+ */
+#define DL_HIST_SUB_BITS 3
+#define DL_HIST_BUCKETS (64 << DL_HIST_SUB_BITS)
+
+struct dl_hist {
+  uint64_t b[DL_HIST_BUCKETS];  /* the count is their sum: one atomic
+                                 * add per value, not two */
+  uint64_t max;
+};
+
+extern unsigned dl_hist_index (uint64_t v);
+/* The largest value that falls in bucket i. */
+extern uint64_t dl_hist_bucket_max (unsigned i);
+extern void dl_hist_add (struct dl_hist *h, uint64_t v);
+/* The number of values added. */
+extern uint64_t dl_hist_count (const struct dl_hist *h);
+/* Add src's values to dst (dst is not shared). */
+extern void dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src);
+/* The q-quantile (0 < q <= 1), never above the maximum seen. */
+extern uint64_t dl_hist_quantile (const struct dl_hist *h, double q);
+
+struct dl_slot {
+  uint64_t ctl;                 /* generation << 3 | state (atomic) */
+  uint64_t deadline;            /* CLOCK_MONOTONIC ns (atomic) */
+  uint64_t progress;            /* pages moved by the request (atomic) */
+  unsigned op;                  /* enum ftl_op (atomic: the watchdog
+                                 * reads it while the slot is reused) */
+  /* The watchdog's own. */
+  uint64_t w_gen, w_progress, w_global;
+  unsigned w_resets;
+} __attribute__ ((aligned (64)));
+
+struct dl_shard {
+  uint64_t progress;            /* pages moved by the media (atomic) */
+  int64_t inflight;             /* media operations begun here minus
+                                 * those ended here (atomic; the sum
+                                 * over the shards is what is in
+                                 * flight) */
+  uint64_t requests;            /* requests tracked (atomic) */
+  struct dl_hist hist[FTL_OP__MAX];
+} __attribute__ ((aligned (64)));
+
+struct deadline {
+  uint64_t timeout_ns;          /* 0: no tracking */
+  unsigned retries;
+  struct dl_slot *slots;
+  struct fault *fault;          /* reply delays */
+  struct ftl_logger logger;
+  int (*probe) (void *opaque);  /* does the media answer? 0 if so */
+  void *probe_opaque;
+
+  struct dl_shard *shards;       /* FTL_SHARDS of them */
+  bool stalled __attribute__ ((aligned (64)));
+
+  uint64_t ctr[6];              /* (requests: in the shards), expired,
+                                 * handled, reset, aborted, abort_all
+                                 * (atomic) */
+  uint64_t rejected;            /* failed at once while stalled */
+
+  /* The watchdog thread. */
+  pthread_t thread;
+  bool running, stop;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+};
+
+enum { DLC_REQUESTS, DLC_EXPIRED, DLC_HANDLED, DLC_RESET, DLC_ABORTED,
+       DLC_ABORT_ALL };
+
+struct dl_ticket {
+  struct dl_slot *slot;         /* NULL: not tracked */
+  uint64_t gen;
+  uint64_t start;
+  unsigned op;
+};
+
+extern int dl_init (struct deadline *dl, uint64_t timeout_ns,
+                    unsigned retries, struct fault *fault,
+                    ftl_log_fn log, void *log_opaque);
+extern void dl_free (struct deadline *dl);
+
+/* Register a request.  Returns 0, or -ETIMEDOUT while the media is
+ * stalled (the request must fail at once, without doing anything).
+ */
+extern int dl_begin (struct deadline *dl, enum ftl_op op,
+                     struct dl_ticket *t);
+/* Release it, record its latency; returns r, or -ETIMEDOUT if the
+ * request was aborted.
+ */
+extern int dl_end (struct deadline *dl, struct dl_ticket *t, int r);
+/* The current request changed the map: from now on it is not
+ * interrupted (see above).
+ */
+extern void dl_commit (void);
+
+/* Work done on behalf of everybody (garbage collection run by a
+ * writer) is not interrupted by the abort of the request that runs it,
+ * only by a stall of the media: between dl_hold and dl_release (which
+ * nest) the thread's request is aborted only at its end.
+ */
+extern void dl_hold (void);
+extern void dl_release (void);
+
+/* media.c: an operation starts, progresses by n pages, ends. */
+extern void dl_media_begin (struct deadline *dl);
+extern void dl_progress (struct deadline *dl, uint64_t n);
+extern void dl_media_end (struct deadline *dl);
+/* Media operations in flight (the sum over the shards). */
+extern int64_t dl_inflight (struct deadline *dl);
+/* True if the current operation must give up now: its request was
+ * aborted (and has not committed), or the media is stalled.
+ */
+extern bool dl_should_abort (struct deadline *dl);
+
+/* The earliest deadline (CLOCK_MONOTONIC ns) among the requests that
+ * are still running, or UINT64_MAX if there is none (or no tracking).
+ * For garbage collection, which asks between slices of its work: it
+ * reads the slots, and adds nothing to the request path.
+ */
+extern uint64_t dl_earliest (struct deadline *dl);
+
+/* The watchdog thread (nothing happens if timeout_ns is 0). */
+extern int dl_start (struct deadline *dl, int (*probe) (void *),
+                     void *probe_opaque);
+extern void dl_stop (struct deadline *dl);
+
+/* Fill the deadline and latency members of st. */
+extern void dl_get_stats (struct deadline *dl, struct ftl_stats *st);
+
+#endif /* FTL_DEADLINE_H */

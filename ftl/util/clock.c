@@ -1,0 +1,87 @@
+/* nbdkit-ftl: the clock, and sleeping until a time.  See clock.h. */
+
+#include <config.h>
+
+#include <errno.h>
+#include <time.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include "util/clock.h"
+#include "util/util.h"
+
+uint64_t
+clock_now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Waking from clock_nanosleep takes time (tens of microseconds on a
+ * loaded virtual machine, even with a timer slack of 1 us), which would
+ * add to every modeled wait; and a precise timer costs CPU time for
+ * every sleep (the kernel cannot coalesce the wake-ups).  So:
+ *
+ *   - with few threads asleep in the model (at most SLEEPERS_PRECISE)
+ *     a thread asks for a timer slack of 1 us: latency is what a
+ *     client at a low queue depth sees; with more, for the default
+ *     50 us: wake-ups are coalesced, and throughput is what a deep
+ *     queue sees (prctl only when a thread changes mode);
+ *   - each mode keeps a moving average of its oversleep (1/8 of each
+ *     new sample), and a sleep aims early by half of it, at most
+ *     EARLY_MAX_NS: waits still end a little late on average, and much
+ *     closer to their time; a burst of load elsewhere, which makes the
+ *     average jump, cannot make them end much early.
+ */
+#define SLEEPERS_PRECISE 4
+#define OVERSLEEP_MAX_NS 200000
+#define EARLY_MAX_NS 20000
+static uint64_t oversleep_ns[2];        /* atomic; per mode */
+static unsigned sleepers;               /* atomic */
+static FTL_TLS int slack_mode = -1;    /* this thread's: 0 precise */
+
+void
+clock_sleep_until (uint64_t t)
+{
+  uint64_t now = clock_now ();
+  unsigned n = __atomic_add_fetch (&sleepers, 1, __ATOMIC_RELAXED);
+  int mode = n > SLEEPERS_PRECISE;
+  uint64_t avg = __atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED);
+  uint64_t early = MIN (avg / 2, EARLY_MAX_NS);
+  uint64_t aim = t > early ? t - early : t;
+  struct timespec ts = {
+    .tv_sec = aim / 1000000000,
+    .tv_nsec = aim % 1000000000,
+  };
+
+#ifdef PR_SET_TIMERSLACK
+  if (slack_mode != mode) {
+    prctl (PR_SET_TIMERSLACK, mode ? 50000UL : 1000UL, 0, 0, 0);
+    slack_mode = mode;
+  }
+#endif
+  if (aim > now) {
+    while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)
+           == EINTR)
+      ;
+    /* Learn from sleeps long enough to be a fair sample. */
+    uint64_t woke = clock_now ();
+    if (aim - now >= 20000) {
+      uint64_t over = MIN (woke > aim ? woke - aim : 0, OVERSLEEP_MAX_NS);
+      __atomic_store_n (&oversleep_ns[mode], (avg * 7 + over) / 8,
+                        __ATOMIC_RELAXED);
+    }
+  }
+  __atomic_sub_fetch (&sleepers, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t
+clock_early (void)
+{
+  int mode = __atomic_load_n (&sleepers, __ATOMIC_RELAXED)
+    >= SLEEPERS_PRECISE;
+  return MIN (__atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED) / 2,
+              EARLY_MAX_NS);
+}
