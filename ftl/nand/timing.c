@@ -371,15 +371,3 @@ timing_host (struct timing *t, uint64_t t0, uint64_t done, uint64_t bytes,
   uint64_t s = reserve (&t->host_free, t0, x);
   return MAX (now, MAX (s, t0 + t->command_ns) + x);
 }
-
-/* A deliberate upward call from the NAND layer into the log, to show
- * that ftl/test-layers.sh fails on it.  Reverted by the next commit.
- */
-struct ftl;
-extern int trimlog_barrier (struct ftl *ftl);
-int timing_bad_upward_call (struct ftl *ftl);
-int
-timing_bad_upward_call (struct ftl *ftl)
-{
-  return trimlog_barrier (ftl);
-}
