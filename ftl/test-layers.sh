@@ -11,4 +11,28 @@ for cmd in python3 nm; do
         exit 77
     fi
 done
-exec python3 "${srcdir:-.}/../scripts/check-layers" --verbose "${builddir:-.}"
+status=0
+python3 "${srcdir:-.}/../scripts/check-layers" --verbose "${builddir:-.}" ||
+    status=1
+
+# Sizes a reader can hold: no source file of the library over 1000
+# lines, no function over 120 (from its opening brace in column 0 to
+# its closing one).
+shopt -s nullglob
+for f in "${srcdir:-.}"/*.[ch] "${srcdir:-.}"/*/*.[ch]; do
+    n=$(wc -l < "$f")
+    if [ "$n" -gt 1000 ]; then
+        echo "FAIL: ${f#"${srcdir:-.}"/} has $n lines (at most 1000)"
+        status=1
+    fi
+    awk -v f="${f#"${srcdir:-.}"/}" '
+        /^\{/ { start = NR; name = prev }
+        /^\}/ && start { if (NR - start > 120) {
+                printf "FAIL: %s:%d: a function of %d lines (at most 120): %s\n",
+                       f, start, NR - start, name; bad = 1 }
+            start = 0 }
+        { prev = $0 }
+        END { exit bad }' "$f" || status=1
+done
+[ $status -eq 0 ] && echo "sizes: every file at most 1000 lines, every function at most 120"
+exit $status

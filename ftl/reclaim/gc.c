@@ -152,23 +152,6 @@ ftl_gc_mode_from_name (const char *name)
   return -1;
 }
 
-static void
-gc_lock (struct ftl *ftl)
-{
-  pthread_mutex_lock (&ftl->gc.lock);
-  __atomic_store_n (&ftl->gc.owner, pthread_self (), __ATOMIC_RELAXED);
-  __atomic_store_n (&ftl->gc.owned, true, __ATOMIC_RELEASE);
-  dl_hold ();                   /* a request's abort does not stop GC */
-}
-
-static void
-gc_unlock (struct ftl *ftl)
-{
-  dl_release ();
-  __atomic_store_n (&ftl->gc.owned, false, __ATOMIC_RELEASE);
-  pthread_mutex_unlock (&ftl->gc.lock);
-}
-
 bool
 gc_deadline_near (struct ftl *ftl)
 {
@@ -179,23 +162,6 @@ gc_deadline_near (struct ftl *ftl)
     return false;
   uint64_t now = clock_now ();
   return when <= now || when - now < ftl->dl.timeout_ns / 2;
-}
-
-/* Is b relocated and waiting for its erase (under gc.lock)? */
-static bool
-is_pending (const struct ftl *ftl, uint32_t b)
-{
-  for (unsigned i = 0; i < ftl->gc.npending; i++)
-    if (ftl->gc.pending[i] == b)
-      return true;
-  return false;
-}
-
-/* Is b in GC's hands already: in progress in slices, or pending? */
-static bool
-held_by_gc (struct ftl *ftl, uint32_t b)
-{
-  return b == ftl->gc.cur.block || is_pending (ftl, b);
 }
 
 /* Choose a victim among the FULL blocks, or FTL_NO_BLOCK if reclaiming
@@ -233,10 +199,10 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
       continue;
     if (b == ftl->gc.cur.block && !take_cur)
       continue;
-    if (is_pending (ftl, b))
+    if (gc_is_pending (ftl, b))
       continue;
     /* Its erase would retire it: reclaiming it gives no block back
-     * (wl.c).  If nothing in it is valid, find_drained takes it.
+     * (wl.c).  If nothing in it is valid, gc_find_drained takes it.
      */
     if (wl_on_last_cycle (ftl, b))
       continue;
@@ -262,148 +228,6 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
   return best;
 }
 
-/* ---- erases ---- */
-
-/* A barrier run for erases (counted: gc.syncs).  The trim page it may
- * write has its room already (trimlog.c): it never needs a free block.
- */
-int
-gc_barrier (struct ftl *ftl)
-{
-  int r = trimlog_barrier (ftl);
-  if (r == 0)
-    __atomic_fetch_add (&ftl->gc.barriers, 1, __ATOMIC_RELAXED);
-  return r;
-}
-
-/* Erase a drained victim once everything written before is durable
- * (the caller made sure of it), then retire it or free it.
- */
-static int
-erase_block (struct ftl *ftl, uint32_t victim)
-{
-  int r;
-
-  assert (ftl->state[victim] == FTL_BLK_FULL);
-  assert (map_erase_allowed (ftl, victim));    /* no valid page either */
-  r = media_erase (&ftl->media, victim,
-                   __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED));
-  if (r < 0) {
-    log_msg (ftl, FTL_LOG_ERROR, "gc: erasing block %u: %s", victim,
-             strerror (-r));
-    return r;
-  }
-  __atomic_store_n (&ftl->trim_pages[victim], 0, __ATOMIC_RELAXED);
-  map_block_erased (ftl, victim);
-  errmodel_erased (&ftl->em, victim);
-  pthread_mutex_lock (&ftl->alloc_lock);
-  slc_block_released (ftl, victim);    /* its mode ends with the erase */
-  wl_erased (ftl, victim);
-  pthread_mutex_unlock (&ftl->alloc_lock);
-  if (!ftl->gc.moving_for_wl)
-    ctr_add (ftl, FTL_CTR_GC_RUNS, 1);
-  return 0;
-}
-
-/* Erase a drained block that an earlier barrier covers (counted:
- * gc.erases_unsynced).
- */
-static int
-erase_covered (struct ftl *ftl, uint32_t b)
-{
-  int r = erase_block (ftl, b);
-  if (r == 0)
-    __atomic_fetch_add (&ftl->gc.erases_unsynced, 1, __ATOMIC_RELAXED);
-  return r;
-}
-
-/* A FULL block with nothing to copy (no valid page, no trim page that
- * a replay may need: see trim_seq_end), not in the hands of GC already.
- * *ready: whether one of them can be erased without a barrier; returns
- * that one, else any such block, else FTL_NO_BLOCK.  Caller holds
- * gc.lock.
- */
-static uint32_t
-find_drained (struct ftl *ftl, bool *ready)
-{
-  uint32_t any = FTL_NO_BLOCK;
-  uint64_t replay = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
-
-  *ready = false;
-  pthread_mutex_lock (&ftl->alloc_lock);
-  for (uint32_t b = 0; b < ftl->blocks; b++) {
-    if (ftl->state[b] != FTL_BLK_FULL ||
-        __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED) != 0 ||
-        __atomic_load_n (&ftl->trim_seq_end[b], __ATOMIC_RELAXED) > replay ||
-        held_by_gc (ftl, b))
-      continue;
-    if (map_drained_durably (ftl, b)) {
-      *ready = true;
-      any = b;
-      break;
-    }
-    if (any == FTL_NO_BLOCK)
-      any = b;
-  }
-  pthread_mutex_unlock (&ftl->alloc_lock);
-  return any;
-}
-
-/* Erase the pending victims that a barrier already covers (a client's
- * flush, a background barrier), without one of their own.  Returns how
- * many it erased, or a negative errno.  Caller holds gc.lock.
- */
-static int
-erase_covered_pending (struct ftl *ftl)
-{
-  struct gc *gc = &ftl->gc;
-  unsigned n = gc->npending, kept = 0;
-  int done = 0, r = 0;
-
-  for (unsigned i = 0; i < n; i++) {
-    uint32_t b = gc->pending[i];
-    /* After an error the rest stay FULL, with nothing valid, and GC
-     * takes them again.
-     */
-    if (r == 0 && map_drained_durably (ftl, b)) {
-      r = erase_covered (ftl, b);
-      if (r == 0)
-        done++;
-    }
-    else if (r == 0)
-      gc->pending[kept++] = b;
-  }
-  __atomic_store_n (&gc->npending, kept, __ATOMIC_RELAXED);
-  return r < 0 ? r : done;
-}
-
-/* Erase the victims waiting for a barrier: those already covered
- * without one, the rest after one barrier.  Returns how many were
- * erased, or a negative errno.  Caller holds gc.lock.
- */
-static int
-flush_pending (struct ftl *ftl)
-{
-  struct gc *gc = &ftl->gc;
-  uint32_t pending[FTL_GC_ERASE_BATCH];
-  unsigned n;
-  int r, done;
-
-  done = erase_covered_pending (ftl);
-  n = gc->npending;
-  if (done < 0 || n == 0)
-    return done;
-  /* Emptied first: after an error the rest stay FULL, with nothing
-   * valid, and GC takes them again.
-   */
-  memcpy (pending, gc->pending, n * sizeof *pending);
-  __atomic_store_n (&gc->npending, 0, __ATOMIC_RELAXED);
-  r = gc_barrier (ftl);
-  for (unsigned i = 0; i < n && r == 0; i++)
-    r = erase_block (ftl, pending[i]);
-  return r < 0 ? r : done + (int) n;
-}
-
 /* ---- relocation ---- */
 
 /* Program the batch (data in gc.buf) at GC frontier f; the mappings
@@ -427,7 +251,7 @@ program_batch (struct ftl *ftl, struct frontier *f,
     r = alloc_frontier_open (ftl, f, 0);
     if (r == -ENOSPC && ftl->gc.npending > 0) {
       /* Short of a block while victims wait for their erase. */
-      r = flush_pending (ftl);
+      r = gc_flush_pending (ftl);
       if (r < 0)
         return r;
       continue;
@@ -707,11 +531,11 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
    * unmapped them, must be durable first.
    */
   if (map_drained_durably (ftl, victim))
-    return erase_covered (ftl, victim);
+    return gc_erase_one_covered (ftl, victim);
   r = gc_barrier (ftl);
   if (r < 0)
     return r;
-  return erase_block (ftl, victim);
+  return gc_erase_block (ftl, victim);
 }
 
 /* Go on with v until the victim is erased.  v is left empty (block
@@ -759,7 +583,7 @@ gc_reclaim_block (struct ftl *ftl, uint32_t b)
   gc_lock (ftl);
   r = ftl->state[b] == FTL_BLK_FULL ? reclaim_block (ftl, b) : -EINVAL;
   if (r >= 0)
-    r = flush_pending (ftl);
+    r = gc_flush_pending (ftl);
   gc_unlock (ftl);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
   return r < 0 ? r : 0;
@@ -779,7 +603,7 @@ wear_level (struct ftl *ftl)
   /* Victims waiting for their erase count as free. */
   if (alloc_nfree (ftl) + ftl->gc.npending <= ftl->gc.low)
     return 0;
-  b = wl_pick (ftl, held_by_gc);
+  b = wl_pick (ftl, gc_holds);
   if (b == FTL_NO_BLOCK)
     return 0;
   ftl->gc.moving_for_wl = true;
@@ -803,13 +627,13 @@ read_reclaim (struct ftl *ftl)
 
   if (alloc_nfree (ftl) + ftl->gc.npending <= ftl->gc.low)
     return 0;
-  b = errmodel_reclaim_pick (ftl, held_by_gc);
+  b = errmodel_reclaim_pick (ftl, gc_holds);
   if (b == FTL_NO_BLOCK)
     return 0;
   log_debug (ftl, FTL_DEBUG_GC, "read reclaim of block %u", b);
   r = reclaim_block (ftl, b);
   if (r >= 0)
-    r = flush_pending (ftl);
+    r = gc_flush_pending (ftl);
   if (r < 0)
     return r;
   errmodel_reclaimed (ftl);
@@ -829,7 +653,7 @@ static int
 reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
 {
   bool ready;
-  uint32_t drained = find_drained (ftl, &ready);
+  uint32_t drained = gc_find_drained (ftl, &ready);
   int r;
 
   /* First the blocks with nothing to copy: erased at once if a barrier
@@ -837,7 +661,7 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
    * all of them.
    */
   if (drained != FTL_NO_BLOCK) {
-    r = ready ? erase_covered (ftl, drained) : gc_barrier (ftl);
+    r = ready ? gc_erase_one_covered (ftl, drained) : gc_barrier (ftl);
     if (r == 0 && ready && bg)
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
     return r;
@@ -846,7 +670,7 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
   if (victim == FTL_NO_BLOCK) {
     if (ftl->gc.npending == 0)
       return -ENOSPC;
-    r = flush_pending (ftl);
+    r = gc_flush_pending (ftl);
     return r < 0 ? r : 0;
   }
   *cheap = __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED) == 0;
@@ -878,7 +702,7 @@ gc_reclaim (struct ftl *ftl, uint32_t target, bool bg)
   if (hurry)
     target = MIN (target, gc->low);
   gc->defer = true;
-  r = erase_covered_pending (ftl);
+  r = gc_erase_covered_pending (ftl);
   while (r >= 0 && alloc_nfree (ftl) + gc->npending <= target) {
     bool cheap = false;
     r = reclaim_step (ftl, hurry, bg, &cheap);
@@ -905,7 +729,7 @@ gc_reclaim (struct ftl *ftl, uint32_t target, bool bg)
    */
   if (!bg || gc->npending >= gc->erase_batch ||
       alloc_nfree (ftl) <= gc->high) {
-    int r2 = flush_pending (ftl);
+    int r2 = gc_flush_pending (ftl);
     if (r == 0 && r2 < 0)
       r = r2;
   }
@@ -933,58 +757,6 @@ gc_make_room (struct ftl *ftl, bool urgent)
   if (r == -ENOSPC)
     log_msg (ftl, FTL_LOG_ERROR, "device full: garbage collection found "
              "no erase block to reclaim");
-  return r;
-}
-
-int
-gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
-                  bool *waiting)
-{
-  unsigned n = 0;
-  int r = 0;
-
-  *waiting = false;
-  gc_lock (ftl);
-  r = erase_covered_pending (ftl);
-  if (r > 0)
-    n += r;
-  while (r >= 0 && n < max && alloc_nfree (ftl) <= target) {
-    bool ready;
-    uint32_t b = find_drained (ftl, &ready);
-    if (b == FTL_NO_BLOCK)
-      break;
-    if (!ready) {
-      *waiting = true;
-      break;
-    }
-    r = erase_covered (ftl, b);
-    if (r < 0)
-      break;
-    ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
-    n++;
-  }
-  gc_unlock (ftl);
-  return r < 0 ? r : (int) n;
-}
-
-int
-gc_erase_covered (struct ftl *ftl)
-{
-  int r;
-
-  if (gc_npending (ftl) == 0)
-    return 0;
-  /* Whoever holds gc.lock erases covered victims before it syncs for
-   * them (flush_pending) or collects again (gc_reclaim): no need to
-   * wait for it.
-   */
-  if (pthread_mutex_trylock (&ftl->gc.lock) != 0)
-    return 0;
-  __atomic_store_n (&ftl->gc.owner, pthread_self (), __ATOMIC_RELAXED);
-  __atomic_store_n (&ftl->gc.owned, true, __ATOMIC_RELEASE);
-  dl_hold ();
-  r = erase_covered_pending (ftl);
-  gc_unlock (ftl);
   return r;
 }
 
@@ -1047,14 +819,14 @@ fold (struct ftl *ftl)
   if (alloc_nfree (ftl) + ftl->gc.npending <= ftl->gc.low ||
       !slc_fold_due (ftl))
     return 0;
-  b = slc_fold_pick (ftl, held_by_gc);
+  b = slc_fold_pick (ftl, gc_holds);
   if (b == FTL_NO_BLOCK)
     return 0;
   log_debug (ftl, FTL_DEBUG_GC, "fold of SLC block %u, %u valid pages", b,
              __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED));
   r = reclaim_block (ftl, b);
   if (r >= 0)
-    r = flush_pending (ftl);
+    r = gc_flush_pending (ftl);
   return r < 0 ? r : 1;
 }
 

@@ -1,0 +1,221 @@
+/* nbdkit-ftl: the log layer's functions (log/): the map, allocation and
+ * frontiers, the trim log, checkpoints, durable points, creation,
+ * recovery and the self-check.  Callable from this layer and the ones
+ * above it (reclaim/, host/, report/, mngt/).
+ */
+#ifndef FTL_LOG_H
+#define FTL_LOG_H
+
+#ifndef FTL_INTERNAL_H
+#error "included by ftl-internal.h, after the handle"
+#endif
+
+static inline bool
+one_log (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED);
+}
+
+static inline uint32_t
+l2p_load (struct ftl *ftl, uint64_t lpn)
+{
+  return __atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
+}
+
+static inline uint32_t
+check_load (struct ftl *ftl, uint64_t lpn)
+{
+  return __atomic_load_n (&ftl->check[lpn], __ATOMIC_RELAXED);
+}
+
+/* A page's data checksum (fmt_checksum) as kept in check[]: 32 bits,
+ * never 0 (which means unknown).
+ */
+static inline uint32_t
+map_check_fold (uint64_t sum)
+{
+  uint32_t c = (uint32_t) (sum ^ (sum >> 32));
+  return c ? c : 1;
+}
+
+/* map.c: the map, valid counts, stripe locks and drain notes. */
+extern int map_init (struct ftl *ftl);
+extern void map_free (struct ftl *ftl);
+extern void map_lock (struct ftl *ftl, uint64_t first, uint64_t last);
+extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
+/* The stripes of [first, last] as a bit mask, and locking a set of
+ * stripes (in ascending order) for writes of scattered pages.
+ */
+extern uint64_t map_stripe_mask (uint64_t first, uint64_t last);
+extern void map_lock_mask (struct ftl *ftl, uint64_t mask);
+extern void map_unlock_mask (struct ftl *ftl, uint64_t mask);
+/* A host write programmed lpn at ppn, whose data has the check check
+ * (map_check_fold; 0 if none may be trusted).  Caller holds lpn's
+ * stripe.
+ */
+extern void map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn,
+                         uint32_t check);
+/* Unmap lpn (caller holds its stripe); true if it was mapped. */
+extern bool map_unmap (struct ftl *ftl, uint64_t lpn);
+/* GC copied lpn from page from to page to (whose data has the check
+ * check, or 0): move the mapping if lpn still maps to from.  Returns
+ * whether it moved.
+ */
+extern bool map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from,
+                          uint32_t to, uint32_t check);
+/* A read verified lpn's page by its OOB entry, whose checksum folds to
+ * check: note it, unless lpn's check changed from seen meanwhile.
+ */
+extern void map_check_heal (struct ftl *ftl, uint64_t lpn, uint32_t seen,
+                            uint32_t check);
+/* After recovery: the checks of every mapped page, from the OOB entries
+ * (a page whose entry does not vouch for it gets none, and is read the
+ * slow way).  Returns 0 or -ENOMEM.
+ */
+extern int map_checks_load (struct ftl *ftl);
+/* Block b loses a valid page: note the drain epoch, then decrement. */
+extern void map_drop_valid (struct ftl *ftl, uint32_t b);
+extern void map_note_drain (struct ftl *ftl, uint32_t b);
+/* Is b empty of valid pages, and has a barrier that began after its
+ * last valid page left completed?  Then b may be erased at once.
+ */
+extern bool map_drained_durably (struct ftl *ftl, uint32_t b);
+/* The same, without noting a drain: for assertions. */
+extern bool map_erase_allowed (struct ftl *ftl, uint32_t b);
+extern uint64_t map_barrier_begin (struct ftl *ftl);
+extern void map_barrier_done (struct ftl *ftl, uint64_t k);
+/* After b was erased. */
+extern void map_block_erased (struct ftl *ftl, uint32_t b);
+
+/* alloc.c: erase blocks, frontiers and programming at a frontier. */
+extern int alloc_init (struct ftl *ftl);
+extern void alloc_free (struct ftl *ftl);
+extern struct frontier *alloc_host_frontier (struct ftl *ftl, bool hot);
+/* Is the data of these logical pages hot (rewritten soon after it was
+ * last written)?  Decided by the majority of the mapped pages.
+ */
+extern bool alloc_range_is_hot (struct ftl *ftl, uint64_t first,
+                                uint64_t last);
+/* Free blocks now (an atomic read; exact under alloc_lock). */
+static inline uint32_t
+alloc_nfree (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->nfree, __ATOMIC_RELAXED);
+}
+/* Give f an open erase block if it has none, leaving at least keep
+ * blocks free.  Returns 0, or -ENOSPC if that many are not free (it
+ * never collects garbage: callers do, before they call it).  Caller
+ * owns f.
+ */
+extern int alloc_frontier_open (struct ftl *ftl, struct frontier *f,
+                                uint32_t keep);
+/* Pages f's open block can still take (0 if none is open). */
+static inline uint32_t
+alloc_frontier_room (const struct ftl *ftl, const struct frontier *f)
+{
+  return f->block == FTL_NO_BLOCK ? 0
+    : media_block_pages (&ftl->media, f->block) - f->wp;
+}
+/* Program n pages (n <= ALLOC_PROGRAM_MAX, n <= the room of f's open
+ * block) described by pages[], data in data; then change the map as
+ * pages[] says and advance f, closing its block when full.  *moved (if
+ * not NULL) counts relocated pages whose mapping moved.  After a
+ * failed program the pages count as programmed (garbage) and the map
+ * is unchanged.  Caller owns f and holds what the map changes need
+ * (stripe locks for host writes; gc.lock for relocations).
+ */
+extern int alloc_program (struct ftl *ftl, struct frontier *f,
+                          const struct log_page *pages, uint32_t n,
+                          const uint8_t *data, uint32_t *moved);
+/* The same, page i's data at data[i] (the write cache's pages). */
+extern int alloc_programv (struct ftl *ftl, struct frontier *f,
+                           const struct log_page *pages, uint32_t n,
+                           const uint8_t *const *data, uint32_t *moved);
+/* Every frontier (host, hot, the two GC ones, the metadata one): fills
+ * all[FTL_FRONTIERS] and returns how many.
+ */
+#define FTL_FRONTIERS (2 * FTL_MAX_STREAMS + 3)
+extern unsigned alloc_frontiers (struct ftl *ftl, struct frontier **all);
+/* Close every open block (at shutdown).  Caller has exclusive access. */
+extern void alloc_close_frontiers (struct ftl *ftl);
+
+/* trimlog.c: the trim record buffer and barriers. */
+extern int trimlog_init (struct ftl *ftl);
+extern void trimlog_free (struct ftl *ftl);
+/* Record that [lpn, lpn+count) is unmapped (before unmapping it).  May
+ * write a full buffer to the log; opens a block for the metadata
+ * frontier, leaving keep blocks free, if it has no room left for the
+ * record's page.  Returns 0, or -ENOSPC (nothing recorded: collect
+ * garbage and try again), or the error of a program.
+ */
+extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
+                           uint32_t keep);
+/* Write buffered trim records to the log (not synced); never needs a
+ * free block.  Caller holds ckpt_rw shared and not trim_lock.
+ */
+extern int trimlog_flush (struct ftl *ftl);
+/* A barrier: write the buffered trim records and sync.  Every write,
+ * trim and relocation completed before the call is durable when it
+ * returns 0.  Never needs a free block.  Caller holds ckpt_rw shared
+ * and not trim_lock.
+ */
+extern int trimlog_barrier (struct ftl *ftl);
+extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
+
+/* ckpt.c: superblocks and checkpoints. */
+extern int ckpt_init (struct ftl *ftl);
+extern void ckpt_free (struct ftl *ftl);
+extern int ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
+                                  uint64_t clean_ckpt_gen);
+extern int ckpt_write (struct ftl *ftl, bool clean);
+/* Write a checkpoint if one is due and no other thread writes one.
+ * Returns 1 if it wrote one, 0 if not, or a negative errno.
+ */
+extern int ckpt_maybe (struct ftl *ftl);
+/* Due: an interval of pages or of trim pages since the last one;
+ * overdue: two.
+ */
+extern bool ckpt_due (struct ftl *ftl);
+extern bool ckpt_overdue (struct ftl *ftl);
+
+/* durable.c: durable points (see there). */
+extern int durable_init (struct ftl *ftl);
+extern void durable_free (struct ftl *ftl);
+extern uint64_t seq_reserve (struct ftl *ftl, uint32_t k, int *slot);
+extern void seq_release (struct ftl *ftl, int slot);
+extern uint64_t durable_sample (struct ftl *ftl);
+extern void durable_synced (struct ftl *ftl, uint64_t sample);
+extern int durable_commit (struct ftl *ftl);
+extern int durable_load (struct ftl *ftl);
+
+/* create.c: format fd, a blank file (empty, or old_size bytes of
+ * zeros), as a new image with the geometry that the options o give,
+ * then sync the directory that holds it; errbuf says why it cannot.
+ */
+extern int create_image (int fd, const struct ftl_options *o,
+                         uint64_t old_size, char *errbuf, size_t errlen);
+/* A file of size bytes with no valid superblock copy, copy B all zeros
+ * (and copy A too if sbs_zero): blank (only zeros: sets *blank, returns
+ * 0), or -EINVAL, with errbuf replaced if it is an image whose creation
+ * was cut short (left as the caller wrote it otherwise).
+ */
+extern int create_examine (int fd, uint64_t size, bool sbs_zero,
+                           bool *blank, char *errbuf, size_t errlen);
+/* What is said of an image whose creation was cut short. */
+#define CREATE_CUT_SHORT "an incomplete image (creation was cut short): " \
+  "remove the file to create the image again"
+
+/* recovery.c: load the newest checkpoint and roll the log forward. */
+extern int recovery_run (struct ftl *ftl, char *errbuf, size_t errlen);
+
+/* selfcheck.c: cross-check the map, the valid counts, the block table,
+ * the free pool and the frontiers; report every inconsistency.  Returns
+ * 0, -EIO if anything is inconsistent, or -ENOMEM.  The caller makes
+ * sure nothing changes meanwhile.  selfcheck_assert aborts on an
+ * inconsistency in builds configured with --enable-self-check and does
+ * nothing in others.
+ */
+extern int selfcheck_run (struct ftl *ftl, const char *when);
+extern void selfcheck_assert (struct ftl *ftl, const char *when);
+
+#endif /* FTL_LOG_H */
