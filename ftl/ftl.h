@@ -605,10 +605,11 @@ extern unsigned ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts,
                                          unsigned n, uint32_t *first,
                                          uint32_t *width);
 
-/* The statistics as one JSON object on fp, followed by a newline.  Its
- * core is the same for every caller: geometry and capacity, the host,
- * media, GC and wear-leveling counters kept in the image, wear and
- * erase blocks.  sections adds:
+/* The statistics as one JSON object on fp, followed by a newline,
+ * rendered from one snapshot (ftl_stats_snapshot, metrics.h, which
+ * takes the same sections).  Its core is the same for every caller:
+ * geometry and capacity, the host, media, GC and wear-leveling counters
+ * kept in the image, wear and erase blocks.  sections adds:
  */
 #define FTL_STATS_IMAGE   (1u << 0) /* the file: path, uuid, creation
                                      * time, superblock and checkpoint
@@ -620,14 +621,14 @@ extern unsigned ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts,
                                      * syncs), read-only, deadlines and
                                      * latencies (the plugin's file) */
 /* Safe to call from several threads while the handle serves.  Returns
- * 0, or -EIO if writing to fp failed.
+ * 0, -ENOMEM, or -EIO if writing to fp failed.
  */
 extern int ftl_render_stats_json (struct ftl *ftl, unsigned sections,
                                   FILE *fp);
 
 /* The health log alone, as {"health": {...}} (the same member as in
- * the statistics), followed by a newline.  Returns 0, or -EIO if
- * writing to fp failed.
+ * the statistics), followed by a newline.  Returns 0, -ENOMEM, or -EIO
+ * if writing to fp failed.
  */
 extern int ftl_render_health_json (struct ftl *ftl, FILE *fp);
 

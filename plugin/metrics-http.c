@@ -30,27 +30,21 @@ static char *
 render (struct ftl *ftl, size_t *len)
 {
   struct ftl_stat_set set = { 0 };
-  char *json = NULL, *text = NULL;
-  size_t jlen;
-  char err[200];
+  char *text = NULL;
   FILE *fp;
+  int r;
 
-  if (ftl_stats_snapshot (ftl, &json, &jlen) < 0)
+  if (ftl_stats_snapshot (ftl, FTL_STATS_SERVER, &set) < 0)
     return NULL;
-  if (ftl_stats_parse (json, jlen, &set, err, sizeof err) == -1) {
-    nbdkit_error ("metrics: cannot read back the statistics: %s", err);
-    goto out;
-  }
   fp = open_memstream (&text, len);
-  if (fp == NULL)
-    goto out;
-  if (ftl_render_prometheus (&set, fp) < 0 || fclose (fp) == EOF) {
-    free (text);
-    text = NULL;
+  if (fp != NULL) {
+    r = ftl_render_prometheus (&set, fp);
+    if (fclose (fp) == EOF || r < 0) {
+      free (text);
+      text = NULL;
+    }
   }
- out:
   ftl_stats_free (&set);
-  free (json);
   return text;
 }
 

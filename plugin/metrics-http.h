@@ -1,10 +1,10 @@
 /* nbdkit-ftl: the Prometheus endpoint, http://127.0.0.1:PORT/metrics.
  *
  * libmicrohttpd does the HTTP in its own thread; each GET of /metrics
- * renders the handle's statistics (ftl_stats_snapshot) as the text
- * exposition format (ftl_render_prometheus).  Only the loopback address
- * is bound: the statistics are for the host's own collector.  Any other
- * path is 404, any other method 405.
+ * takes a snapshot of the handle's statistics (ftl_stats_snapshot) and
+ * renders it as the text exposition format (ftl_render_prometheus).
+ * Only the loopback address is bound: the statistics are for the host's
+ * own collector.  Any other path is 404, any other method 405.
  */
 
 #ifndef NBDKIT_FTL_METRICS_HTTP_H

@@ -161,10 +161,9 @@ host_counters (struct host_counters *h)
 }
 
 static int
-write_json (void *json, FILE *fp)
+write_json (void *set, FILE *fp)
 {
-  fputs (json, fp);
-  return ferror (fp) ? -EIO : 0;
+  return ftl_render_json (set, false, fp);
 }
 
 static int
@@ -179,11 +178,11 @@ seconds (const struct timespec *a, const struct timespec *b)
   return (a->tv_sec - b->tv_sec) + (a->tv_nsec - b->tv_nsec) / 1e9;
 }
 
-/* Append a timeline line for the snapshot json (parsed: set, which the
- * timeline keeps).  Call with lock held.
+/* Append a timeline line for the snapshot set, which the timeline
+ * keeps (set is left empty).  Call with lock held.
  */
 static void
-append_log_locked (const char *json, struct ftl_stat_set *set)
+append_log_locked (struct ftl_stat_set *set)
 {
   struct timespec now, wall;
   FILE *fp;
@@ -198,7 +197,7 @@ append_log_locked (const char *json, struct ftl_stat_set *set)
     r = -errno;
   else {
     r = ftl_render_timeline_line (log_has_prev ? &log_prev : NULL, set,
-                                  json, wall.tv_sec + wall.tv_nsec / 1e9,
+                                  wall.tv_sec + wall.tv_nsec / 1e9,
                                   seconds (&now, &log_start),
                                   seconds (&now, &log_last), fp);
     if (fclose (fp) == EOF && r == 0)
@@ -222,40 +221,28 @@ write_locked (bool with_log)
 {
   struct host_counters now;
   struct ftl_stat_set set = { 0 };
-  char *json = NULL;
-  size_t len;
-  char err[200];
   int r;
 
   host_counters (&now);
-  r = ftl_stats_snapshot (ftl, &json, &len);
+  r = ftl_stats_snapshot (ftl, FTL_STATS_SERVER, &set);
   if (r < 0) {
     report (&stats_out, r);
     return;
   }
   if (stats_out.path) {
-    r = ftl_write_file_atomic (stats_out.path, write_json, json);
+    r = ftl_write_file_atomic (stats_out.path, write_json, &set);
     report (&stats_out, r);
   }
-  if (metrics_out.path || (with_log && log_out.path)) {
-    if (ftl_stats_parse (json, len, &set, err, sizeof err) == -1) {
-      /* The renderer and the parser disagree: a bug. */
-      nbdkit_error ("stats: cannot read back the statistics: %s", err);
-      goto out;
-    }
-    if (metrics_out.path)
-      report (&metrics_out,
-              ftl_write_file_atomic (metrics_out.path, write_metrics, &set));
-    if (with_log && log_out.path) {
-      append_log_locked (json, &set);
-      log_prev_busy = memcmp (&now, &log_host, sizeof now) != 0;
-      log_host = now;
-    }
+  if (metrics_out.path)
+    report (&metrics_out,
+            ftl_write_file_atomic (metrics_out.path, write_metrics, &set));
+  if (with_log && log_out.path) {
+    append_log_locked (&set);
+    log_prev_busy = memcmp (&now, &log_host, sizeof now) != 0;
+    log_host = now;
   }
   last = now;
- out:
   ftl_stats_free (&set);
-  free (json);
 }
 
 /* Have the host counters changed since the stats file (or the

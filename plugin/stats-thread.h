@@ -2,9 +2,9 @@
  * Prometheus metrics file and the /metrics endpoint.
  *
  * When the user gives stats=PATH the plugin keeps PATH up to date with
- * the JSON written by ftl_render_stats_json; metrics=PATH keeps a
- * Prometheus text file beside it (for node_exporter's textfile
- * collector), rendered from the same snapshot.  Both are replaced
+ * the statistics JSON (ftl_render_json of a snapshot, metrics.h);
+ * metrics=PATH keeps a Prometheus text file beside it (for
+ * node_exporter's textfile collector), rendered from the same snapshot.  Both are replaced
  * atomically:
  *
  *   - once when the server is ready (stats_init),

@@ -27,7 +27,9 @@
 
 struct plot {
   FILE *data;
-  struct ftl_stat_set last;     /* for the histogram */
+  /* The histogram of the last line. */
+  double first, width;
+  GArray *counts;               /* of double */
   unsigned long lines;
 };
 
@@ -61,22 +63,19 @@ add_line (void *opaque, const struct ftl_stat_set *set, unsigned long lineno)
   for (size_t i = 0; i < G_N_ELEMENTS (cols); i++)
     column (p->data, set, cols[i], 1);
   fputc ('\n', p->data);
-  /* Keep the last line's histogram. */
-  ftl_stats_free (&p->last);
+  /* Keep the last line's histogram: the elements of its counts. */
+  p->first = ftl_stats_num (set, "stats.wear.histogram.first", 0);
+  p->width = ftl_stats_num (set, "stats.wear.histogram.width", 1);
+  g_array_set_size (p->counts, 0);
   for (size_t i = 0; i < set->n; i++) {
-    if (strncmp (set->v[i].path, "stats.wear.histogram.", 21) != 0)
-      continue;
-    struct ftl_stat_set *l = &p->last;
-    if (l->n == l->cap) {
-      l->cap = l->cap ? 2 * l->cap : 32;
-      l->v = realloc (l->v, l->cap * sizeof *l->v);
-      if (l->v == NULL)
-        abort ();
-    }
-    l->v[l->n] = set->v[i];
-    l->v[l->n].path = strdup (set->v[i].path);
-    l->v[l->n].str = set->v[i].str ? strdup (set->v[i].str) : NULL;
-    l->n++;
+    const struct ftl_stat *v = &set->v[i];
+    double c = v->kind == FTL_STAT_NUMBER || v->kind == FTL_STAT_BOOL
+      ? v->num : 0;
+
+    if (strncmp (v->path, "stats.wear.histogram.counts[", 28) == 0 &&
+        v->kind != FTL_STAT_OBJECT && v->kind != FTL_STAT_ARRAY &&
+        v->kind != FTL_STAT_END)
+      g_array_append_val (p->counts, c);
   }
   p->lines++;
   return true;
@@ -130,7 +129,7 @@ cmd_plot (int argc, char **argv)
     { NULL }
   };
   GOptionContext *ctx = g_option_context_new ("TIMELINE");
-  struct plot p = { 0 };
+  struct plot p = { .counts = g_array_new (FALSE, FALSE, sizeof (double)) };
   char *dir = NULL, *datafile = NULL, *histfile = NULL, *title;
   int status = FTLCTL_EXIT_ERROR;
   FILE *hist = NULL, *gp = NULL;
@@ -194,15 +193,11 @@ cmd_plot (int argc, char **argv)
     ftlctl_error ("%s: %s", histfile, strerror (errno));
     goto out;
   }
-  first = ftl_stats_num (&p.last, "stats.wear.histogram.first", 0);
-  width = ftl_stats_num (&p.last, "stats.wear.histogram.width", 1);
-  for (unsigned i = 0; ; i++) {
-    char path[64];
-    snprintf (path, sizeof path, "stats.wear.histogram.counts[%u]", i);
-    if (!ftl_stats_find (&p.last, path))
-      break;
+  first = p.first;
+  width = p.width;
+  for (unsigned i = 0; i < p.counts->len; i++) {
     fprintf (hist, "%g %g\n", first + i * width,
-             ftl_stats_num (&p.last, path, 0));
+             g_array_index (p.counts, double, i));
     nbuckets++;
   }
   fclose (hist);
@@ -241,7 +236,7 @@ cmd_plot (int argc, char **argv)
   g_free (histfile);
   g_free (dir);
   g_free (output);
-  ftl_stats_free (&p.last);
+  g_array_free (p.counts, TRUE);
   g_option_context_free (ctx);
   return status;
 }

@@ -121,29 +121,21 @@ static int
 timeline_line (struct ftl *ftl, struct timeline *tl, double t0, double t)
 {
   struct ftl_stat_set set = { 0 };
-  char *json = NULL, err[200];
-  size_t len;
   FILE *fp;
   int r;
 
-  if ((r = ftl_stats_snapshot (ftl, &json, &len)) < 0)
+  if ((r = ftl_stats_snapshot (ftl, FTL_STATS_SERVER, &set)) < 0)
     return r;
-  if (ftl_stats_parse (json, len, &set, err, sizeof err) == -1) {
-    ftlctl_error ("replay: cannot read back the statistics: %s", err);
-    free (json);
-    return -EINVAL;
-  }
   fp = fopen (tl->path, "a");
   if (fp == NULL)
     r = -errno;
   else {
     r = ftl_render_timeline_line (tl->has_prev ? &tl->prev : NULL, &set,
-                                  json, t0 + t, t,
+                                  t0 + t, t,
                                   tl->has_prev ? t - tl->last_t : 0, fp);
     if (fclose (fp) == EOF && r == 0)
       r = -errno;
   }
-  free (json);
   ftl_stats_free (&tl->prev);
   tl->prev = set;
   tl->has_prev = true;
@@ -162,18 +154,12 @@ write_prom (void *opaque, FILE *fp)
 {
   struct ftl *ftl = opaque;
   struct ftl_stat_set set = { 0 };
-  char *json = NULL;
-  size_t len;
   int r;
 
-  if ((r = ftl_stats_snapshot (ftl, &json, &len)) < 0)
+  if ((r = ftl_stats_snapshot (ftl, FTL_STATS_SERVER, &set)) < 0)
     return r;
-  if (ftl_stats_parse (json, len, &set, NULL, 0) == 0)
-    r = ftl_render_prometheus (&set, fp);
-  else
-    r = -EINVAL;
+  r = ftl_render_prometheus (&set, fp);
   ftl_stats_free (&set);
-  free (json);
   return r;
 }
 

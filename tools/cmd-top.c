@@ -182,7 +182,9 @@ draw (const struct view *v, const char *file)
   any = false;
   for (size_t i = 0; i < v->set.n; i++) {
     const struct ftl_stat *s = &v->set.v[i];
-    if (strncmp (s->path, prefix, strlen (prefix)) != 0)
+    if (strncmp (s->path, prefix, strlen (prefix)) != 0 ||
+        s->kind == FTL_STAT_OBJECT || s->kind == FTL_STAT_ARRAY ||
+        s->kind == FTL_STAT_END)
       continue;
     printf (" %s ", s->path + strlen (prefix));
     if (s->kind == FTL_STAT_STRING)

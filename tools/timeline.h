@@ -1,6 +1,9 @@
 /* ftlctl: reading statistics files back: a timeline (stats-log=, one
  * JSON object a line, metrics.h) or a stats file (stats=, one JSON
- * object over many lines).
+ * object over many lines).  json-glib parses them; its tree is
+ * flattened into a struct ftl_stat_set (metrics.h: every member in
+ * document order with its path, "stats.host.write_pages"), which the
+ * commands read with ftl_stats_find and ftl_stats_num.
  */
 
 #ifndef FTLCTL_TIMELINE_H
@@ -10,7 +13,7 @@
 
 #include "ftl/metrics.h"
 
-/* Called for each line of a timeline, parsed, with its line number.
+/* Called for each line of a timeline, read, with its line number.
  * Return false to stop.
  */
 typedef bool (*timeline_fn) (void *opaque, const struct ftl_stat_set *line,

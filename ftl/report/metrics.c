@@ -1,15 +1,17 @@
-/* nbdkit-ftl: the statistics read back, as a timeline and as Prometheus
- * metrics.  See metrics.h.
+/* nbdkit-ftl: the statistics snapshot, and the JSON, the timeline and
+ * the Prometheus metrics rendered from it.  See metrics.h.
  *
- * The parser is a plain recursive descent over RFC 8259 JSON, nested at
- * most MAX_DEPTH deep, that appends every scalar to a flat set with its
- * path.  It never trusts its input: every read is bounded by len.
+ * A set is an array of entries in document order; objects and arrays
+ * open with an entry and close with an FTL_STAT_END entry, so that
+ * rendering is one pass over the array.  Each entry's path is built
+ * when it is appended, from the innermost open object or array.
  */
 
 #include <config.h>
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,345 +23,228 @@
 #include "ftl.h"
 #include "metrics.h"
 
-#define MAX_DEPTH 32
 #define MAX_PATH  512
 
-/* ---- the parser ---- */
+/* ---- building a set ---- */
 
-struct parser {
-  const char *s;
-  size_t len, pos;
-  struct ftl_stat_set *set;
-  char path[MAX_PATH];
-  size_t plen;
-  char *err;
-  size_t errlen;
-  bool failed;
-};
-
-static void fail (struct parser *p, const char *fs, ...)
-  __attribute__ ((format (printf, 2, 3)));
-
-static void
-fail (struct parser *p, const char *fs, ...)
+/* Append an entry that owns path (freed on failure). */
+static struct ftl_stat *
+new_entry (struct ftl_stat_set *set, char *path, enum ftl_stat_kind kind)
 {
-  va_list ap;
-  char msg[200];
-
-  if (p->failed)
-    return;
-  p->failed = true;
-  va_start (ap, fs);
-  vsnprintf (msg, sizeof msg, fs, ap);
-  va_end (ap);
-  if (p->errlen > 0)
-    snprintf (p->err, p->errlen, "%s at byte %zu", msg, p->pos);
-}
-
-static void
-skip_ws (struct parser *p)
-{
-  while (p->pos < p->len &&
-         (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' ||
-          p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
-    p->pos++;
-}
-
-static int
-peek (struct parser *p)
-{
-  skip_ws (p);
-  return p->pos < p->len ? (unsigned char) p->s[p->pos] : -1;
-}
-
-static bool
-literal (struct parser *p, const char *word)
-{
-  size_t n = strlen (word);
-
-  if (p->len - p->pos >= n && memcmp (p->s + p->pos, word, n) == 0) {
-    p->pos += n;
-    return true;
-  }
-  return false;
-}
-
-static void
-add (struct parser *p, enum ftl_stat_kind kind, double num, char *str)
-{
-  struct ftl_stat_set *set = p->set;
   struct ftl_stat *v;
 
+  if (path == NULL) {
+    set->error = -ENOMEM;
+    return NULL;
+  }
   if (set->n == set->cap) {
-    size_t cap = set->cap ? 2 * set->cap : 64;
+    size_t cap = set->cap ? 2 * set->cap : 256;
     struct ftl_stat *nv = realloc (set->v, cap * sizeof *nv);
+
     if (nv == NULL) {
-      free (str);
-      fail (p, "out of memory");
-      return;
+      free (path);
+      set->error = -ENOMEM;
+      return NULL;
     }
     set->v = nv;
     set->cap = cap;
   }
-  v = &set->v[set->n];
-  v->path = strndup (p->path, p->plen);
-  if (v->path == NULL) {
-    free (str);
-    fail (p, "out of memory");
-    return;
-  }
+  v = &set->v[set->n++];
+  memset (v, 0, sizeof *v);
+  v->path = path;
   v->kind = kind;
-  v->num = num;
-  v->str = str;
-  set->n++;
+  return v;
 }
 
-/* A string; the result is malloc'd (\u escapes outside ASCII become
- * '?': the statistics never hold any).
+/* Append a member to the innermost open object or array, or the top
+ * value.
  */
-static char *
-parse_string (struct parser *p)
+static struct ftl_stat *
+append (struct ftl_stat_set *set, const char *key, enum ftl_stat_kind kind)
 {
-  size_t cap = 16, n = 0;
-  char *out;
+  const struct ftl_stat *parent;
+  struct ftl_stat *v;
+  char *path = NULL;
 
-  if (peek (p) != '"') {
-    fail (p, "expected a string");
+  if (set->error)
+    return NULL;
+  if (set->depth == 0) {
+    if (set->n > 0) {           /* after the top value */
+      set->error = -EINVAL;
+      return NULL;
+    }
+    return new_entry (set, strdup (""), kind);
+  }
+  parent = &set->v[set->open[set->depth - 1]];
+  if (parent->kind == FTL_STAT_ARRAY) {
+    if (asprintf (&path, "%s[%zu]", parent->path,
+                  set->elements[set->depth - 1]) == -1)
+      path = NULL;
+    key = NULL;
+  }
+  else if (key == NULL) {
+    set->error = -EINVAL;
     return NULL;
   }
-  p->pos++;
-  out = malloc (cap);
-  if (out == NULL) {
-    fail (p, "out of memory");
+  else if (asprintf (&path, "%s%s%s", parent->path,
+                     parent->path[0] ? "." : "", key) == -1)
+    path = NULL;
+  v = new_entry (set, path, kind);
+  if (v == NULL)
     return NULL;
-  }
-  for (;;) {
-    int c;
-
-    if (p->pos >= p->len) {
-      fail (p, "unterminated string");
-      goto err;
-    }
-    c = (unsigned char) p->s[p->pos++];
-    if (c == '"')
-      break;
-    if (c < 0x20) {
-      fail (p, "control character in a string");
-      goto err;
-    }
-    if (c == '\\') {
-      if (p->pos >= p->len) {
-        fail (p, "unterminated string");
-        goto err;
-      }
-      c = p->s[p->pos++];
-      switch (c) {
-      case '"': case '\\': case '/': break;
-      case 'b': c = '\b'; break;
-      case 'f': c = '\f'; break;
-      case 'n': c = '\n'; break;
-      case 'r': c = '\r'; break;
-      case 't': c = '\t'; break;
-      case 'u': {
-        unsigned v = 0;
-        for (int i = 0; i < 4; i++) {
-          int h = p->pos < p->len ? p->s[p->pos++] : 0;
-          if (h >= '0' && h <= '9') v = v * 16 + h - '0';
-          else if (h >= 'a' && h <= 'f') v = v * 16 + h - 'a' + 10;
-          else if (h >= 'A' && h <= 'F') v = v * 16 + h - 'A' + 10;
-          else {
-            fail (p, "bad \\u escape");
-            goto err;
-          }
-        }
-        c = v < 0x80 && v > 0 ? (int) v : '?';
-        break;
-      }
-      default:
-        fail (p, "bad escape \\%c", c);
-        goto err;
-      }
-    }
-    if (n + 2 > cap) {
-      char *o = realloc (out, cap *= 2);
-      if (o == NULL) {
-        fail (p, "out of memory");
-        goto err;
-      }
-      out = o;
-    }
-    out[n++] = c;
-  }
-  out[n] = '\0';
-  return out;
-
- err:
-  free (out);
-  return NULL;
-}
-
-static void parse_value (struct parser *p, unsigned depth);
-
-/* Append ".key" (or "key" at the top) or "[i]" to the path; returns
- * the old length to restore.
- */
-static size_t push (struct parser *p, const char *fs, ...)
-  __attribute__ ((format (printf, 2, 3)));
-
-static size_t
-push (struct parser *p, const char *fs, ...)
-{
-  size_t old = p->plen;
-  va_list ap;
-  int n;
-
-  va_start (ap, fs);
-  n = vsnprintf (p->path + p->plen, sizeof p->path - p->plen, fs, ap);
-  va_end (ap);
-  if (n < 0 || (size_t) n >= sizeof p->path - p->plen)
-    fail (p, "member path too long");
-  else
-    p->plen += n;
-  return old;
+  if (key)
+    v->key = v->path + strlen (v->path) - strlen (key);
+  set->elements[set->depth - 1]++;
+  return v;
 }
 
 static void
-parse_object (struct parser *p, unsigned depth)
+begin (struct ftl_stat_set *set, const char *key, enum ftl_stat_kind kind,
+       const struct ftl_metric *metric)
 {
-  p->pos++;                     /* '{' */
-  if (peek (p) == '}') {
-    p->pos++;
+  struct ftl_stat *v;
+
+  if (set->error == 0 && set->depth == FTL_STATS_MAX_DEPTH)
+    set->error = -E2BIG;
+  v = append (set, key, kind);
+  if (v == NULL)
+    return;
+  if (metric)
+    v->metric = *metric;
+  set->open[set->depth] = set->n - 1;
+  set->elements[set->depth] = 0;
+  set->depth++;
+}
+
+void
+ftl_stats_begin_object (struct ftl_stat_set *set, const char *key,
+                        const struct ftl_metric *metric)
+{
+  begin (set, key, FTL_STAT_OBJECT, metric);
+}
+
+void
+ftl_stats_begin_array (struct ftl_stat_set *set, const char *key)
+{
+  begin (set, key, FTL_STAT_ARRAY, NULL);
+}
+
+void
+ftl_stats_end (struct ftl_stat_set *set)
+{
+  if (set->error)
+    return;
+  if (set->depth == 0) {
+    set->error = -EINVAL;
     return;
   }
-  while (!p->failed) {
-    char *key = parse_string (p);
-    size_t old;
+  set->depth--;
+  new_entry (set, strdup (set->v[set->open[set->depth]].path),
+             FTL_STAT_END);
+}
 
-    if (key == NULL)
-      return;
-    if (peek (p) != ':') {
-      free (key);
-      fail (p, "expected ':'");
-      return;
-    }
-    p->pos++;
-    old = push (p, p->plen ? ".%s" : "%s", key);
-    free (key);
-    parse_value (p, depth + 1);
-    p->plen = old;
-    if (peek (p) == ',') {
-      p->pos++;
-      continue;
-    }
-    if (peek (p) == '}') {
-      p->pos++;
-      return;
-    }
-    fail (p, "expected ',' or '}'");
+static struct ftl_stat *
+number (struct ftl_stat_set *set, const char *key,
+        enum ftl_stat_format format, const struct ftl_metric *metric)
+{
+  struct ftl_stat *v = append (set, key, FTL_STAT_NUMBER);
+
+  if (v) {
+    v->format = format;
+    if (metric)
+      v->metric = *metric;
+  }
+  return v;
+}
+
+void
+ftl_stats_add_uint (struct ftl_stat_set *set, const char *key, uint64_t u,
+                    const struct ftl_metric *metric)
+{
+  struct ftl_stat *v = number (set, key, FTL_STAT_UINT, metric);
+
+  if (v) {
+    v->u = u;
+    v->num = u;
   }
 }
 
-static void
-parse_array (struct parser *p, unsigned depth)
+void
+ftl_stats_add_int (struct ftl_stat_set *set, const char *key, int64_t i,
+                   const struct ftl_metric *metric)
 {
-  p->pos++;                     /* '[' */
-  if (peek (p) == ']') {
-    p->pos++;
-    return;
-  }
-  for (size_t i = 0; !p->failed; i++) {
-    size_t old = push (p, "[%zu]", i);
+  struct ftl_stat *v = number (set, key, FTL_STAT_INT, metric);
 
-    parse_value (p, depth + 1);
-    p->plen = old;
-    if (peek (p) == ',') {
-      p->pos++;
-      continue;
-    }
-    if (peek (p) == ']') {
-      p->pos++;
-      return;
-    }
-    fail (p, "expected ',' or ']'");
+  if (v) {
+    v->i = i;
+    v->num = i;
   }
 }
 
-static void
-parse_number (struct parser *p)
+/* The value as written, so that every rendering shows the same. */
+void
+ftl_stats_add_fixed (struct ftl_stat_set *set, const char *key, double d,
+                     const struct ftl_metric *metric)
 {
-  char buf[64];
-  size_t start = p->pos, n;
-  char *end;
-  double d;
+  struct ftl_stat *v = number (set, key, FTL_STAT_FIXED, metric);
+  char buf[400];
 
-  while (p->pos < p->len && p->s[p->pos] != '\0' &&
-         strchr ("+-0123456789.eE", p->s[p->pos]))
-    p->pos++;
-  n = p->pos - start;
-  if (n == 0 || n >= sizeof buf) {
-    fail (p, "bad number");
-    return;
+  if (v) {
+    snprintf (buf, sizeof buf, "%.4f", d);
+    v->num = isfinite (d) ? strtod (buf, NULL) : d;
   }
-  memcpy (buf, p->s + start, n);
-  buf[n] = '\0';
-  errno = 0;
-  d = strtod (buf, &end);
-  if (*end != '\0' || !isfinite (d)) {
-    p->pos = start;
-    fail (p, "bad number");
-    return;
-  }
-  add (p, FTL_STAT_NUMBER, d, NULL);
 }
 
-static void
-parse_value (struct parser *p, unsigned depth)
+void
+ftl_stats_add_real (struct ftl_stat_set *set, const char *key, double d)
 {
-  int c = peek (p);
+  struct ftl_stat *v;
 
-  if (p->failed)
-    return;
-  if (depth > MAX_DEPTH) {
-    fail (p, "nested too deeply");
+  if (!isfinite (d)) {
+    if (set->error == 0)
+      set->error = -EINVAL;
     return;
   }
-  if (c == '{')
-    parse_object (p, depth);
-  else if (c == '[')
-    parse_array (p, depth);
-  else if (c == '"') {
-    char *s = parse_string (p);
-    if (s)
-      add (p, FTL_STAT_STRING, 0, s);
+  v = number (set, key, FTL_STAT_REAL, NULL);
+  if (v)
+    v->num = d;
+}
+
+void
+ftl_stats_add_bool (struct ftl_stat_set *set, const char *key, bool b,
+                    const struct ftl_metric *metric)
+{
+  struct ftl_stat *v = append (set, key, FTL_STAT_BOOL);
+
+  if (v) {
+    v->num = b;
+    if (metric)
+      v->metric = *metric;
   }
-  else if (literal (p, "true"))
-    add (p, FTL_STAT_BOOL, 1, NULL);
-  else if (literal (p, "false"))
-    add (p, FTL_STAT_BOOL, 0, NULL);
-  else if (literal (p, "null"))
-    add (p, FTL_STAT_NULL, 0, NULL);
-  else if (c == '-' || (c >= '0' && c <= '9'))
-    parse_number (p);
-  else if (c == -1)
-    fail (p, "unexpected end");
-  else
-    fail (p, "unexpected character '%c'", c);
+}
+
+void
+ftl_stats_add_string (struct ftl_stat_set *set, const char *key,
+                      const char *s)
+{
+  struct ftl_stat *v = append (set, key, FTL_STAT_STRING);
+
+  if (v && (v->str = strdup (s)) == NULL)
+    set->error = -ENOMEM;
+}
+
+void
+ftl_stats_add_null (struct ftl_stat_set *set, const char *key)
+{
+  append (set, key, FTL_STAT_NULL);
 }
 
 int
-ftl_stats_parse (const char *json, size_t len, struct ftl_stat_set *set,
-                 char *err, size_t errlen)
+ftl_stats_error (const struct ftl_stat_set *set)
 {
-  struct parser p = {
-    .s = json, .len = len, .set = set, .err = err, .errlen = errlen,
-  };
-
-  if (errlen > 0)
-    err[0] = '\0';
-  parse_value (&p, 0);
-  if (!p.failed && peek (&p) != -1)
-    fail (&p, "trailing characters");
-  return p.failed ? -1 : 0;
+  if (set->error)
+    return set->error;
+  return set->n == 0 || set->depth > 0 ? -EINVAL : 0;
 }
 
 void
@@ -377,7 +262,7 @@ const struct ftl_stat *
 ftl_stats_find (const struct ftl_stat_set *set, const char *path)
 {
   for (size_t i = 0; i < set->n; i++)
-    if (strcmp (set->v[i].path, path) == 0)
+    if (set->v[i].kind != FTL_STAT_END && strcmp (set->v[i].path, path) == 0)
       return &set->v[i];
   return NULL;
 }
@@ -392,44 +277,145 @@ ftl_stats_num (const struct ftl_stat_set *set, const char *path, double dflt)
   return v->num;
 }
 
-int
-ftl_stats_snapshot (struct ftl *ftl, char **json, size_t *len)
+/* The END entry of the object or array at i (i itself for anything
+ * else; the last entry if the set is not whole).
+ */
+static size_t
+end_of (const struct ftl_stat_set *set, size_t i)
 {
-  FILE *fp = open_memstream (json, len);
-  int r;
+  unsigned depth = 0;
 
-  if (fp == NULL)
-    return -errno;
-  r = ftl_render_stats_json (ftl, FTL_STATS_SERVER, fp);
-  if (fclose (fp) == EOF && r == 0)
-    r = -errno;
-  if (r < 0) {
-    free (*json);
-    *json = NULL;
+  for (size_t j = i; j < set->n; j++) {
+    enum ftl_stat_kind k = set->v[j].kind;
+
+    if (k == FTL_STAT_OBJECT || k == FTL_STAT_ARRAY)
+      depth++;
+    else if (k == FTL_STAT_END)
+      depth--;
+    if (depth == 0)
+      return j;
   }
-  return r;
+  return set->n - 1;
 }
 
-void
-ftl_json_compact (const char *json, FILE *fp)
+/* The member key of the object at obj, or NULL. */
+static const struct ftl_stat *
+member (const struct ftl_stat_set *set, size_t obj, const char *key)
 {
-  bool in_string = false;
+  size_t end = end_of (set, obj);
 
-  for (const char *s = json; *s; s++) {
-    if (in_string) {
-      fputc (*s, fp);
-      if (*s == '\\' && s[1])
-        fputc (*++s, fp);
-      else if (*s == '"')
-        in_string = false;
-    }
-    else if (*s == '"') {
-      in_string = true;
-      fputc (*s, fp);
-    }
-    else if (*s != ' ' && *s != '\n' && *s != '\t' && *s != '\r')
-      fputc (*s, fp);
+  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1)
+    if (set->v[j].key && strcmp (set->v[j].key, key) == 0)
+      return &set->v[j];
+  return NULL;
+}
+
+static double
+member_num (const struct ftl_stat_set *set, size_t obj, const char *key,
+            double dflt)
+{
+  const struct ftl_stat *v = member (set, obj, key);
+
+  if (v == NULL || (v->kind != FTL_STAT_NUMBER && v->kind != FTL_STAT_BOOL))
+    return dflt;
+  return v->num;
+}
+
+/* ---- JSON ---- */
+
+static void
+json_quoted (const char *s, FILE *fp)
+{
+  fputc ('"', fp);
+  for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf (fp, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf (fp, "\\u%04x", *p);
+    else
+      fputc (*p, fp);
   }
+  fputc ('"', fp);
+}
+
+static void
+json_scalar (const struct ftl_stat *v, FILE *fp)
+{
+  switch (v->kind) {
+  case FTL_STAT_BOOL:
+    fputs (v->num ? "true" : "false", fp);
+    break;
+  case FTL_STAT_STRING:
+    json_quoted (v->str, fp);
+    break;
+  case FTL_STAT_NULL:
+    fputs ("null", fp);
+    break;
+  case FTL_STAT_NUMBER:
+    switch (v->format) {
+    case FTL_STAT_UINT:  fprintf (fp, "%" PRIu64, v->u); break;
+    case FTL_STAT_INT:   fprintf (fp, "%" PRId64, v->i); break;
+    case FTL_STAT_FIXED: fprintf (fp, "%.4f", v->num); break;
+    case FTL_STAT_REAL:  fprintf (fp, "%.17g", v->num); break;
+    }
+    break;
+  default:
+    abort ();
+  }
+}
+
+int
+ftl_render_json (const struct ftl_stat_set *set, bool compact, FILE *fp)
+{
+  /* For each open object or array: whether it is an array, and whether
+   * it has no member yet.
+   */
+  bool array[FTL_STATS_MAX_DEPTH + 1], first[FTL_STATS_MAX_DEPTH + 1];
+  unsigned depth = 0;
+
+  if (ftl_stats_error (set) < 0)
+    return -EINVAL;
+  for (size_t i = 0; i < set->n; i++) {
+    const struct ftl_stat *v = &set->v[i];
+
+    if (v->kind == FTL_STAT_END) {
+      if (array[depth])
+        fputc (']', fp);
+      else {
+        if (!compact && !first[depth])
+          fprintf (fp, "\n%*s", 2 * (depth - 1), "");
+        fputc ('}', fp);
+      }
+      depth--;
+      continue;
+    }
+    /* The separator, the indentation and the key. */
+    if (depth > 0 && array[depth]) {
+      if (!first[depth])
+        fputs (compact ? "," : ", ", fp);
+    }
+    else if (depth > 0) {
+      if (compact)
+        fputs (first[depth] ? "" : ",", fp);
+      else
+        fprintf (fp, "%s%*s", first[depth] ? "\n" : ",\n", 2 * depth, "");
+      json_quoted (v->key, fp);
+      fputs (compact ? ":" : ": ", fp);
+    }
+    first[depth] = false;
+    if (v->kind == FTL_STAT_OBJECT || v->kind == FTL_STAT_ARRAY) {
+      assert (depth < FTL_STATS_MAX_DEPTH);
+      depth++;
+      array[depth] = v->kind == FTL_STAT_ARRAY;
+      first[depth] = true;
+      fputc (array[depth] ? '[' : '{', fp);
+    }
+    else
+      json_scalar (v, fp);
+  }
+  if (!compact)
+    fputc ('\n', fp);
+  return ferror (fp) ? -EIO : 0;
 }
 
 /* ---- the timeline ---- */
@@ -447,9 +433,8 @@ delta (const struct ftl_stat_set *prev, const struct ftl_stat_set *cur,
 
 int
 ftl_render_timeline_line (const struct ftl_stat_set *prev,
-                          const struct ftl_stat_set *cur,
-                          const char *json, double time, double elapsed,
-                          double interval, FILE *fp)
+                          const struct ftl_stat_set *cur, double time,
+                          double elapsed, double interval, FILE *fp)
 {
   static const struct { const char *name, *path; } rates[] = {
     { "write_pages_per_s",     "host.write_pages" },
@@ -476,6 +461,8 @@ ftl_render_timeline_line (const struct ftl_stat_set *prev,
   double dp = delta (prev, cur, "media.program_pages");
   double span = interval > 0 ? interval : 1;
 
+  if (ftl_stats_error (cur) < 0)
+    return -EINVAL;
   fprintf (fp, "{\"time\":%.3f,\"elapsed_s\":%.3f,\"interval_s\":%.3f,"
            "\"rates\":{", time, elapsed, interval);
   for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++)
@@ -495,203 +482,19 @@ ftl_render_timeline_line (const struct ftl_stat_set *prev,
     fprintf (fp, ",\"%s\":%.0f", deltas[i].name,
              delta (prev, cur, deltas[i].path));
   fputs ("},\"stats\":", fp);
-  ftl_json_compact (json, fp);
+  ftl_render_json (cur, true, fp);
   fputs ("}\n", fp);
   return ferror (fp) ? -EIO : 0;
 }
 
 /* ---- Prometheus ---- */
 
-enum mtype { GAUGE, COUNTER };
-
-/* The members whose type or name differs from the default: a gauge
- * named nbdkit_ftl_<path with "." as "_">.  scale converts the JSON's
- * unit to the metric's (microseconds to seconds, percent to a ratio).
- */
-static const struct metric_def {
-  const char *path, *name;
-  enum mtype type;
-  double scale;
-  const char *help;
-} defs[] = {
-  { "geometry.page_size", "geometry_page_size_bytes", GAUGE, 1,
-    "Page size." },
-  { "geometry.pages_per_block", "geometry_pages_per_block", GAUGE, 1,
-    "Pages per erase block." },
-  { "geometry.blocks", "geometry_blocks", GAUGE, 1,
-    "Erase blocks holding data." },
-  { "geometry.logical_bytes", "geometry_logical_bytes", GAUGE, 1,
-    "Disk size seen by the host." },
-  { "geometry.logical_pages", "geometry_logical_pages", GAUGE, 1,
-    "Disk size seen by the host, in pages." },
-  { "geometry.op_percent", "geometry_overprovisioning_ratio", GAUGE, 0.01,
-    "Over-provisioning: (physical - logical) / logical." },
-  { "geometry.physical_bytes", "geometry_physical_bytes", GAUGE, 1,
-    "Data pages of all erase blocks." },
-  { "geometry.image_bytes", "geometry_image_bytes", GAUGE, 1,
-    "Size of the image file with its metadata." },
-  { "geometry.meta_pages", "geometry_meta_pages", GAUGE, 1,
-    "Metadata pages of each erase block." },
-  { "geometry.meta_offset", "geometry_meta_offset_bytes", GAUGE, 1,
-    "File offset of the metadata region (0: interleaved with the data)." },
-  { "geometry.data_offset", "geometry_data_offset_bytes", GAUGE, 1,
-    "File offset of the data region (of erase block 0 if interleaved)." },
-  { "capacity.mapped_pages", "capacity_mapped_pages", GAUGE, 1,
-    "Logical pages holding data." },
-  { "host.write_pages", "host_write_pages_total", COUNTER, 1,
-    "Pages written by the host." },
-  { "host.read_pages", "host_read_pages_total", COUNTER, 1,
-    "Pages read by the host." },
-  { "host.trim_pages", "host_trim_pages_total", COUNTER, 1,
-    "Pages unmapped by trim and write zeroes." },
-  { "host.flushes", "host_flushes_total", COUNTER, 1,
-    "Flush requests." },
-  { "media.program_pages", "media_program_pages_total", COUNTER, 1,
-    "Pages programmed on the media, garbage collection included." },
-  { "media.read_pages", "media_read_pages_total", COUNTER, 1,
-    "Pages read from the media." },
-  { "media.erases", "media_erases_total", COUNTER, 1,
-    "Erase blocks erased." },
-  { "media.syncs", "media_syncs_total", COUNTER, 1,
-    "Syncs of the backing file since the server started." },
-  { "gc.copied_pages", "gc_copied_pages_total", COUNTER, 1,
-    "Valid pages moved by garbage collection." },
-  { "gc.runs", "gc_runs_total", COUNTER, 1,
-    "Erase blocks reclaimed by garbage collection." },
-  { "gc.background_runs", "gc_background_runs_total", COUNTER, 1,
-    "Erase blocks reclaimed by the background thread." },
-  { "gc.slices", "gc_slices_total", COUNTER, 1,
-    "Background garbage collection slices (deadline mode)." },
-  { "gc.yields", "gc_yields_total", COUNTER, 1,
-    "Waits of background garbage collection for a request near its deadline." },
-  { "gc.syncs", "gc_syncs_total", COUNTER, 1,
-    "Syncs garbage collection ran before erases." },
-  { "gc.erases_unsynced", "gc_erases_unsynced_total", COUNTER, 1,
-    "Erases that an earlier sync covered." },
-  { "wl.threshold", "wl_threshold_erases", GAUGE, 1,
-    "Erase count spread that triggers static wear leveling." },
-  { "wl.moved_pages", "wl_moved_pages_total", COUNTER, 1,
-    "Pages moved by static wear leveling." },
-  { "slc.size_pages", "slc_size_pages", GAUGE, 1,
-    "Pages the SLC cache may hold now (it shrinks as the disk fills)." },
-  { "slc.used_pages", "slc_used_pages", GAUGE, 1,
-    "Pages in SLC blocks not yet folded." },
-  { "slc.folded_pages", "slc_folded_pages_total", COUNTER, 1,
-    "Pages folded from SLC blocks into native blocks." },
-  { "slc.exhausted", "slc_exhausted_total", COUNTER, 1,
-    "Times host writes fell to native blocks for want of SLC cache." },
-  { "checkpoints", "checkpoints_total", COUNTER, 1,
-    "Checkpoints written." },
-  { "mapped_pages", "mapped_pages", GAUGE, 1,
-    "Logical pages holding data." },
-  { "waf", "write_amplification_ratio", GAUGE, 1,
-    "Write amplification: media program pages / host write pages." },
-  { "health.power_cycles", "health_power_cycles_total", COUNTER, 1,
-    "Read-write opens of the image." },
-  { "health.unsafe_shutdowns", "health_unsafe_shutdowns_total", COUNTER, 1,
-    "Opens that found the image not shut down cleanly." },
-  { "media.corrected_bits", "media_corrected_bits_total", COUNTER, 1,
-    "Bit errors ECC corrected on host reads." },
-  { "media.read_retries", "media_read_retries_total", COUNTER, 1,
-    "Read retry steps." },
-  { "media.uncorrectable", "media_uncorrectable_pages_total", COUNTER, 1,
-    "Pages that ECC and read retry could not correct." },
-  { "media.clock_skew_seconds", "media_clock_skew_seconds", GAUGE, 1,
-    "Media clock ahead of the wall clock (aging)." },
-  { "gc.reclaimed_blocks", "gc_reclaimed_blocks_total", COUNTER, 1,
-    "Erase blocks moved by read reclaim." },
-  { "scrub.blocks", "scrub_blocks_total", COUNTER, 1,
-    "Erase blocks read by the idle scrub." },
-  { "scrub.pages", "scrub_pages_total", COUNTER, 1,
-    "Pages read by the idle scrub." },
-  /* NVMe SMART / health log names (percentages as ratios). */
-  { "health.available_spare", "health_available_spare_ratio", GAUGE, 0.01,
-    "Spare capacity left (NVMe available spare)." },
-  { "health.available_spare_threshold",
-    "health_available_spare_threshold_ratio", GAUGE, 0.01,
-    "Available spare below which a critical warning is raised." },
-  { "health.percentage_used", "health_percentage_used_ratio", GAUGE, 0.01,
-    "Estimate of the life used (NVMe percentage used; may pass 1)." },
-  { "health.data_units_read", "health_data_units_read_total", COUNTER, 1,
-    "Data units (1000 x 512 bytes) read by the host." },
-  { "health.data_units_written", "health_data_units_written_total",
-    COUNTER, 1, "Data units (1000 x 512 bytes) written by the host." },
-  { "health.host_read_commands", "health_host_read_commands_total",
-    COUNTER, 1, "Read commands." },
-  { "health.host_write_commands", "health_host_write_commands_total",
-    COUNTER, 1, "Write commands." },
-  { "health.media_errors", "health_media_errors_total", COUNTER, 1,
-    "Unrecovered data integrity errors." },
-  { "health.num_err_log_entries", "health_error_log_entries_total",
-    COUNTER, 1, "Error information log entries." },
-  { "wear.erase_min", "wear_erase_min", GAUGE, 1,
-    "Lowest erase count of an erase block." },
-  { "wear.erase_max", "wear_erase_max", GAUGE, 1,
-    "Highest erase count of an erase block." },
-  { "wear.erase_mean", "wear_erase_mean", GAUGE, 1,
-    "Mean erase count." },
-  { "wear.endurance", "wear_endurance_erases", GAUGE, 1,
-    "Erases after which an erase block is retired." },
-  { "wear.retired_blocks", "wear_retired_blocks", GAUGE, 1,
-    "Erase blocks retired." },
-  { "wear.last_cycle_blocks", "wear_last_cycle_blocks", GAUGE, 1,
-    "Erase blocks on their last cycle." },
-  { "wear.worn_out", "wear_worn_out", GAUGE, 1,
-    "1 if too few erase blocks are left to write." },
-  { "readonly", "readonly", GAUGE, 1, "1 if the disk refuses writes." },
-  { "blocks.free", "blocks_free", GAUGE, 1, "Erased erase blocks." },
-  { "blocks.open", "blocks_open", GAUGE, 1, "Erase blocks being written." },
-  { "blocks.full", "blocks_full", GAUGE, 1,
-    "Erase blocks written to the end." },
-  { "blocks.retired", "blocks_retired", GAUGE, 1, "Retired erase blocks." },
-  { "blocks.total", "blocks_total", GAUGE, 1, "All erase blocks." },
-  { "cache.size_bytes", "cache_size_bytes", GAUGE, 1,
-    "Write cache size." },
-  { "cache.dirty_bytes", "cache_dirty_bytes", GAUGE, 1,
-    "Bytes in the write cache not yet in the log." },
-  { "cache.hits", "cache_hit_pages_total", COUNTER, 1,
-    "Pages read from the write cache." },
-  { "cache.coalesced_pages", "cache_coalesced_pages_total", COUNTER, 1,
-    "Page writes that replaced a cached version." },
-  { "cache.destaged_pages", "cache_destaged_pages_total", COUNTER, 1,
-    "Pages written from the cache to the log." },
-  { "cache.dropped_pages", "cache_dropped_pages_total", COUNTER, 1,
-    "Cached pages dropped by trim or write zeroes." },
-  { "cache.flush_waits", "cache_flush_waits_total", COUNTER, 1,
-    "Flushes and FUA writes that had pages to destage." },
-  { "cache.write_waits", "cache_write_waits_total", COUNTER, 1,
-    "Writes that found the cache full." },
-  { "cache.bypassed_pages", "cache_bypassed_pages_total", COUNTER, 1,
-    "Pages of large writes that went straight to the log." },
-  { "deadline.timeout_us", "deadline_timeout_seconds", GAUGE, 1e-6,
-    "Request deadline." },
-  { "deadline.retries", "deadline_retries", GAUGE, 1,
-    "Deadline restarts allowed to a progressing request." },
-  { "deadline.requests", "deadline_requests_total", COUNTER, 1,
-    "Requests tracked." },
-  { "deadline.expired", "deadline_expired_total", COUNTER, 1,
-    "Deadlines passed." },
-  { "deadline.handled", "deadline_handled_total", COUNTER, 1,
-    "Expired deadlines of requests that had completed." },
-  { "deadline.reset", "deadline_reset_total", COUNTER, 1,
-    "Expired deadlines restarted for a progressing request." },
-  { "deadline.aborted", "deadline_aborted_total", COUNTER, 1,
-    "Requests aborted." },
-  { "deadline.abort_all", "deadline_abort_all_total", COUNTER, 1,
-    "Times the backing file stalled and every request was aborted." },
-  { "deadline.rejected", "deadline_rejected_total", COUNTER, 1,
-    "Requests refused during a stall." },
-  { "deadline.stalled", "deadline_stalled", GAUGE, 1,
-    "1 while the backing file is stalled." },
-};
-
-static const struct metric_def *
-find_def (const char *path)
+/* Described as a sample of its own. */
+static bool
+described (const struct ftl_stat *v)
 {
-  for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++)
-    if (strcmp (defs[i].path, path) == 0)
-      return &defs[i];
-  return NULL;
+  return v->metric.type == FTL_METRIC_GAUGE ||
+    v->metric.type == FTL_METRIC_COUNTER;
 }
 
 /* A metric name from a path: [a-zA-Z0-9_] only. */
@@ -704,6 +507,16 @@ path_name (const char *path, char *out, size_t n)
     out[j++] = ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
                 (*s >= '0' && *s <= '9')) ? *s : '_';
   out[j] = '\0';
+}
+
+/* The metric name of a member. */
+static void
+metric_name (const struct ftl_stat *v, char *out, size_t n)
+{
+  if (described (v))
+    snprintf (out, n, "%s", v->metric.name);
+  else
+    path_name (v->path, out, n);
 }
 
 /* A label value, escaped as the text format wants. */
@@ -732,93 +545,121 @@ value (FILE *fp, double v)
     fprintf (fp, "%.9g\n", v);
 }
 
-static bool
-has_prefix (const char *s, const char *prefix)
+/* Which entries belong to a family of their own (a summary or a
+ * histogram object, with everything in it).  Returns a new array of
+ * set->n flags, or NULL.
+ */
+static bool *
+family_members (const struct ftl_stat_set *set)
 {
-  return strncmp (s, prefix, strlen (prefix)) == 0;
+  bool *special = calloc (set->n ? set->n : 1, sizeof *special);
+
+  if (special == NULL)
+    return NULL;
+  for (size_t i = 0; i < set->n; i++) {
+    const struct ftl_stat *v = &set->v[i];
+
+    if (v->kind == FTL_STAT_OBJECT &&
+        (v->metric.type == FTL_METRIC_SUMMARY ||
+         v->metric.type == FTL_METRIC_HISTOGRAM)) {
+      size_t end = end_of (set, i);
+
+      for (size_t j = i; j <= end; j++)
+        special[j] = true;
+      i = end;
+    }
+  }
+  return special;
 }
 
-/* Members rendered as families of their own below. */
-static bool
-special (const char *path)
-{
-  return has_prefix (path, "latency_us.") ||
-    has_prefix (path, "wear.histogram.");
-}
-
-/* Request latencies: a summary per request kind (quantiles and count,
- * in seconds; the sum is not kept) and the maximum as a gauge.
+/* Request latencies (FTL_METRIC_SUMMARY at obj): a summary per request
+ * kind (quantiles and count; the sum is not kept) and the maximum as
+ * the gauge that the max members describe.
  */
 static void
-render_latency (const struct ftl_stat_set *set, FILE *fp)
+render_summary (const struct ftl_stat_set *set, size_t obj, FILE *fp)
 {
   static const struct { const char *key, *q; } qs[] = {
     { "p50", "0.5" }, { "p99", "0.99" }, { "p999", "0.999" },
   };
-  char path[128];
+  const struct ftl_metric *m = &set->v[obj].metric;
+  const struct ftl_metric *max = NULL;
+  size_t end = end_of (set, obj);
 
-  fputs ("# HELP nbdkit_ftl_request_latency_seconds Request latency "
-         "(log-scale histogram, within 12.5%).\n"
-         "# TYPE nbdkit_ftl_request_latency_seconds summary\n", fp);
-  for (int op = 0; op < FTL_OP__MAX; op++) {
-    const char *name = ftl_op_name (op);
+  fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
+           "# TYPE nbdkit_ftl_%s summary\n", m->name, m->help, m->name);
+  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1) {
+    const struct ftl_stat *op = &set->v[j], *mx;
 
-    snprintf (path, sizeof path, "latency_us.%s.count", name);
-    if (!ftl_stats_find (set, path))
+    if (op->kind != FTL_STAT_OBJECT || !member (set, j, "count"))
       continue;
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
-      snprintf (path, sizeof path, "latency_us.%s.%s", name, qs[i].key);
-      fprintf (fp, "nbdkit_ftl_request_latency_seconds{op=\"%s\","
-               "quantile=\"%s\"} ", name, qs[i].q);
-      value (fp, ftl_stats_num (set, path, 0) * 1e-6);
+      fprintf (fp, "nbdkit_ftl_%s{op=", m->name);
+      label_value (fp, op->key);
+      fprintf (fp, ",quantile=\"%s\"} ", qs[i].q);
+      value (fp, member_num (set, j, qs[i].key, 0) * m->scale);
     }
-    snprintf (path, sizeof path, "latency_us.%s.count", name);
-    fprintf (fp, "nbdkit_ftl_request_latency_seconds_count{op=\"%s\"} ",
-             name);
-    value (fp, ftl_stats_num (set, path, 0));
+    fprintf (fp, "nbdkit_ftl_%s_count{op=", m->name);
+    label_value (fp, op->key);
+    fputs ("} ", fp);
+    value (fp, member_num (set, j, "count", 0));
+    mx = member (set, j, "max");
+    if (max == NULL && mx && described (mx))
+      max = &mx->metric;
   }
-  fputs ("# HELP nbdkit_ftl_request_latency_max_seconds Longest request.\n"
-         "# TYPE nbdkit_ftl_request_latency_max_seconds gauge\n", fp);
-  for (int op = 0; op < FTL_OP__MAX; op++) {
-    snprintf (path, sizeof path, "latency_us.%s.max", ftl_op_name (op));
-    if (!ftl_stats_find (set, path))
+  if (max == NULL)
+    return;
+  fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
+           "# TYPE nbdkit_ftl_%s gauge\n", max->name, max->help, max->name);
+  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1) {
+    const struct ftl_stat *op = &set->v[j], *mx;
+
+    if (op->kind != FTL_STAT_OBJECT || !(mx = member (set, j, "max")))
       continue;
-    fprintf (fp, "nbdkit_ftl_request_latency_max_seconds{op=\"%s\"} ",
-             ftl_op_name (op));
-    value (fp, ftl_stats_num (set, path, 0) * 1e-6);
+    fprintf (fp, "nbdkit_ftl_%s{op=", max->name);
+    label_value (fp, op->key);
+    fputs ("} ", fp);
+    value (fp, mx->num * max->scale);
   }
 }
 
-/* The erase-count histogram as a Prometheus histogram: blocks observed
- * by their erase count, cumulative buckets.
+/* The erase-count histogram (FTL_METRIC_HISTOGRAM at obj): blocks
+ * observed by their erase count, cumulative buckets.
  */
 static void
-render_histogram (const struct ftl_stat_set *set, FILE *fp)
+render_histogram (const struct ftl_stat_set *set, size_t obj, FILE *fp)
 {
-  double first = ftl_stats_num (set, "wear.histogram.first", 0);
-  double width = ftl_stats_num (set, "wear.histogram.width", 1);
+  const struct ftl_stat *h = &set->v[obj], *counts;
+  const struct ftl_metric *m = &h->metric;
+  double first = member_num (set, obj, "first", 0);
+  double width = member_num (set, obj, "width", 1);
   double total = 0;
+  char mean[MAX_PATH];
 
-  fputs ("# HELP nbdkit_ftl_block_erases Erase blocks by erase count.\n"
-         "# TYPE nbdkit_ftl_block_erases histogram\n", fp);
-  /* The counts, in document order (which is their order). */
-  for (size_t j = 0, i = 0; j < set->n; j++) {
-    const struct ftl_stat *v = &set->v[j];
+  fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
+           "# TYPE nbdkit_ftl_%s histogram\n", m->name, m->help, m->name);
+  counts = member (set, obj, "counts");
+  if (counts && counts->kind == FTL_STAT_ARRAY) {
+    size_t c = counts - set->v, end = end_of (set, c), i = 0;
 
-    if (strncmp (v->path, "wear.histogram.counts[", 22) != 0 ||
-        v->kind != FTL_STAT_NUMBER)
-      continue;
-    total += v->num;
-    fprintf (fp, "nbdkit_ftl_block_erases_bucket{le=\"%.0f\"} ",
-             first + (i + 1) * width - 1);
-    value (fp, total);
-    i++;
+    for (size_t j = c + 1; j < end; j++) {
+      if (set->v[j].kind != FTL_STAT_NUMBER)
+        continue;
+      total += set->v[j].num;
+      fprintf (fp, "nbdkit_ftl_%s_bucket{le=\"%.0f\"} ", m->name,
+               first + (i + 1) * width - 1);
+      value (fp, total);
+      i++;
+    }
   }
-  fputs ("nbdkit_ftl_block_erases_bucket{le=\"+Inf\"} ", fp);
+  fprintf (fp, "nbdkit_ftl_%s_bucket{le=\"+Inf\"} ", m->name);
   value (fp, total);
-  fputs ("nbdkit_ftl_block_erases_sum ", fp);
-  value (fp, round (ftl_stats_num (set, "wear.erase_mean", 0) * total));
-  fputs ("nbdkit_ftl_block_erases_count ", fp);
+  /* The sum: the mean erase count beside the histogram. */
+  snprintf (mean, sizeof mean, "%.*serase_mean",
+            h->key ? (int) (h->key - h->path) : 0, h->path);
+  fprintf (fp, "nbdkit_ftl_%s_sum ", m->name);
+  value (fp, round (ftl_stats_num (set, mean, 0) * total));
+  fprintf (fp, "nbdkit_ftl_%s_count ", m->name);
   value (fp, total);
 }
 
@@ -855,7 +696,7 @@ free_keyed (struct keyed *k, size_t n)
  * (gc.policy and gc.mode: nbdkit_ftl_gc_info{policy=...,mode=...} 1).
  */
 static int
-render_info (const struct ftl_stat_set *set, FILE *fp)
+render_info (const struct ftl_stat_set *set, const bool *special, FILE *fp)
 {
   struct keyed *k = calloc (set->n ? set->n : 1, sizeof *k);
   size_t n = 0;
@@ -866,7 +707,7 @@ render_info (const struct ftl_stat_set *set, FILE *fp)
     const struct ftl_stat *v = &set->v[i];
     const char *dot = strrchr (v->path, '.');
 
-    if (v->kind != FTL_STAT_STRING || special (v->path))
+    if (v->kind != FTL_STAT_STRING || special[i])
       continue;
     k[n].key = strndup (v->path, dot ? (size_t) (dot - v->path) : 0);
     if (k[n].key == NULL) {
@@ -904,15 +745,32 @@ render_info (const struct ftl_stat_set *set, FILE *fp)
   return 0;
 }
 
+/* The families of their own, after the rest: histograms, then
+ * summaries.
+ */
+static void
+render_families (const struct ftl_stat_set *set, FILE *fp)
+{
+  for (size_t i = 0; i < set->n; i++)
+    if (set->v[i].kind == FTL_STAT_OBJECT &&
+        set->v[i].metric.type == FTL_METRIC_HISTOGRAM)
+      render_histogram (set, i, fp);
+  for (size_t i = 0; i < set->n; i++)
+    if (set->v[i].kind == FTL_STAT_OBJECT &&
+        set->v[i].metric.type == FTL_METRIC_SUMMARY)
+      render_summary (set, i, fp);
+}
+
 int
 ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp)
 {
   struct keyed *k = calloc (set->n ? set->n : 1, sizeof *k);
   bool *skip = calloc (set->n ? set->n : 1, sizeof *skip);
+  bool *special = family_members (set);
   size_t n = 0;
   int r = -ENOMEM;
 
-  if (k == NULL || skip == NULL)
+  if (k == NULL || skip == NULL || special == NULL)
     goto out;
 
   /* The metric name of each numeric member; a name met twice (two
@@ -921,18 +779,13 @@ ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp)
    */
   for (size_t i = 0; i < set->n; i++) {
     const struct ftl_stat *v = &set->v[i];
-    const struct metric_def *d;
     char name[MAX_PATH];
 
     skip[i] = true;
     if ((v->kind != FTL_STAT_NUMBER && v->kind != FTL_STAT_BOOL) ||
-        special (v->path))
+        special[i])
       continue;
-    d = find_def (v->path);
-    if (d)
-      snprintf (name, sizeof name, "%s", d->name);
-    else
-      path_name (v->path, name, sizeof name);
+    metric_name (v, name, sizeof name);
     k[n].key = strdup (name);
     if (k[n].key == NULL)
       goto out;
@@ -944,37 +797,31 @@ ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp)
 
   for (size_t i = 0; i < set->n; i++) {
     const struct ftl_stat *v = &set->v[i];
-    const struct metric_def *d;
+    bool d = described (v);
     char name[MAX_PATH];
 
     if (skip[i])
       continue;
-    d = find_def (v->path);
-    if (d)
-      snprintf (name, sizeof name, "%s", d->name);
-    else
-      path_name (v->path, name, sizeof name);
+    metric_name (v, name, sizeof name);
     fprintf (fp, "# HELP nbdkit_ftl_%s ", name);
     if (d)
-      fprintf (fp, "%s\n", d->help);
+      fprintf (fp, "%s\n", v->metric.help);
     else
       fprintf (fp, "Statistic %s (nbdkit-ftl-plugin(1)).\n", v->path);
     fprintf (fp, "# TYPE nbdkit_ftl_%s %s\n", name,
-             d && d->type == COUNTER ? "counter" : "gauge");
+             d && v->metric.type == FTL_METRIC_COUNTER ? "counter" : "gauge");
     fprintf (fp, "nbdkit_ftl_%s ", name);
-    value (fp, v->num * (d ? d->scale : 1));
+    value (fp, v->num * (d ? v->metric.scale : 1));
   }
-  if ((r = render_info (set, fp)) < 0)
+  if ((r = render_info (set, special, fp)) < 0)
     goto out;
-  if (ftl_stats_find (set, "wear.histogram.first"))
-    render_histogram (set, fp);
-  if (ftl_stats_find (set, "latency_us.read.count"))
-    render_latency (set, fp);
+  render_families (set, fp);
   r = ferror (fp) ? -EIO : 0;
 
  out:
   if (k)
     free_keyed (k, n);
   free (skip);
+  free (special);
   return r;
 }

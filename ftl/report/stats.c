@@ -1,17 +1,19 @@
-/* nbdkit-ftl: statistics, and their one JSON renderer.
+/* nbdkit-ftl: statistics, and their one snapshot.
  *
  * Counters are relaxed atomics bumped on the data path; this module only
- * reads them.  ftl_render_stats_json is the only code that writes the
- * statistics as JSON: the plugin's file (ftl_write_stats_json) and
- * ftlctl info --json both come from it, so a member that both show has
- * one name and one value; the sections (ftl.h) add what only one of
- * them has.  The file is written to a temporary file beside the target
- * and renamed over it, so a reader never sees half a file.
+ * reads them.  ftl_stats_snapshot is the only code that turns them into
+ * the statistics object (metrics.h): the JSON (ftl_render_stats_json,
+ * for the plugin's file (ftl_write_stats_json), ftlctl info --json and
+ * replay), the timeline and the Prometheus metrics are all rendered
+ * from it, so a member that several show has one name and one value,
+ * and each member's description as a metric is given here, where it is
+ * produced.  The sections (ftl.h) add what only some callers have.
+ * The file is written to a temporary file beside the target and
+ * renamed over it, so a reader never sees half a file.
  */
 
 #include <config.h>
 
-#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,117 +152,62 @@ ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts, unsigned n,
   return used;
 }
 
-/* ---- the JSON renderer ----
+/* ---- the snapshot: one producer for every output ----
  *
- * A small writer: members in the order of the calls, one a line,
- * indented two spaces a level; a key is NULL for the top level and for
- * elements of an array.
+ * Each member is added with its description as a Prometheus metric
+ * (metrics.h), or none: a member without one is exported as a gauge
+ * named after its path.  The descriptions below are those members'
+ * only source.
  */
 
-#define JW_MAX_DEPTH 8
-
-struct jw {
-  FILE *fp;
-  unsigned depth;
-  bool first[JW_MAX_DEPTH];     /* no member yet at this level */
-};
+#define COUNTER(name, help) \
+  (&(const struct ftl_metric) { name, FTL_METRIC_COUNTER, 1, help })
+#define GAUGE(name, help) GAUGE_SCALED (name, 1, help)
+/* scale converts the member's unit to the metric's (percent to a
+ * ratio, microseconds to seconds).
+ */
+#define GAUGE_SCALED(name, scale, help) \
+  (&(const struct ftl_metric) { name, FTL_METRIC_GAUGE, scale, help })
 
 static void
-jw_quoted (struct jw *w, const char *s)
+begin (struct ftl_stat_set *s, const char *key)
 {
-  fputc ('"', w->fp);
-  for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf (w->fp, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf (w->fp, "\\u%04x", *p);
-    else
-      fputc (*p, w->fp);
-  }
-  fputc ('"', w->fp);
-}
-
-/* Start a member: the separator, the indentation and the key. */
-static void
-jw_member (struct jw *w, const char *key)
-{
-  if (w->depth > 0) {
-    fputs (w->first[w->depth] ? "\n" : ",\n", w->fp);
-    w->first[w->depth] = false;
-    fprintf (w->fp, "%*s", 2 * w->depth, "");
-  }
-  if (key) {
-    jw_quoted (w, key);
-    fputs (": ", w->fp);
-  }
+  ftl_stats_begin_object (s, key, NULL);
 }
 
 static void
-jw_begin (struct jw *w, const char *key)
+end (struct ftl_stat_set *s)
 {
-  jw_member (w, key);
-  fputc ('{', w->fp);
-  assert (w->depth + 1 < JW_MAX_DEPTH);
-  w->first[++w->depth] = true;
+  ftl_stats_end (s);
 }
 
 static void
-jw_end (struct jw *w)
+u64 (struct ftl_stat_set *s, const char *key, uint64_t v,
+     const struct ftl_metric *m)
 {
-  assert (w->depth > 0);
-  if (!w->first[w->depth--])
-    fprintf (w->fp, "\n%*s", 2 * w->depth, "");
-  fputc ('}', w->fp);
-}
-
-static void
-jw_uint (struct jw *w, const char *key, uint64_t v)
-{
-  jw_member (w, key);
-  fprintf (w->fp, "%" PRIu64, v);
+  ftl_stats_add_uint (s, key, v, m);
 }
 
 /* Ratios and means: four decimals. */
 static void
-jw_fixed (struct jw *w, const char *key, double v)
+fixed (struct ftl_stat_set *s, const char *key, double v,
+       const struct ftl_metric *m)
 {
-  jw_member (w, key);
-  fprintf (w->fp, "%.4f", v);
+  ftl_stats_add_fixed (s, key, v, m);
 }
 
 static void
-jw_int (struct jw *w, const char *key, int64_t v)
+boolean (struct ftl_stat_set *s, const char *key, bool v,
+         const struct ftl_metric *m)
 {
-  jw_member (w, key);
-  fprintf (w->fp, "%" PRId64, v);
+  ftl_stats_add_bool (s, key, v, m);
 }
 
 static void
-jw_bool (struct jw *w, const char *key, bool v)
+string (struct ftl_stat_set *s, const char *key, const char *v)
 {
-  jw_member (w, key);
-  fputs (v ? "true" : "false", w->fp);
+  ftl_stats_add_string (s, key, v);
 }
-
-static void
-jw_string (struct jw *w, const char *key, const char *v)
-{
-  jw_member (w, key);
-  jw_quoted (w, v);
-}
-
-/* An array of numbers, on one line. */
-static void
-jw_uint_array (struct jw *w, const char *key, const uint64_t *v, unsigned n)
-{
-  jw_member (w, key);
-  fputc ('[', w->fp);
-  for (unsigned i = 0; i < n; i++)
-    fprintf (w->fp, "%s%" PRIu64, i ? ", " : "", v[i]);
-  fputc (']', w->fp);
-}
-
-/* ---- the statistics: one renderer for every caller ---- */
 
 struct stats_view {
   struct ftl *ftl;
@@ -278,296 +225,515 @@ has (const struct stats_view *v, unsigned section)
 
 /* FTL_STATS_IMAGE: the file and what is recorded at its start. */
 static void
-render_image (struct jw *w, const struct stats_view *v)
+render_image (struct ftl_stat_set *s, const struct stats_view *v)
 {
   const struct ftl_image_info *ii = &v->ii;
   uint64_t generation;
   unsigned slot;
 
-  jw_string (w, "file", ii->path);
-  jw_string (w, "uuid", ii->uuid);
-  jw_uint (w, "created", ii->sb.created);
-  jw_begin (w, "superblock");
-  jw_string (w, "state", ii->sb.state == FTL_SB_CLEAN ? "clean" : "dirty");
-  jw_bool (w, "clean", ii->sb.state == FTL_SB_CLEAN);
-  jw_uint (w, "generation", ii->sb.generation);
-  jw_end (w);
+  string (s, "file", ii->path);
+  string (s, "uuid", ii->uuid);
+  u64 (s, "created", ii->sb.created, NULL);
+  begin (s, "superblock");
+  string (s, "state", ii->sb.state == FTL_SB_CLEAN ? "clean" : "dirty");
+  boolean (s, "clean", ii->sb.state == FTL_SB_CLEAN, NULL);
+  u64 (s, "generation", ii->sb.generation, NULL);
+  end (s);
   ftl_inspect_checkpoint (v->ftl, &generation, &slot);
-  jw_begin (w, "checkpoint");
-  jw_uint (w, "generation", generation);
-  jw_uint (w, "slot", slot);
-  jw_end (w);
+  begin (s, "checkpoint");
+  u64 (s, "generation", generation, NULL);
+  u64 (s, "slot", slot, NULL);
+  end (s);
 }
 
 static void
-render_geometry (struct jw *w, const struct stats_view *v)
+render_geometry (struct ftl_stat_set *s, const struct stats_view *v)
 {
-  jw_begin (w, "geometry");
-  jw_uint (w, "page_size", v->g.page_size);
-  jw_uint (w, "pages_per_block", v->g.pages_per_block);
-  jw_uint (w, "blocks", v->g.blocks);
-  jw_uint (w, "logical_bytes", v->g.logical_bytes);
-  jw_uint (w, "logical_pages", v->g.logical_pages);
-  jw_fixed (w, "op_percent", v->g.op_percent);
-  jw_uint (w, "physical_bytes", v->ii.physical_bytes);
-  jw_uint (w, "image_bytes", v->ii.image_bytes);
-  jw_uint (w, "meta_pages", v->ii.sb.meta_pages);
-  jw_uint (w, "meta_offset", v->ii.sb.meta_offset);
-  jw_uint (w, "data_offset", v->ii.sb.data_offset);
-  jw_end (w);
-  jw_begin (w, "capacity");
-  jw_uint (w, "mapped_pages", v->st.mapped_pages);
-  jw_uint (w, "logical_pages", v->g.logical_pages);
-  jw_end (w);
+  begin (s, "geometry");
+  u64 (s, "page_size", v->g.page_size,
+       GAUGE ("geometry_page_size_bytes", "Page size."));
+  u64 (s, "pages_per_block", v->g.pages_per_block,
+       GAUGE ("geometry_pages_per_block", "Pages per erase block."));
+  u64 (s, "blocks", v->g.blocks,
+       GAUGE ("geometry_blocks", "Erase blocks holding data."));
+  u64 (s, "logical_bytes", v->g.logical_bytes,
+       GAUGE ("geometry_logical_bytes", "Disk size seen by the host."));
+  u64 (s, "logical_pages", v->g.logical_pages,
+       GAUGE ("geometry_logical_pages",
+              "Disk size seen by the host, in pages."));
+  fixed (s, "op_percent", v->g.op_percent,
+         GAUGE_SCALED ("geometry_overprovisioning_ratio", 0.01,
+                       "Over-provisioning: (physical - logical) / logical."));
+  u64 (s, "physical_bytes", v->ii.physical_bytes,
+       GAUGE ("geometry_physical_bytes", "Data pages of all erase blocks."));
+  u64 (s, "image_bytes", v->ii.image_bytes,
+       GAUGE ("geometry_image_bytes",
+              "Size of the image file with its metadata."));
+  u64 (s, "meta_pages", v->ii.sb.meta_pages,
+       GAUGE ("geometry_meta_pages", "Metadata pages of each erase block."));
+  u64 (s, "meta_offset", v->ii.sb.meta_offset,
+       GAUGE ("geometry_meta_offset_bytes", "File offset of the metadata "
+              "region (0: interleaved with the data)."));
+  u64 (s, "data_offset", v->ii.sb.data_offset,
+       GAUGE ("geometry_data_offset_bytes", "File offset of the data "
+              "region (of erase block 0 if interleaved)."));
+  end (s);
+  begin (s, "capacity");
+  u64 (s, "mapped_pages", v->st.mapped_pages,
+       GAUGE ("capacity_mapped_pages", "Logical pages holding data."));
+  u64 (s, "logical_pages", v->g.logical_pages, NULL);
+  end (s);
 }
 
-/* The health log, as NVMe names its fields. */
+/* The health log, as NVMe names its fields (percentages exported as
+ * ratios).
+ */
 static void
-render_health (struct jw *w, const struct ftl_health *h)
+render_health (struct ftl_stat_set *s, const struct ftl_health *h)
 {
-  jw_begin (w, "health");
-  jw_uint (w, "critical_warning", h->critical_warning);
-  jw_uint (w, "available_spare", h->available_spare);
-  jw_uint (w, "available_spare_threshold", h->available_spare_threshold);
-  jw_uint (w, "percentage_used", h->percentage_used);
-  jw_uint (w, "data_units_read", h->data_units_read);
-  jw_uint (w, "data_units_written", h->data_units_written);
-  jw_uint (w, "host_read_commands", h->host_read_commands);
-  jw_uint (w, "host_write_commands", h->host_write_commands);
-  jw_uint (w, "power_cycles", h->power_cycles);
-  jw_uint (w, "unsafe_shutdowns", h->unsafe_shutdowns);
-  jw_uint (w, "media_errors", h->media_errors);
-  jw_uint (w, "num_err_log_entries", h->num_err_log_entries);
-  jw_end (w);
+  begin (s, "health");
+  u64 (s, "critical_warning", h->critical_warning, NULL);
+  u64 (s, "available_spare", h->available_spare,
+       GAUGE_SCALED ("health_available_spare_ratio", 0.01,
+                     "Spare capacity left (NVMe available spare)."));
+  u64 (s, "available_spare_threshold", h->available_spare_threshold,
+       GAUGE_SCALED ("health_available_spare_threshold_ratio", 0.01,
+                     "Available spare below which a critical warning is "
+                     "raised."));
+  u64 (s, "percentage_used", h->percentage_used,
+       GAUGE_SCALED ("health_percentage_used_ratio", 0.01,
+                     "Estimate of the life used (NVMe percentage used; may "
+                     "pass 1)."));
+  u64 (s, "data_units_read", h->data_units_read,
+       COUNTER ("health_data_units_read_total",
+                "Data units (1000 x 512 bytes) read by the host."));
+  u64 (s, "data_units_written", h->data_units_written,
+       COUNTER ("health_data_units_written_total",
+                "Data units (1000 x 512 bytes) written by the host."));
+  u64 (s, "host_read_commands", h->host_read_commands,
+       COUNTER ("health_host_read_commands_total", "Read commands."));
+  u64 (s, "host_write_commands", h->host_write_commands,
+       COUNTER ("health_host_write_commands_total", "Write commands."));
+  u64 (s, "power_cycles", h->power_cycles,
+       COUNTER ("health_power_cycles_total",
+                "Read-write opens of the image."));
+  u64 (s, "unsafe_shutdowns", h->unsafe_shutdowns,
+       COUNTER ("health_unsafe_shutdowns_total",
+                "Opens that found the image not shut down cleanly."));
+  u64 (s, "media_errors", h->media_errors,
+       COUNTER ("health_media_errors_total",
+                "Unrecovered data integrity errors."));
+  u64 (s, "num_err_log_entries", h->num_err_log_entries,
+       COUNTER ("health_error_log_entries_total",
+                "Error information log entries."));
+  end (s);
 }
 
 static void
-render_counters (struct jw *w, const struct stats_view *v)
+render_host_media (struct ftl_stat_set *s, const struct stats_view *v)
 {
   const struct ftl_stats *st = &v->st;
   bool server = has (v, FTL_STATS_SERVER);
 
-  jw_begin (w, "host");
-  jw_uint (w, "write_pages", st->host_write_pages);
-  jw_uint (w, "read_pages", st->host_read_pages);
-  jw_uint (w, "trim_pages", st->host_trim_pages);
-  jw_uint (w, "flushes", st->host_flushes);
-  jw_end (w);
-  jw_begin (w, "media");
-  jw_uint (w, "program_pages", st->media_program_pages);
-  jw_uint (w, "read_pages", st->media_read_pages);
-  jw_uint (w, "erases", st->media_erases);
+  begin (s, "host");
+  u64 (s, "write_pages", st->host_write_pages,
+       COUNTER ("host_write_pages_total", "Pages written by the host."));
+  u64 (s, "read_pages", st->host_read_pages,
+       COUNTER ("host_read_pages_total", "Pages read by the host."));
+  u64 (s, "trim_pages", st->host_trim_pages,
+       COUNTER ("host_trim_pages_total",
+                "Pages unmapped by trim and write zeroes."));
+  u64 (s, "flushes", st->host_flushes,
+       COUNTER ("host_flushes_total", "Flush requests."));
+  end (s);
+  begin (s, "media");
+  u64 (s, "program_pages", st->media_program_pages,
+       COUNTER ("media_program_pages_total",
+                "Pages programmed on the media, garbage collection "
+                "included."));
+  u64 (s, "read_pages", st->media_read_pages,
+       COUNTER ("media_read_pages_total", "Pages read from the media."));
+  u64 (s, "erases", st->media_erases,
+       COUNTER ("media_erases_total", "Erase blocks erased."));
   if (server)
-    jw_uint (w, "syncs", st->media_syncs);
-  jw_uint (w, "corrected_bits", st->media_corrected_bits);
-  jw_uint (w, "read_retries", st->media_read_retries);
+    u64 (s, "syncs", st->media_syncs,
+         COUNTER ("media_syncs_total",
+                  "Syncs of the backing file since the server started."));
+  u64 (s, "corrected_bits", st->media_corrected_bits,
+       COUNTER ("media_corrected_bits_total",
+                "Bit errors ECC corrected on host reads."));
+  u64 (s, "read_retries", st->media_read_retries,
+       COUNTER ("media_read_retries_total", "Read retry steps."));
   if (server)
-    jw_uint (w, "uncorrectable", st->media_uncorrectable);
-  jw_int (w, "clock_skew_seconds", st->media_clock_skew);
-  jw_uint (w, "pe_offset", st->media_pe_offset);
-  jw_end (w);
-  jw_begin (w, "gc");
-  if (server) {
-    jw_string (w, "policy", ftl_gc_policy_name (st->gc_policy));
-    jw_string (w, "mode", ftl_gc_mode_name (st->gc_mode));
-  }
-  jw_uint (w, "copied_pages", st->gc_copied_pages);
-  jw_uint (w, "runs", st->gc_runs);
-  jw_uint (w, "background_runs", st->gc_background_runs);
-  if (server) {
-    jw_uint (w, "slices", st->gc_slices);
-    jw_uint (w, "yields", st->gc_yields);
-    jw_uint (w, "syncs", st->gc_barriers);
-    jw_uint (w, "erases_unsynced", st->gc_erases_unsynced);
-    jw_uint (w, "reclaimed_blocks", st->gc_reclaimed_blocks);
-  }
-  jw_end (w);
-  if (server) {
-    jw_begin (w, "scrub");
-    jw_uint (w, "blocks", st->scrub_blocks);
-    jw_uint (w, "pages", st->scrub_pages);
-    jw_end (w);
-  }
-  jw_begin (w, "wl");
-  if (server)
-    jw_uint (w, "threshold", st->wl_threshold);
-  jw_uint (w, "moved_pages", st->wl_moved_pages);
-  jw_end (w);
-  /* The image's blocks in SLC mode; the budget (which the server's
-   * keys set) and the counters since start are the server's.
-   */
-  jw_begin (w, "slc");
-  if (server)
-    jw_uint (w, "size_pages", st->slc_size_pages);
-  jw_uint (w, "used_pages", st->slc_used_pages);
-  if (server) {
-    jw_uint (w, "folded_pages", st->slc_folded_pages);
-    jw_uint (w, "exhausted", st->slc_exhausted);
-  }
-  jw_end (w);
-  jw_uint (w, "checkpoints", st->checkpoints);
-  jw_uint (w, "mapped_pages", st->mapped_pages);
-  jw_fixed (w, "waf", st->waf);
-  render_health (w, &st->health);
+    u64 (s, "uncorrectable", st->media_uncorrectable,
+         COUNTER ("media_uncorrectable_pages_total",
+                  "Pages that ECC and read retry could not correct."));
+  ftl_stats_add_int (s, "clock_skew_seconds", st->media_clock_skew,
+                     GAUGE ("media_clock_skew_seconds",
+                            "Media clock ahead of the wall clock (aging)."));
+  u64 (s, "pe_offset", st->media_pe_offset, NULL);
+  end (s);
 }
 
 static void
-render_wear (struct jw *w, const struct stats_view *v)
+render_gc (struct ftl_stat_set *s, const struct stats_view *v)
 {
   const struct ftl_stats *st = &v->st;
-  const uint32_t *n = v->ii.blocks_in_state;
+  bool server = has (v, FTL_STATS_SERVER);
+
+  begin (s, "gc");
+  if (server) {
+    string (s, "policy", ftl_gc_policy_name (st->gc_policy));
+    string (s, "mode", ftl_gc_mode_name (st->gc_mode));
+  }
+  u64 (s, "copied_pages", st->gc_copied_pages,
+       COUNTER ("gc_copied_pages_total",
+                "Valid pages moved by garbage collection."));
+  u64 (s, "runs", st->gc_runs,
+       COUNTER ("gc_runs_total",
+                "Erase blocks reclaimed by garbage collection."));
+  u64 (s, "background_runs", st->gc_background_runs,
+       COUNTER ("gc_background_runs_total",
+                "Erase blocks reclaimed by the background thread."));
+  if (server) {
+    u64 (s, "slices", st->gc_slices,
+         COUNTER ("gc_slices_total",
+                  "Background garbage collection slices (deadline mode)."));
+    u64 (s, "yields", st->gc_yields,
+         COUNTER ("gc_yields_total", "Waits of background garbage "
+                  "collection for a request near its deadline."));
+    u64 (s, "syncs", st->gc_barriers,
+         COUNTER ("gc_syncs_total",
+                  "Syncs garbage collection ran before erases."));
+    u64 (s, "erases_unsynced", st->gc_erases_unsynced,
+         COUNTER ("gc_erases_unsynced_total",
+                  "Erases that an earlier sync covered."));
+    u64 (s, "reclaimed_blocks", st->gc_reclaimed_blocks,
+         COUNTER ("gc_reclaimed_blocks_total",
+                  "Erase blocks moved by read reclaim."));
+  }
+  end (s);
+  if (server) {
+    begin (s, "scrub");
+    u64 (s, "blocks", st->scrub_blocks,
+         COUNTER ("scrub_blocks_total",
+                  "Erase blocks read by the idle scrub."));
+    u64 (s, "pages", st->scrub_pages,
+         COUNTER ("scrub_pages_total", "Pages read by the idle scrub."));
+    end (s);
+  }
+}
+
+static void
+render_wl_slc (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+  bool server = has (v, FTL_STATS_SERVER);
+
+  begin (s, "wl");
+  if (server)
+    u64 (s, "threshold", st->wl_threshold,
+         GAUGE ("wl_threshold_erases",
+                "Erase count spread that triggers static wear leveling."));
+  u64 (s, "moved_pages", st->wl_moved_pages,
+       COUNTER ("wl_moved_pages_total",
+                "Pages moved by static wear leveling."));
+  end (s);
+  /* The image's blocks in SLC mode; the budget (which the server's
+   * keys set) and the counters since start are the server's.
+   */
+  begin (s, "slc");
+  if (server)
+    u64 (s, "size_pages", st->slc_size_pages,
+         GAUGE ("slc_size_pages", "Pages the SLC cache may hold now (it "
+                "shrinks as the disk fills)."));
+  u64 (s, "used_pages", st->slc_used_pages,
+       GAUGE ("slc_used_pages", "Pages in SLC blocks not yet folded."));
+  if (server) {
+    u64 (s, "folded_pages", st->slc_folded_pages,
+         COUNTER ("slc_folded_pages_total",
+                  "Pages folded from SLC blocks into native blocks."));
+    u64 (s, "exhausted", st->slc_exhausted,
+         COUNTER ("slc_exhausted_total", "Times host writes fell to "
+                  "native blocks for want of SLC cache."));
+  }
+  end (s);
+}
+
+static void
+render_counters (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+
+  render_host_media (s, v);
+  render_gc (s, v);
+  render_wl_slc (s, v);
+  u64 (s, "checkpoints", st->checkpoints,
+       COUNTER ("checkpoints_total", "Checkpoints written."));
+  u64 (s, "mapped_pages", st->mapped_pages,
+       GAUGE ("mapped_pages", "Logical pages holding data."));
+  fixed (s, "waf", st->waf,
+         GAUGE ("write_amplification_ratio",
+                "Write amplification: media program pages / host write "
+                "pages."));
+  render_health (s, &st->health);
+}
+
+static void
+render_histogram (struct ftl_stat_set *s, const struct stats_view *v)
+{
   uint64_t counts[FTL_HISTOGRAM_BUCKETS];
   uint32_t first, width;
   unsigned used;
 
   used = ftl_get_erase_histogram (v->ftl, counts, FTL_HISTOGRAM_BUCKETS,
                                   &first, &width);
-  jw_begin (w, "wear");
-  jw_uint (w, "erase_min", st->erase_min);
-  jw_uint (w, "erase_max", st->erase_max);
-  jw_fixed (w, "erase_mean", st->erase_mean);
-  if (has (v, FTL_STATS_SERVER))
-    jw_uint (w, "endurance", st->endurance);
-  jw_uint (w, "retired_blocks", st->retired_blocks);
+  ftl_stats_begin_object (s, "histogram", &(const struct ftl_metric) {
+      "block_erases", FTL_METRIC_HISTOGRAM, 1,
+      "Erase blocks by erase count." });
+  u64 (s, "first", first, NULL);
+  u64 (s, "width", width, NULL);
+  ftl_stats_begin_array (s, "counts");
+  for (unsigned i = 0; i < used; i++)
+    u64 (s, NULL, counts[i], NULL);
+  end (s);
+  end (s);
+}
+
+static void
+render_wear (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+  const uint32_t *n = v->ii.blocks_in_state;
+  bool server = has (v, FTL_STATS_SERVER);
+
+  begin (s, "wear");
+  u64 (s, "erase_min", st->erase_min,
+       GAUGE ("wear_erase_min", "Lowest erase count of an erase block."));
+  u64 (s, "erase_max", st->erase_max,
+       GAUGE ("wear_erase_max", "Highest erase count of an erase block."));
+  fixed (s, "erase_mean", st->erase_mean,
+         GAUGE ("wear_erase_mean", "Mean erase count."));
+  if (server)
+    u64 (s, "endurance", st->endurance,
+         GAUGE ("wear_endurance_erases",
+                "Erases after which an erase block is retired."));
+  u64 (s, "retired_blocks", st->retired_blocks,
+       GAUGE ("wear_retired_blocks", "Erase blocks retired."));
   /* Depends on the endurance, chosen at each start. */
-  if (has (v, FTL_STATS_SERVER))
-    jw_uint (w, "last_cycle_blocks", st->last_cycle_blocks);
-  jw_bool (w, "worn_out", v->ii.worn_out);
-  jw_begin (w, "histogram");
-  jw_uint (w, "first", first);
-  jw_uint (w, "width", width);
-  jw_uint_array (w, "counts", counts, used);
-  jw_end (w);
-  jw_end (w);
-  if (has (v, FTL_STATS_SERVER))
-    jw_bool (w, "readonly", st->read_only);
-  jw_begin (w, "blocks");
-  jw_uint (w, "free", n[FTL_BLK_FREE]);
-  jw_uint (w, "open", n[FTL_BLK_OPEN]);
-  jw_uint (w, "full", n[FTL_BLK_FULL]);
-  jw_uint (w, "retired", n[FTL_BLK_RETIRED]);
-  jw_uint (w, "total", st->blocks_total);
-  jw_end (w);
+  if (server)
+    u64 (s, "last_cycle_blocks", st->last_cycle_blocks,
+         GAUGE ("wear_last_cycle_blocks",
+                "Erase blocks on their last cycle."));
+  boolean (s, "worn_out", v->ii.worn_out,
+           GAUGE ("wear_worn_out",
+                  "1 if too few erase blocks are left to write."));
+  render_histogram (s, v);
+  end (s);
+  if (server)
+    boolean (s, "readonly", st->read_only,
+             GAUGE ("readonly", "1 if the disk refuses writes."));
+  begin (s, "blocks");
+  u64 (s, "free", n[FTL_BLK_FREE],
+       GAUGE ("blocks_free", "Erased erase blocks."));
+  u64 (s, "open", n[FTL_BLK_OPEN],
+       GAUGE ("blocks_open", "Erase blocks being written."));
+  u64 (s, "full", n[FTL_BLK_FULL],
+       GAUGE ("blocks_full", "Erase blocks written to the end."));
+  u64 (s, "retired", n[FTL_BLK_RETIRED],
+       GAUGE ("blocks_retired", "Retired erase blocks."));
+  u64 (s, "total", st->blocks_total,
+       GAUGE ("blocks_total", "All erase blocks."));
+  end (s);
+}
+
+/* FTL_STATS_SERVER: the write cache and the error model. */
+static void
+render_cache_errors (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+  const struct errmodel *em = &v->ftl->em;
+
+  begin (s, "cache");
+  u64 (s, "size_bytes", st->cache.size_bytes,
+       GAUGE ("cache_size_bytes", "Write cache size."));
+  u64 (s, "dirty_bytes", st->cache.dirty_bytes,
+       GAUGE ("cache_dirty_bytes",
+              "Bytes in the write cache not yet in the log."));
+  u64 (s, "hits", st->cache.hits,
+       COUNTER ("cache_hit_pages_total", "Pages read from the write cache."));
+  u64 (s, "coalesced_pages", st->cache.coalesced_pages,
+       COUNTER ("cache_coalesced_pages_total",
+                "Page writes that replaced a cached version."));
+  u64 (s, "destaged_pages", st->cache.destaged_pages,
+       COUNTER ("cache_destaged_pages_total",
+                "Pages written from the cache to the log."));
+  u64 (s, "dropped_pages", st->cache.dropped_pages,
+       COUNTER ("cache_dropped_pages_total",
+                "Cached pages dropped by trim or write zeroes."));
+  u64 (s, "flush_waits", st->cache.flush_waits,
+       COUNTER ("cache_flush_waits_total",
+                "Flushes and FUA writes that had pages to destage."));
+  u64 (s, "write_waits", st->cache.write_waits,
+       COUNTER ("cache_write_waits_total",
+                "Writes that found the cache full."));
+  u64 (s, "bypassed_pages", st->cache.bypassed_pages,
+       COUNTER ("cache_bypassed_pages_total",
+                "Pages of large writes that went straight to the log."));
+  end (s);
+  begin (s, "errors");
+  boolean (s, "enabled", st->errors, NULL);
+  fixed (s, "time_scale", em->time_scale, NULL);
+  u64 (s, "seed", em->seed, NULL);
+  u64 (s, "ecc_bits", em->ecc_bits, NULL);
+  u64 (s, "read_retry_steps", em->steps, NULL);
+  u64 (s, "reclaim_reads", em->reclaim_reads, NULL);
+  end (s);
 }
 
 /* FTL_STATS_SERVER: request deadlines and latencies. */
 static void
-render_requests (struct jw *w, const struct stats_view *v)
+render_requests (struct ftl_stat_set *s, const struct stats_view *v)
 {
   const struct ftl_stats *st = &v->st;
 
-  jw_begin (w, "cache");
-  jw_uint (w, "size_bytes", st->cache.size_bytes);
-  jw_uint (w, "dirty_bytes", st->cache.dirty_bytes);
-  jw_uint (w, "hits", st->cache.hits);
-  jw_uint (w, "coalesced_pages", st->cache.coalesced_pages);
-  jw_uint (w, "destaged_pages", st->cache.destaged_pages);
-  jw_uint (w, "dropped_pages", st->cache.dropped_pages);
-  jw_uint (w, "flush_waits", st->cache.flush_waits);
-  jw_uint (w, "write_waits", st->cache.write_waits);
-  jw_uint (w, "bypassed_pages", st->cache.bypassed_pages);
-  jw_end (w);
-  jw_begin (w, "errors");
-  jw_bool (w, "enabled", st->errors);
-  jw_fixed (w, "time_scale", v->ftl->em.time_scale);
-  jw_uint (w, "seed", v->ftl->em.seed);
-  jw_uint (w, "ecc_bits", v->ftl->em.ecc_bits);
-  jw_uint (w, "read_retry_steps", v->ftl->em.steps);
-  jw_uint (w, "reclaim_reads", v->ftl->em.reclaim_reads);
-  jw_end (w);
-  jw_begin (w, "deadline");
-  jw_uint (w, "timeout_us", st->deadline.timeout_ns / 1000);
-  jw_uint (w, "retries", st->deadline.retries);
-  jw_uint (w, "requests", st->deadline.requests);
-  jw_uint (w, "expired", st->deadline.expired);
-  jw_uint (w, "handled", st->deadline.handled);
-  jw_uint (w, "reset", st->deadline.reset);
-  jw_uint (w, "aborted", st->deadline.aborted);
-  jw_uint (w, "abort_all", st->deadline.abort_all);
-  jw_uint (w, "rejected", st->deadline.rejected);
-  jw_bool (w, "stalled", st->deadline.stalled);
-  jw_end (w);
-  jw_begin (w, "latency_us");
+  begin (s, "deadline");
+  u64 (s, "timeout_us", st->deadline.timeout_ns / 1000,
+       GAUGE_SCALED ("deadline_timeout_seconds", 1e-6, "Request deadline."));
+  u64 (s, "retries", st->deadline.retries,
+       GAUGE ("deadline_retries",
+              "Deadline restarts allowed to a progressing request."));
+  u64 (s, "requests", st->deadline.requests,
+       COUNTER ("deadline_requests_total", "Requests tracked."));
+  u64 (s, "expired", st->deadline.expired,
+       COUNTER ("deadline_expired_total", "Deadlines passed."));
+  u64 (s, "handled", st->deadline.handled,
+       COUNTER ("deadline_handled_total",
+                "Expired deadlines of requests that had completed."));
+  u64 (s, "reset", st->deadline.reset,
+       COUNTER ("deadline_reset_total",
+                "Expired deadlines restarted for a progressing request."));
+  u64 (s, "aborted", st->deadline.aborted,
+       COUNTER ("deadline_aborted_total", "Requests aborted."));
+  u64 (s, "abort_all", st->deadline.abort_all,
+       COUNTER ("deadline_abort_all_total", "Times the backing file "
+                "stalled and every request was aborted."));
+  u64 (s, "rejected", st->deadline.rejected,
+       COUNTER ("deadline_rejected_total",
+                "Requests refused during a stall."));
+  boolean (s, "stalled", st->deadline.stalled,
+           GAUGE ("deadline_stalled", "1 while the backing file is stalled."));
+  end (s);
+  /* A summary per request kind; the maximum is a gauge of its own. */
+  ftl_stats_begin_object (s, "latency_us", &(const struct ftl_metric) {
+      "request_latency_seconds", FTL_METRIC_SUMMARY, 1e-6,
+      "Request latency (log-scale histogram, within 12.5%)." });
   for (unsigned op = 0; op < FTL_OP__MAX; op++) {
-    jw_begin (w, ftl_op_name (op));
-    jw_uint (w, "count", st->latency[op].count);
-    jw_uint (w, "p50", st->latency[op].p50);
-    jw_uint (w, "p99", st->latency[op].p99);
-    jw_uint (w, "p999", st->latency[op].p999);
-    jw_uint (w, "max", st->latency[op].max);
-    jw_end (w);
+    begin (s, ftl_op_name (op));
+    u64 (s, "count", st->latency[op].count, NULL);
+    u64 (s, "p50", st->latency[op].p50, NULL);
+    u64 (s, "p99", st->latency[op].p99, NULL);
+    u64 (s, "p999", st->latency[op].p999, NULL);
+    u64 (s, "max", st->latency[op].max,
+         GAUGE_SCALED ("request_latency_max_seconds", 1e-6,
+                       "Longest request."));
+    end (s);
   }
-  jw_end (w);
+  end (s);
 }
 
 /* The timing model's effective parameters (the preset's values with
  * the keys given over them), and its counters.
  */
 static void
-render_timing (struct jw *w, const struct stats_view *v)
+render_timing (struct ftl_stat_set *s, const struct stats_view *v)
 {
   const struct timing *t = &v->ftl->timing;
 
   if (!t->enabled)
     return;
-  jw_begin (w, "timing");
-  jw_uint (w, "read_ns", t->read_ns);
-  jw_uint (w, "program_ns", t->program_ns);
-  jw_uint (w, "erase_ns", t->erase_ns);
-  jw_uint (w, "channels", t->channels);
-  jw_uint (w, "dies", t->units);
-  jw_uint (w, "planes", t->planes);
-  jw_uint (w, "pages_per_program", t->group);
-  jw_uint (w, "channel_page_ns", t->xfer_page_ns);
-  jw_uint (w, "nand_block", t->nand_block);
-  jw_uint (w, "erase_share_ppm", t->erase_share_ppm);
-  jw_uint (w, "host_ps_per_byte", t->host_ps_per_byte);
-  jw_uint (w, "command_ns", t->command_ns);
-  jw_bool (w, "suspend", t->suspend);
-  jw_uint (w, "suspend_ns", t->suspend_ns);
-  jw_uint (w, "plp_buffer", t->plp_buffer);
-  jw_uint (w, "suspends", __atomic_load_n (&t->suspends, __ATOMIC_RELAXED));
-  jw_uint (w, "die_busy_ns", __atomic_load_n (&t->busy_ns, __ATOMIC_RELAXED));
-  jw_end (w);
+  begin (s, "timing");
+  u64 (s, "read_ns", t->read_ns, NULL);
+  u64 (s, "program_ns", t->program_ns, NULL);
+  u64 (s, "erase_ns", t->erase_ns, NULL);
+  u64 (s, "channels", t->channels, NULL);
+  u64 (s, "dies", t->units, NULL);
+  u64 (s, "planes", t->planes, NULL);
+  u64 (s, "pages_per_program", t->group, NULL);
+  u64 (s, "channel_page_ns", t->xfer_page_ns, NULL);
+  u64 (s, "nand_block", t->nand_block, NULL);
+  u64 (s, "erase_share_ppm", t->erase_share_ppm, NULL);
+  u64 (s, "host_ps_per_byte", t->host_ps_per_byte, NULL);
+  u64 (s, "command_ns", t->command_ns, NULL);
+  boolean (s, "suspend", t->suspend, NULL);
+  u64 (s, "suspend_ns", t->suspend_ns, NULL);
+  u64 (s, "plp_buffer", t->plp_buffer, NULL);
+  u64 (s, "suspends", __atomic_load_n (&t->suspends, __ATOMIC_RELAXED), NULL);
+  u64 (s, "die_busy_ns", __atomic_load_n (&t->busy_ns, __ATOMIC_RELAXED),
+       NULL);
+  end (s);
 }
 
 int
-ftl_render_stats_json (struct ftl *ftl, unsigned sections, FILE *fp)
+ftl_stats_snapshot (struct ftl *ftl, unsigned sections,
+                    struct ftl_stat_set *s)
 {
   struct stats_view v = { .ftl = ftl, .sections = sections };
-  struct jw w = { .fp = fp };
+  int r;
 
   ftl_get_stats (ftl, &v.st);
   ftl_get_geometry (ftl, &v.g);
   ftl_inspect_image (ftl, &v.ii);
 
-  jw_begin (&w, NULL);
+  ftl_stats_begin_object (s, NULL, NULL);
   if (has (&v, FTL_STATS_IMAGE))
-    render_image (&w, &v);
-  render_geometry (&w, &v);
-  render_counters (&w, &v);
-  render_wear (&w, &v);
+    render_image (s, &v);
+  render_geometry (s, &v);
+  render_counters (s, &v);
+  render_wear (s, &v);
   if (has (&v, FTL_STATS_SERVER)) {
-    render_requests (&w, &v);
-    render_timing (&w, &v);
+    render_cache_errors (s, &v);
+    render_requests (s, &v);
+    render_timing (s, &v);
   }
-  jw_end (&w);
-  fputc ('\n', fp);
-  return ferror (fp) ? -EIO : 0;
+  end (s);
+  if ((r = ftl_stats_error (s)) < 0)
+    ftl_stats_free (s);
+  return r;
+}
+
+/* The set rendered as the statistics JSON, then freed. */
+static int
+render_set (struct ftl_stat_set *s, FILE *fp)
+{
+  int r = ftl_stats_error (s);
+
+  if (r == 0)
+    r = ftl_render_json (s, false, fp);
+  ftl_stats_free (s);
+  return r;
+}
+
+int
+ftl_render_stats_json (struct ftl *ftl, unsigned sections, FILE *fp)
+{
+  struct ftl_stat_set s = { 0 };
+  int r = ftl_stats_snapshot (ftl, sections, &s);
+
+  return r < 0 ? r : render_set (&s, fp);
 }
 
 int
 ftl_render_health_json (struct ftl *ftl, FILE *fp)
 {
+  struct ftl_stat_set s = { 0 };
   struct ftl_stats st;
-  struct jw w = { .fp = fp };
 
   ftl_get_stats (ftl, &st);
-  jw_begin (&w, NULL);
-  render_health (&w, &st.health);
-  jw_end (&w);
-  fputc ('\n', fp);
-  return ferror (fp) ? -EIO : 0;
+  ftl_stats_begin_object (&s, NULL, NULL);
+  render_health (&s, &st.health);
+  end (&s);
+  return render_set (&s, fp);
 }
 
 static int
