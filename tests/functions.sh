@@ -201,7 +201,9 @@ if ! $have_run; then
     LD_PRELOAD="$FTL_SANITIZER_PRELOAD" exec "$FTL_REAL_NBDKIT" "${args[@]}"
 fi
 . "$(dirname "$0")/common.sh"
-LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" "${args[@]}" 2>&3 &
+# In the background bash gives the server /dev/null for its stdin: keep
+# the one its --run command reads (nbdsh -c - < script).
+LD_PRELOAD="$FTL_SANITIZER_PRELOAD" "$FTL_REAL_NBDKIT" "${args[@]}" 2>&3 <&0 &
 server=$!
 trap 'kill -TERM "$server" 2>/dev/null' TERM INT HUP
 while kill -0 "$server" 2>/dev/null; do
