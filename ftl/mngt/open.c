@@ -510,7 +510,9 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
    * each holds a block that is neither free nor holds data, so they
    * cost spare space as the watermarks do (see gc.c).
    */
-  ftl->gc.erase_batch = MIN (MAX (spare / FTL_GC_BATCH_SPARE_DIV, 2),
+  ftl->gc.erase_batch = spare > FTL_GC_BATCH_FREE_SPARE
+    ? (spare - FTL_GC_BATCH_FREE_SPARE) / FTL_GC_BATCH_SPARE_DIV : 0;
+  ftl->gc.erase_batch = MIN (MAX (ftl->gc.erase_batch, 1),
                              FTL_GC_ERASE_BATCH);
   /* The background thread erases blocks with nothing left to copy up
    * to here (bg.c).

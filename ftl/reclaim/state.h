@@ -51,7 +51,7 @@ struct gc {
    * npending changes under gc.lock and is read atomically outside it.
    */
   bool defer;                   /* within gc_reclaim: victims may wait */
-  uint32_t erase_batch;         /* set at open, 2..FTL_GC_ERASE_BATCH */
+  uint32_t erase_batch;         /* set at open, 1..FTL_GC_ERASE_BATCH */
   uint32_t pending[FTL_GC_ERASE_BATCH];
   unsigned npending;
   struct gc_victim cur;         /* the victim background GC reclaims in
