@@ -82,6 +82,7 @@
 #include "util/bell.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/space.h"
 #include "util/util.h"
 #include "format/format.h"
 #include "track/deadline.h"

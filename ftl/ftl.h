@@ -290,6 +290,8 @@ struct ftl_options {
                                  * share one log per stream and GC one
                                  * log (for comparisons) */
   bool readonly;                /* open without writing anything */
+  bool preallocate;             /* a new image: reserve all of its file's
+                                 * space (fallocate), not a sparse file */
   unsigned debug;               /* FTL_DEBUG_* bits */
   ftl_log_fn log;               /* may be NULL */
   void *log_opaque;

@@ -345,7 +345,10 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
               FTL_MIN_SPARE_BLOCKS (ftl->nstreams), c->spare);
     return -EINVAL;
   }
-  return 0;
+  /* An image made on a larger host, before the map is allocated. */
+  return map_memory_check (ftl->logical_bytes, ftl->page_size,
+                           ftl->logical_pages, ftl->blocks,
+                           ftl->sb.ckpt_bytes, c->err, c->errlen);
 }
 
 static int
