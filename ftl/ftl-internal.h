@@ -82,6 +82,7 @@
 #include "util/bell.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/space.h"
 #include "util/util.h"
 #include "format/format.h"
 #include "track/deadline.h"
@@ -104,6 +105,8 @@ struct ftl {
   char *path;
   int fd;
   bool readonly;
+  bool host_full;               /* read-only because the filesystem that
+                                 * holds the image was full at open */
   bool closing;                 /* ftl_close is writing its last records */
   bool powered_off;             /* atomic: ftl_power_cut (powercut.c) */
   bool was_unclean;             /* recovery found no clean shutdown */

@@ -290,6 +290,8 @@ struct ftl_options {
                                  * share one log per stream and GC one
                                  * log (for comparisons) */
   bool readonly;                /* open without writing anything */
+  bool preallocate;             /* a new image: reserve all of its file's
+                                 * space (fallocate), not a sparse file */
   unsigned debug;               /* FTL_DEBUG_* bits */
   ftl_log_fn log;               /* may be NULL */
   void *log_opaque;
@@ -326,7 +328,9 @@ extern uint64_t ftl_default_write_cache (uint64_t logical_bytes);
  * writes a one-line explanation into errbuf (without the file name,
  * which the caller knows).  A failed open never modifies an existing
  * image.  The geometry is a property of the image; streams is chosen at
- * each open.
+ * each open.  An image that cannot be marked in use because the
+ * filesystem holding it is full (ENOSPC, EDQUOT) opens read-only
+ * (ftl_is_read_only), with an error logged.
  */
 extern int ftl_open (const struct ftl_options *opts, struct ftl **ftlp,
                      char *errbuf, size_t errbuf_len);
@@ -427,10 +431,11 @@ extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
  */
 extern int ftl_age (struct ftl *ftl, uint64_t seconds, uint32_t pe);
 
-/* True if the disk refuses writes: opened read-only, or worn out (so
- * many erase blocks retired, or on their last cycle, that the rest
- * cannot sustain writes).  Reads keep working; writes, trims and zeros
- * fail with -EROFS.
+/* True if the disk refuses writes: opened read-only, opened while the
+ * filesystem holding the image was full (ftl_open could not mark it in
+ * use), or worn out (so many erase blocks retired, or on their last
+ * cycle, that the rest cannot sustain writes).  Reads keep working;
+ * writes, trims and zeros fail with -EROFS.
  */
 extern bool ftl_is_read_only (struct ftl *ftl);
 
@@ -485,8 +490,10 @@ extern void ftl_stop_watchdog (struct ftl *ftl);
 #define FTL_CW_SPARE      (1u << 0) /* available spare below threshold */
 #define FTL_CW_DEGRADED   (1u << 2) /* reliability degraded: media errors,
                                      * or worn out */
-#define FTL_CW_READ_ONLY  (1u << 3) /* the media is read-only (worn out;
-                                     * not set by a read-only open) */
+#define FTL_CW_READ_ONLY  (1u << 3) /* the media is read-only (worn out,
+                                     * or opened when the filesystem
+                                     * holding the image was full; not
+                                     * set by a read-only open) */
 /* NVMe drives commonly report a threshold of 10%. */
 #define FTL_AVAILABLE_SPARE_THRESHOLD 10
 struct ftl_health {

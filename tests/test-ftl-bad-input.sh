@@ -211,6 +211,73 @@ refuse "$tmp/tiny.img" "$tmp/tiny.img: impossible geometry: size 65536 with op=2
     file="$tmp/tiny.img" size=64K pages-per-block=256
 test ! -e "$tmp/tiny.img"
 
+# preallocate= is a boolean.
+refuse "$tmp/new.img" "preallocate: not a boolean \\(true or false\\): 'maybe'" \
+    file="$tmp/new.img" size=64M preallocate=maybe
+test ! -e "$tmp/new.img"
+
+# A size whose map needs more memory than the process may use: named,
+# never a bare "Cannot allocate memory", and nothing written.  2 TiB in
+# 4 KiB pages needs about 6 GiB; ulimit -v allows 1 GiB.  (A sanitizer
+# reserves terabytes of address space: not under one.)
+if [ -n "${FTL_SANITIZER_PRELOAD:-}" ]; then
+    echo "SKIP (this case only): ulimit -v under a sanitizer"
+else
+    run_as=(bash -c 'ulimit -v 1048576 && exec "$@"' ulimit)
+    refuse "$tmp/huge.img" "$tmp/huge.img: size 2 TiB in 4096-byte pages needs [0-9.]+ GiB of memory \\(8 bytes per page for the map, and a checkpoint of [0-9.]+ GiB\\), but ulimit -v allows 1 GiB \\(raise page-size, or lower size\\)" \
+        file="$tmp/huge.img" size=2T
+    run_as=()
+    test ! -e "$tmp/huge.img"
+fi
+
+# mount_fs DIR ARGS...: mount a filesystem for the cases below, or say
+# that they are skipped (not root); under CI=true (root) never skip.
+mount_fs ()
+{
+    local dir="$1"
+    shift
+    mkdir -p "$dir"
+    if mount "$@" "$dir" 2>"$tmp/mount.err"; then
+        cleanup_fn umount_fs "$dir"
+        return 0
+    fi
+    cat "$tmp/mount.err"
+    if [ "${CI:-}" = true ]; then
+        echo "$0: FAIL: cannot mount ($*) under CI=true"
+        exit 1
+    fi
+    echo "SKIP (these cases only): cannot mount $* (not root?)"
+    return 1
+}
+umount_fs ()
+{
+    umount "$1" 2>/dev/null || umount -l "$1"
+}
+
+# A size the filesystem cannot hold: ext4 with 4 KiB blocks holds files
+# of at most 16 TiB.  Refused with the limit named, before anything is
+# written, and no file left.
+requires mkfs.ext4
+truncate -s 64M "$tmp/ext4.fs"
+mkfs.ext4 -q -F -b 4096 "$tmp/ext4.fs"
+if mount_fs "$tmp/ext4" -o loop "$tmp/ext4.fs"; then
+    refuse "$tmp/ext4/big.img" "$tmp/ext4/big.img: size 20 TiB is larger than the largest file this filesystem can hold \\(16 TiB on ext4\\): the image would be a file of [0-9.]+ TiB" \
+        file="$tmp/ext4/big.img" size=20T page-size=16K
+    test ! -e "$tmp/ext4/big.img"
+    test "$(df --output=used -B1 "$tmp/ext4" | tail -1)" -lt $((8 << 20))
+fi
+
+# A size that needs more memory than this host has (in a tmpfs, which
+# holds such a file): 200 TiB in 64 KiB pages needs about 38 GiB.
+mem_kib="$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
+if [ "$((mem_kib << 10))" -ge $((40 << 30)) ]; then
+    echo "SKIP (this case only): the host has more than 40 GiB"
+elif mount_fs "$tmp/tmpfs" -t tmpfs -o size=16m tmpfs; then
+    refuse "$tmp/tmpfs/huge.img" "$tmp/tmpfs/huge.img: size 200 TiB in 65536-byte pages needs [0-9.]+ GiB of memory \\(8 bytes per page for the map, and a checkpoint of [0-9.]+ GiB\\), but (this host has|its control group allows) [0-9.]+ GiB \\(raise page-size, or lower size\\)" \
+        file="$tmp/tmpfs/huge.img" size=200T page-size=64K op=1
+    test ! -e "$tmp/tmpfs/huge.img"
+fi
+
 # After all that, the good image still opens and holds its data.
 test "$(checksum "$disk")" = "$sum"
 timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$disk" \

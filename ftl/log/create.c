@@ -165,8 +165,77 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   return r;
 }
 
+/* The file's size, which the filesystem may not allow (ext4 holds
+ * files of up to 16 TiB with 4 KiB blocks): refused, naming the limit.
+ */
+static int
+set_file_size (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
+               uint64_t old_size, char *errbuf, size_t errlen)
+{
+  uint64_t size = fmt_image_bytes (sb), max;
+  char a[32], b[32], c[32];
+  const char *fs;
+  int r;
+
+  r = media_io_set_size (io, fd, size);
+  if (r != -EFBIG) {
+    if (r < 0)
+      snprintf (errbuf, errlen, "setting the image size to %" PRIu64 ": %s",
+                size, strerror (-r));
+    return r;
+  }
+  space_human (sb->logical_bytes, a, sizeof a);
+  space_human (size, b, sizeof b);
+  if (space_max_file_size (fd, old_size, size, &max) < 0) {
+    snprintf (errbuf, errlen, "size %s: the image would be a file of %s, "
+              "larger than this filesystem can hold (%s)", a, b,
+              strerror (-r));
+    return r;
+  }
+  fs = space_fs_name (fd);
+  snprintf (errbuf, errlen, "size %s is larger than the largest file this "
+            "filesystem can hold (%s%s%s): the image would be a file of %s",
+            a, space_human (max, c, sizeof c), fs ? " on " : "",
+            fs ? fs : "", b);
+  return r;
+}
+
+/* Reserve the whole file (preallocate=true), once its size is known to
+ * fit: where the filesystem lacks the space, or cannot, say so.
+ */
+static int
+preallocate (int fd, uint64_t size, char *errbuf, size_t errlen)
+{
+  uint64_t avail = 0;
+  char a[32], b[32];
+  bool known = space_free (fd, &avail) == 0;
+  int r = space_allocate (fd, size);
+
+  if (r == -ENOSPC || r == -EDQUOT) {
+    if (known)
+      snprintf (errbuf, errlen, "preallocating %" PRIu64 " bytes (%s): %s "
+                "(the filesystem has %s free)", size,
+                space_human (size, a, sizeof a), strerror (-r),
+                space_human (avail, b, sizeof b));
+    else
+      snprintf (errbuf, errlen, "preallocating %" PRIu64 " bytes (%s): %s",
+                size, space_human (size, a, sizeof a), strerror (-r));
+  }
+  else if (r == -EOPNOTSUPP)
+    snprintf (errbuf, errlen, "preallocating %" PRIu64 " bytes: %s cannot "
+              "preallocate (fallocate: %s); use preallocate=false",
+              size, space_fs_name (fd) ? space_fs_name (fd)
+              : "the filesystem", strerror (-r));
+  else if (r < 0)
+    snprintf (errbuf, errlen, "preallocating %" PRIu64 " bytes: %s", size,
+              strerror (-r));
+  return r;
+}
+
 /* Format a blank file (empty, or old_size bytes of zeros) as a new
- * image, and sync its directory.
+ * image, and sync its directory.  Before anything is written: the
+ * file's size, which the filesystem must allow, the memory the map
+ * needs, and with preallocate=true the file's space.
  */
 int
 create_image (int fd, const struct ftl_options *o, uint64_t old_size,
@@ -190,7 +259,15 @@ create_image (int fd, const struct ftl_options *o, uint64_t old_size,
   r = new_geometry (o, &sb, errbuf, errlen);
   if (r < 0)
     return r;
-  r = format_image (fd, io, &sb, errbuf, errlen);
+  r = set_file_size (fd, io, &sb, old_size, errbuf, errlen);
+  if (r == 0)
+    r = map_memory_check (sb.logical_bytes, sb.page_size,
+                          DIV_ROUND_UP (sb.logical_bytes, sb.page_size),
+                          sb.blocks, sb.ckpt_bytes, errbuf, errlen);
+  if (r == 0 && o->preallocate)
+    r = preallocate (fd, fmt_image_bytes (&sb), errbuf, errlen);
+  if (r == 0)
+    r = format_image (fd, io, &sb, errbuf, errlen);
   /* The file's name too must survive a power cut, once the open that
    * created the image has returned.
    */

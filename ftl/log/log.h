@@ -41,6 +41,15 @@ map_check_fold (uint64_t sum)
 /* map.c: the map, valid counts, stripe locks and drain notes. */
 extern int map_init (struct ftl *ftl);
 extern void map_free (struct ftl *ftl);
+/* Refuse an image of logical_bytes in pages of page_size (lpages of
+ * them, in blocks erase blocks, checkpoints of ckpt_bytes) whose map
+ * needs more memory than this process may use: 0, or -ENOMEM with
+ * errbuf naming the memory needed and the limit.
+ */
+extern int map_memory_check (uint64_t logical_bytes, uint32_t page_size,
+                             uint64_t lpages, uint64_t blocks,
+                             uint64_t ckpt_bytes, char *errbuf,
+                             size_t errlen);
 extern void map_lock (struct ftl *ftl, uint64_t first, uint64_t last);
 extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
 /* The stripes of [first, last] as a bit mask, and locking a set of

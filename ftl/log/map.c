@@ -71,6 +71,34 @@ map_init (struct ftl *ftl)
   return 0;
 }
 
+/* The memory the map needs at its peak: l2p and check (8 bytes per
+ * logical page), the arrays of the erase blocks (media, blocks, error
+ * model: less than 64 bytes each), and a checkpoint's buffer while one
+ * is written or loaded (ckpt.c, recovery.c).
+ */
+int
+map_memory_check (uint64_t logical_bytes, uint32_t page_size,
+                  uint64_t lpages, uint64_t blocks, uint64_t ckpt_bytes,
+                  char *errbuf, size_t errlen)
+{
+  uint64_t need = lpages * (sizeof (uint32_t) + sizeof (uint32_t))
+    + blocks * 64 + ckpt_bytes;
+  const char *what;
+  uint64_t limit = space_memory_limit (&what);
+  char a[32], b[32], c[32], d[32];
+
+  if (need <= limit)
+    return 0;
+  snprintf (errbuf, errlen, "size %s in %" PRIu32 "-byte pages needs %s of "
+            "memory (8 bytes per page for the map, and a checkpoint of %s), "
+            "but %s %s (raise page-size, or lower size)",
+            space_human (logical_bytes, a, sizeof a), page_size,
+            space_human (need, b, sizeof b),
+            space_human (ckpt_bytes, c, sizeof c), what,
+            space_human (limit, d, sizeof d));
+  return -ENOMEM;
+}
+
 void
 map_free (struct ftl *ftl)
 {

@@ -15,7 +15,8 @@
  *   policies      GC watermarks, hot/cold separation, checkpoint interval
  *   recovery      load the newest checkpoint, roll the log forward
  *   in use        a checkpoint after a roll-forward, then the superblock
- *                 marked in use
+ *                 marked in use; if the filesystem is full, the image
+ *                 is served read-only instead
  *   attach        from here on the media is timed and faults may be
  *                 injected; recovery is neither
  *
@@ -344,7 +345,10 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
               FTL_MIN_SPARE_BLOCKS (ftl->nstreams), c->spare);
     return -EINVAL;
   }
-  return 0;
+  /* An image made on a larger host, before the map is allocated. */
+  return map_memory_check (ftl->logical_bytes, ftl->page_size,
+                           ftl->logical_pages, ftl->blocks,
+                           ftl->sb.ckpt_bytes, c->err, c->errlen);
 }
 
 static int
@@ -556,12 +560,10 @@ step_recovery (struct ftl *ftl, struct open_ctx *c)
  * depend on this one; then mark the image in use.
  */
 static int
-step_in_use (struct ftl *ftl, struct open_ctx *c)
+mark_in_use (struct ftl *ftl, struct open_ctx *c)
 {
   int r;
 
-  if (ftl->readonly)
-    return 0;
   /* An older image becomes this version: its superblock says so
    * before anything of the new version is written (format.h).
    */
@@ -597,6 +599,35 @@ step_in_use (struct ftl *ftl, struct open_ctx *c)
   if (r < 0)
     snprintf (c->err, c->errlen, "marking the image in use: %s",
               strerror (-r));
+  return r;
+}
+
+/* Mark the image in use.  When the filesystem that holds it is full
+ * (a sparse image lets it fill under the disk), nothing of this was
+ * committed (a checkpoint counts once the superblock names it, and an
+ * unwritten superblock leaves the previous one): the image is served
+ * read-only, as recovery found it, and the health log says so.  Freeing
+ * space and opening it again makes it writable.
+ */
+static int
+step_in_use (struct ftl *ftl, struct open_ctx *c)
+{
+  int r;
+
+  if (ftl->readonly)
+    return 0;
+  r = mark_in_use (ftl, c);
+  if (r == -ENOSPC || r == -EDQUOT) {
+    log_msg (ftl, FTL_LOG_ERROR, "%s: the filesystem that holds the image "
+             "is full (%s): the disk is read-only; free space on it and "
+             "open the image again to write", ftl->path,
+             c->errlen && c->err[0] ? c->err : strerror (-r));
+    ftl->readonly = true;
+    ftl->host_full = true;
+    if (c->errlen)
+      c->err[0] = '\0';
+    r = 0;
+  }
   return r;
 }
 

@@ -59,7 +59,7 @@ get_health (struct ftl *ftl, const struct ftl_stats *st,
     h->critical_warning |= FTL_CW_SPARE;
   if (worn_out || h->media_errors > 0)
     h->critical_warning |= FTL_CW_DEGRADED;
-  if (worn_out)
+  if (worn_out || ftl->host_full)
     h->critical_warning |= FTL_CW_READ_ONLY;
 }
 
