@@ -179,7 +179,12 @@ timing_init (struct timing *t, const struct ftl_timing *o)
   t->die_free = calloc (t->units, sizeof *t->die_free);
   t->die_rfree = calloc (t->units, sizeof *t->die_rfree);
   t->chan_free = calloc (t->channels, sizeof *t->chan_free);
-  if (!t->die_free || !t->die_rfree || !t->chan_free) {
+  t->die_busy = calloc (t->units, sizeof *t->die_busy);
+  t->die_wait = calloc (t->units, sizeof *t->die_wait);
+  t->chan_busy = calloc (t->channels, sizeof *t->chan_busy);
+  t->start_ns = clock_now ();
+  if (!t->die_free || !t->die_rfree || !t->chan_free || !t->die_busy ||
+      !t->die_wait || !t->chan_busy) {
     timing_free (t);
     return -ENOMEM;
   }
@@ -193,7 +198,11 @@ timing_free (struct timing *t)
   free (t->die_free);
   free (t->die_rfree);
   free (t->chan_free);
+  free (t->die_busy);
+  free (t->die_wait);
+  free (t->chan_busy);
   t->die_free = t->die_rfree = t->chan_free = NULL;
+  t->die_busy = t->die_wait = t->chan_busy = NULL;
   t->enabled = false;
 }
 
@@ -248,6 +257,30 @@ raise_to (uint64_t *slot, uint64_t v)
     ;
 }
 
+/* A die operation of dur ns that could start at ready and starts at
+ * start: the die's busy and waiting time.
+ */
+static void
+charge_die (struct timing *t, unsigned die, uint64_t ready, uint64_t start,
+            uint64_t dur)
+{
+  __atomic_fetch_add (&t->busy_ns, dur, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&t->die_busy[die], dur, __ATOMIC_RELAXED);
+  if (start > ready)
+    __atomic_fetch_add (&t->die_wait[die], start - ready, __ATOMIC_RELAXED);
+}
+
+/* A transfer of x ns on a channel, reserved from floor: its end. */
+static uint64_t
+transfer (struct timing *t, unsigned die, uint64_t floor, uint64_t x)
+{
+  unsigned ch = die % t->channels;
+
+  if (x)
+    __atomic_fetch_add (&t->chan_busy[ch], x, __ATOMIC_RELAXED);
+  return reserve (&t->chan_free[ch], floor, x) + x;
+}
+
 unsigned
 timing_die (const struct timing *t, uint32_t blk, uint32_t page)
 {
@@ -266,13 +299,12 @@ timing_program (struct timing *t, uint32_t blk, uint32_t page, uint32_t n,
     uint32_t gend = MIN ((g + 1) * t->group, last_page);
     uint32_t cnt = MIN (n, gend - page);
     unsigned die = timing_die (t, blk, page);
-    uint64_t x = cnt * t->xfer_page_ns;
-    uint64_t xs = reserve (&t->chan_free[die % t->channels], now, x);
-    uint64_t e = xs + x;
+    uint64_t e = transfer (t, die, now, cnt * t->xfer_page_ns);
 
     if (page + cnt == gend || page + cnt == last_page) {
-      e = reserve (&t->die_free[die], e, lat) + lat;
-      __atomic_fetch_add (&t->busy_ns, lat, __ATOMIC_RELAXED);
+      uint64_t start = reserve (&t->die_free[die], e, lat);
+      charge_die (t, die, e, start, lat);
+      e = start + lat;
     }
     end = MAX (end, e);
     page += cnt;
@@ -285,7 +317,8 @@ timing_program (struct timing *t, uint32_t blk, uint32_t page, uint32_t n,
 static uint64_t
 read_die (struct timing *t, unsigned die, uint64_t floor, uint64_t lat)
 {
-  __atomic_fetch_add (&t->busy_ns, lat, __ATOMIC_RELAXED);
+  uint64_t start;
+
   if (t->suspend) {
     uint64_t rstart = MAX (floor,
                            __atomic_load_n (&t->die_rfree[die],
@@ -295,18 +328,21 @@ read_die (struct timing *t, unsigned die, uint64_t floor, uint64_t lat)
       /* A program or an erase is under way or queued: suspend it, and
        * push it (and what waits behind it) back by this read.
        */
-      uint64_t start = rstart + t->suspend_ns;
+      start = rstart + t->suspend_ns;
       __atomic_fetch_add (&t->die_free[die], lat + t->suspend_ns,
                           __ATOMIC_RELAXED);
       raise_to (&t->die_rfree[die], start + lat);
       __atomic_fetch_add (&t->suspends, 1, __ATOMIC_RELAXED);
+      charge_die (t, die, floor, start, lat);
       return start + lat;
     }
-    uint64_t e = reserve (&t->die_free[die], rstart, lat) + lat;
-    raise_to (&t->die_rfree[die], e);
-    return e;
+    start = reserve (&t->die_free[die], rstart, lat);
+    raise_to (&t->die_rfree[die], start + lat);
   }
-  return reserve (&t->die_free[die], floor, lat) + lat;
+  else
+    start = reserve (&t->die_free[die], floor, lat);
+  charge_die (t, die, floor, start, lat);
+  return start + lat;
 }
 
 uint64_t
@@ -320,9 +356,8 @@ timing_read (struct timing *t, uint32_t blk, uint32_t page, uint32_t n,
     uint32_t cnt = MIN (n, (g + 1) * t->group - page);
     unsigned die = timing_die (t, blk, page);
     uint64_t e = read_die (t, die, now, lat);
-    uint64_t x = cnt * t->xfer_page_ns;
 
-    e = reserve (&t->chan_free[die % t->channels], e, x) + x;
+    e = transfer (t, die, e, cnt * t->xfer_page_ns);
     end = MAX (end, e);
     page += cnt;
     n -= cnt;
@@ -351,10 +386,10 @@ timing_erase (struct timing *t, uint32_t blk, uint64_t lat)
 
   for (unsigned i = 0; i < span; i++) {
     unsigned die = timing_die (t, blk, i * t->group);
-    uint64_t e = reserve (&t->die_free[die], now, lat) + lat;
-    end = MAX (end, e);
+    uint64_t start = reserve (&t->die_free[die], now, lat);
+    charge_die (t, die, now, start, lat);
+    end = MAX (end, start + lat);
   }
-  __atomic_fetch_add (&t->busy_ns, lat * span, __ATOMIC_RELAXED);
   return end;
 }
 
@@ -365,9 +400,49 @@ timing_host (struct timing *t, uint64_t t0, uint64_t done, uint64_t bytes,
   uint64_t now = MAX (clock_now (), done);
   uint64_t x = t->host_ps_per_byte * bytes / 1000;
 
+  if (x)
+    __atomic_fetch_add (&t->host_busy, x, __ATOMIC_RELAXED);
   if (read)             /* overhead, the media (done), then the data */
     return reserve (&t->host_free, now + t->command_ns, x) + x;
   /* A write's data crossed the link when it began. */
   uint64_t s = reserve (&t->host_free, t0, x);
   return MAX (now, MAX (s, t0 + t->command_ns) + x);
+}
+
+/* The sum and the largest of n atomic counters. */
+static uint64_t
+sum_max (const uint64_t *v, unsigned n, uint64_t *max)
+{
+  uint64_t sum = 0;
+
+  *max = 0;
+  for (unsigned i = 0; i < n; i++) {
+    uint64_t x = __atomic_load_n (&v[i], __ATOMIC_RELAXED);
+    sum += x;
+    *max = MAX (*max, x);
+  }
+  return sum;
+}
+
+void
+timing_get_util (const struct timing *t, struct timing_util *u)
+{
+  uint64_t die_max, chan_max, wait_max;
+  double el;
+
+  memset (u, 0, sizeof *u);
+  if (!t->enabled)
+    return;
+  u->elapsed_ns = clock_now () - t->start_ns;
+  el = u->elapsed_ns ? (double) u->elapsed_ns : 1;
+  u->die_busy_ns = sum_max (t->die_busy, t->units, &die_max);
+  u->die_wait_ns = sum_max (t->die_wait, t->units, &wait_max);
+  u->chan_busy_ns = sum_max (t->chan_busy, t->channels, &chan_max);
+  u->host_busy_ns = __atomic_load_n (&t->host_busy, __ATOMIC_RELAXED);
+  u->die_util = u->die_busy_ns / el / t->units;
+  u->die_util_max = die_max / el;
+  u->chan_util = u->chan_busy_ns / el / t->channels;
+  u->chan_util_max = chan_max / el;
+  u->host_util = u->host_busy_ns / el;
+  u->die_queue_depth = (u->die_busy_ns + u->die_wait_ns) / el / t->units;
 }

@@ -118,7 +118,32 @@ struct timing {
   uint64_t host_free;           /* the host link */
   /* Counters (atomic): die time charged, ns, and suspensions. */
   uint64_t busy_ns, suspends;
+  /* Utilization (atomic; timing_get_util): per die the time it was
+   * charged and the time operations waited for it (from when they could
+   * have started to when they did), per channel its transfer time, and
+   * the host link's; all in ns, since start_ns.
+   */
+  uint64_t start_ns;
+  uint64_t *die_busy, *die_wait, *chan_busy;
+  uint64_t host_busy;
 };
+
+/* What the dies, the channels and the host link were busy with since
+ * the model started (elapsed_ns ago): their mean and busiest shares of
+ * the time (0 to 1; work booked ahead of now counts, so a share may
+ * exceed 1 for a moment), and the mean number of operations at a die,
+ * queued or in service (Little's law: the dies' busy and waiting time
+ * over the time elapsed).
+ */
+struct timing_util {
+  uint64_t elapsed_ns;
+  uint64_t die_busy_ns, die_wait_ns, chan_busy_ns, host_busy_ns;
+  double die_util, die_util_max;
+  double chan_util, chan_util_max;
+  double host_util;
+  double die_queue_depth;
+};
+extern void timing_get_util (const struct timing *t, struct timing_util *u);
 
 struct ftl_timing;
 extern int timing_init (struct timing *t, const struct ftl_timing *opts);

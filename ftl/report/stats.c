@@ -162,6 +162,8 @@ ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts, unsigned n,
 
 #define COUNTER(name, help) \
   (&(const struct ftl_metric) { name, FTL_METRIC_COUNTER, 1, help })
+#define COUNTER_SCALED(name, scale, help) \
+  (&(const struct ftl_metric) { name, FTL_METRIC_COUNTER, scale, help })
 #define GAUGE(name, help) GAUGE_SCALED (name, 1, help)
 /* scale converts the member's unit to the metric's (percent to a
  * ratio, microseconds to seconds).
@@ -642,6 +644,50 @@ render_requests (struct ftl_stat_set *s, const struct stats_view *v)
   end (s);
 }
 
+/* Where the modeled device's time went: busy time and utilization of
+ * the dies, the channels and the host link, and the queue at the dies.
+ */
+static void
+render_timing_util (struct ftl_stat_set *s, const struct timing *t)
+{
+  struct timing_util u;
+
+  timing_get_util (t, &u);
+  u64 (s, "elapsed_ns", u.elapsed_ns, NULL);
+  u64 (s, "die_busy_ns", u.die_busy_ns,
+       COUNTER_SCALED ("timing_die_busy_seconds_total", 1e-9,
+                       "NAND time charged to the dies, summed over dies."));
+  u64 (s, "die_wait_ns", u.die_wait_ns,
+       COUNTER_SCALED ("timing_die_wait_seconds_total", 1e-9,
+                       "Time NAND operations waited for a busy die, "
+                       "summed."));
+  u64 (s, "channel_busy_ns", u.chan_busy_ns,
+       COUNTER_SCALED ("timing_channel_busy_seconds_total", 1e-9,
+                       "Channel transfer time, summed over channels."));
+  u64 (s, "host_busy_ns", u.host_busy_ns,
+       COUNTER_SCALED ("timing_host_link_busy_seconds_total", 1e-9,
+                       "Host link transfer time."));
+  fixed (s, "die_utilization", u.die_util,
+         GAUGE ("timing_die_utilization",
+                "Mean share of the time a die was busy, since open."));
+  fixed (s, "die_utilization_max", u.die_util_max,
+         GAUGE ("timing_die_utilization_max",
+                "The busiest die's share of the time, since open."));
+  fixed (s, "channel_utilization", u.chan_util,
+         GAUGE ("timing_channel_utilization",
+                "Mean share of the time a channel was busy, since open."));
+  fixed (s, "channel_utilization_max", u.chan_util_max,
+         GAUGE ("timing_channel_utilization_max",
+                "The busiest channel's share of the time, since open."));
+  fixed (s, "host_utilization", u.host_util,
+         GAUGE ("timing_host_link_utilization",
+                "Share of the time the host link was busy, since open."));
+  fixed (s, "die_queue_depth", u.die_queue_depth,
+         GAUGE ("timing_die_queue_depth",
+                "Mean NAND operations at a die, queued or in service "
+                "(busy plus waiting time over the time elapsed)."));
+}
+
 /* The timing model's effective parameters (the preset's values with
  * the keys given over them), and its counters.
  */
@@ -668,9 +714,10 @@ render_timing (struct ftl_stat_set *s, const struct stats_view *v)
   boolean (s, "suspend", t->suspend, NULL);
   u64 (s, "suspend_ns", t->suspend_ns, NULL);
   u64 (s, "plp_buffer", t->plp_buffer, NULL);
-  u64 (s, "suspends", __atomic_load_n (&t->suspends, __ATOMIC_RELAXED), NULL);
-  u64 (s, "die_busy_ns", __atomic_load_n (&t->busy_ns, __ATOMIC_RELAXED),
-       NULL);
+  u64 (s, "suspends", __atomic_load_n (&t->suspends, __ATOMIC_RELAXED),
+       COUNTER ("timing_suspends_total",
+                "Programs and erases suspended by a read."));
+  render_timing_util (s, t);
   end (s);
 }
 

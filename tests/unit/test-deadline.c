@@ -398,6 +398,53 @@ START_TEST (test_timing_suspend)
 }
 END_TEST
 
+/* Utilization: a program of 20 ms and a read of 2 ms queued behind it
+ * on die 0, a read on die 1 (1 ms of channel 1), and a host transfer:
+ * the dies' busy and waiting time, the channels' and the link's.
+ */
+START_TEST (test_timing_util)
+{
+  struct timing t;
+  struct timing_util u;
+  model32 (&t, 4096000, false);             /* 1 ms a page on a channel */
+  uint64_t x = t.xfer_page_ns;
+  timing_program (&t, 0, 0, 4, 20 * MS_);   /* die 0: 4 pages, 20 ms */
+  timing_read (&t, 0, 0, 1, 2 * MS_);       /* die 0, behind it */
+  timing_read (&t, 0, 4, 1, 0);             /* die 1 */
+  timing_get_util (&t, &u);
+  ck_assert_uint_eq (u.die_busy_ns, 22 * MS_);
+  /* The read on die 0 could start at once and waited for the program,
+   * which began after its 4 pages crossed the channel.
+   */
+  ck_assert_uint_ge (u.die_wait_ns, 20 * MS_ + 4 * x - SLACK);
+  ck_assert_uint_le (u.die_wait_ns, 20 * MS_ + 4 * x + SLACK);
+  ck_assert_uint_eq (u.chan_busy_ns, 6 * x);
+  ck_assert_uint_eq (u.host_busy_ns, 0);
+  ck_assert_uint_gt (u.elapsed_ns, 0);
+  /* Work booked ahead of now: die 0's share is far above 1 this early,
+   * the mean is die 0's spread over 32 dies.
+   */
+  ck_assert (u.die_util_max > 1.0);
+  ck_assert (u.die_util > u.die_util_max / 32 * 0.99 &&
+             u.die_util < u.die_util_max / 32 * 1.01);
+  ck_assert (u.die_queue_depth > u.die_util);
+  timing_free (&t);
+
+  /* The host link. */
+  struct ftl_timing o = {
+    .enabled = true, .channels = 1, .dies = 1, .host_rate = 4096000,
+  };
+  ck_assert_int_eq (timing_init (&t, &o), 0);
+  timing_host (&t, clock_now (), 0, 4096, true);
+  timing_host (&t, clock_now (), 0, 8192, false);
+  timing_get_util (&t, &u);
+  ck_assert_uint_ge (u.host_busy_ns, 3 * MS_);
+  ck_assert_uint_le (u.host_busy_ns, 3 * MS_ + 1000);
+  ck_assert_uint_eq (u.die_busy_ns, 0);
+  timing_free (&t);
+}
+END_TEST
+
 /* The host side: command overhead, then the link (read); a write's
  * transfers serialise on the link from their start.
  */
@@ -816,6 +863,7 @@ deadline_suite (void)
   tcase_add_test (tc, test_timing_erase_read);
   tcase_add_test (tc, test_timing_channel);
   tcase_add_test (tc, test_timing_suspend);
+  tcase_add_test (tc, test_timing_util);
   tcase_add_test (tc, test_timing_host);
   tcase_add_test (tc, test_timing_write);
   tcase_add_test (tc, test_handled);
