@@ -32,6 +32,14 @@
 # At the end of each preset the statistics must show no request aborted
 # by its deadline (default timeout).
 #
+# Beside each figure: the share of the run's time that the model's dies
+# (mean over them) and host link were busy (the statistics' timing.*
+# before and after the run, over fio's job runtime): a corner held by
+# the dies or the link shows it near 1; one below its figure with both
+# low was held back by this machine.  --repeat N runs each preset's
+# corners N times on a fresh image and gives the median, the range and
+# max/min.
+#
 # See bench/README.md.
 
 set -euo pipefail
@@ -58,6 +66,9 @@ machine caps a figure.
                      else the build tree)
   --plugin PATH      the plugin (default: the one in this build tree)
   --ftl-args ARGS    more KEY=VALUE parameters for every server
+  --repeat N         run every preset's corners N times, each on a fresh
+                     image, and print the median, the range and max/min
+                     (default 1)
   -h, --help         this text
 EOF
 }
@@ -73,6 +84,7 @@ steady=true
 dir=
 plugin=
 ftl_args=()
+repeat=1
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -86,6 +98,7 @@ while [ $# -gt 0 ]; do
         --plugin) plugin="${2:?--plugin needs a value}"; shift 2 ;;
         --ftl-args) read -r -a ftl_args <<<"${2?--ftl-args needs a value}"
                     shift 2 ;;
+        --repeat) repeat="${2:?--repeat needs a value}"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option '$1'" ;;
     esac
@@ -97,6 +110,7 @@ else
     : "${size:=256M}" "${runtime:=3}"
 fi
 [[ "$runtime" =~ ^[1-9][0-9]*$ ]] || die "--runtime $runtime: whole seconds"
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "--repeat $repeat: a count of runs"
 size_bytes="$(numfmt --from=iec "$size" 2>/dev/null)" ||
     die "bad size '$size'"
 [ "$size_bytes" -ge $((64 << 20)) ] || die "--size $size: at least 64M"
@@ -155,7 +169,8 @@ start_server ()
     local i
     rm -f "$work/ftl.img" "$work/stats.json" "$sock" "$work/pid"
     nbdkit -f -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
-        size="$size_bytes" op="$op" stats="$work/stats.json" "$@" \
+        size="$size_bytes" op="$op" stats="$work/stats.json" \
+        stats-interval=1 "$@" \
         "${ftl_args[@]}" \
         2>>"$work/server.log" &
     for (( i = 0; i < 1200; i++ )); do
@@ -182,20 +197,52 @@ stop_server ()
     server_pid=
 }
 
-# fio_run OPTIONS...: prints "IOPS BW_BYTES_PER_S" of the run.
+# util_snapshot: "DIE_BUSY_NS HOST_BUSY_NS DIES" from the statistics
+# once they stopped changing (the file is rewritten every second while
+# the counters move); "0 0 0" without the timing model.
+util_snapshot ()
+{
+    local prev= cur
+    while :; do
+        sleep 1.1
+        cur="$(jq -r '(.timing.die_busy_ns // 0 | tostring) + " "
+                      + (.timing.host_busy_ns // 0 | tostring) + " "
+                      + (.timing.dies // 0 | tostring)' "$work/stats.json")"
+        [ "$cur" = "$prev" ] && break
+        prev="$cur"
+    done
+    echo "$cur"
+}
+
+# fio_run OPTIONS...: prints "IOPS BW_BYTES_PER_S DIE_UTIL HOST_UTIL" of
+# the run: the dies' and the host link's busy time in the model over
+# the run's time (fio's job runtime), from the statistics before and
+# after it.
 fio_run ()
 {
-    local out="$work/fio.json"
+    local out="$work/fio.json" before after
+    before="$(util_snapshot)"
     fio --name=mc --ioengine=nbd --uri="$uri" --size="$size_bytes" \
         --group_reporting --output-format=json --output="$out" "$@" \
         >"$work/fio.stdout" 2>"$work/fio.stderr" ||
         { cat "$work/fio.stdout" "$work/fio.stderr" >&2; die "fio failed: $*"; }
-    jq -r '.jobs[0] | (.read.iops + .write.iops | tostring) + " "
-           + ((.read.bw_bytes + .write.bw_bytes) | tostring)' "$out"
+    after="$(util_snapshot)"
+    jq -r --arg b "$before" --arg a "$after" '
+        ($b | split(" ") | map(tonumber)) as $b |
+        ($a | split(" ") | map(tonumber)) as $a |
+        .jobs[0] | (.job_runtime * 1e6) as $ns |
+        (.read.iops + .write.iops | tostring) + " "
+        + ((.read.bw_bytes + .write.bw_bytes) | tostring) + " "
+        + (if $a[2] > 0 and $ns > 0
+           then (($a[0] - $b[0]) / $ns / $a[2] * 100 | floor / 100 | tostring)
+           else "-" end) + " "
+        + (if $a[2] > 0 and $ns > 0
+           then (($a[1] - $b[1]) / $ns * 100 | floor / 100 | tostring)
+           else "-" end)' "$out"
 }
 
-iops () { fio_run "$@" | awk '{ printf "%.0f", $1 }'; }
-mbs () { fio_run "$@" | awk '{ printf "%.1f", $2 / 1e6 }'; }
+iops () { fio_run "$@" | awk '{ printf "%.0f %s %s", $1, $3, $4 }'; }
+mbs () { fio_run "$@" | awk '{ printf "%.1f %s %s", $2 / 1e6, $3, $4 }'; }
 
 tb=(--time_based --runtime="$runtime")
 
@@ -228,6 +275,20 @@ corners ()
 }
 
 get () { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+# getn KEY FIELD FILE: the FIELD-th value of KEY's line.
+getn () { awk -v k="$1" -v f="$2" '$1 == k { print $(f + 1) }' "$3"; }
+
+# stats_of VALUES...: "median min max max/min" of the values.
+stats_of ()
+{
+    printf '%s\n' "$@" | sort -g | awk '
+        { v[NR] = $1 }
+        END {
+            if (NR == 0) exit
+            m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+            printf "%s %s %s %.2f", m, v[1], v[NR], (v[1] > 0 ? v[NR] / v[1] : 0)
+        }'
+}
 
 # The model's own ceiling at deep queues: every request sleeps once in
 # the model, which costs CPU time (a timer and two context switches).
@@ -261,8 +322,8 @@ order=(seq-read seq-write rand-read-qd1 rand-read-qd32 rand-write-qd1
 
 table="$work/table"
 {
-    echo "| preset | corner | unit | measured | model only | published | ratio | note |"
-    echo "|---|---|---|---:|---:|---:|---:|---|"
+    echo "| preset | corner | unit | measured | range (max/min) | model only | published | ratio | die util | host util | note |"
+    echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"
 } >"$table"
 
 for p in "${run_presets[@]}"; do
@@ -271,10 +332,25 @@ for p in "${run_presets[@]}"; do
         st=yes
     fi
     echo "$prog: $p ($(published "$p" drive))" >&2
-    corners "$st" model="$p"
+    : >"$work/runs"
+    aborts=0
+    for (( run = 1; run <= repeat; run++ )); do
+        [ "$repeat" -gt 1 ] && echo "$prog: $p, run $run of $repeat" >&2
+        corners "$st" model="$p"        # a fresh image each time
+        cat "$work/corners" >>"$work/runs"
+        aborts=$(( aborts + aborted ))
+    done
     for c in "${order[@]}"; do
-        m="$(get "$c" "$work/corners")"
-        [ -n "$m" ] || continue
+        mapfile -t vals < <(awk -v k="$c" '$1 == k { print $2 }' "$work/runs")
+        [ ${#vals[@]} -gt 0 ] || continue
+        read -r m lo hi spread <<<"$(stats_of "${vals[@]}")"
+        range="$lo..$hi ($spread)"
+        [ "$repeat" -gt 1 ] || range=
+        mapfile -t dv < <(awk -v k="$c" '$1 == k && $3 != "-" { print $3 }' "$work/runs")
+        mapfile -t hv < <(awk -v k="$c" '$1 == k && $4 != "-" { print $4 }' "$work/runs")
+        du=; hu=
+        [ ${#dv[@]} -gt 0 ] && du="$(stats_of "${dv[@]}" | cut -d' ' -f1)"
+        [ ${#hv[@]} -gt 0 ] && hu="$(stats_of "${hv[@]}" | cut -d' ' -f1)"
         pub="$(published "$p" "${field_of[$c]}")"
         unit=IOPS
         [[ "$c" == seq-* ]] && unit=MB/s
@@ -301,9 +377,9 @@ for p in "${run_presets[@]}"; do
         if [ "$c" = seq-write ] && [ -n "$post" ] && [ "$post" != 0 ]; then
             note="published figure is the SLC cache's; after it: $post MB/s, ratio $(awk -v m="$m" -v p="$post" 'BEGIN { printf "%.2f", m / p }')"
         fi
-        echo "| $p | $c | $unit | $m | $only | $pub | $ratio | $note |" >>"$table"
+        echo "| $p | $c | $unit | $m | $range | $only | $pub | $ratio | $du | $hu | $note |" >>"$table"
     done
-    echo "| $p | deadline aborts | | $aborted | | 0 | | default timeout |" >>"$table"
+    echo "| $p | deadline aborts | | $aborts | | | 0 | | | | default timeout, all runs |" >>"$table"
 done
 
 echo

@@ -23,7 +23,7 @@ for w in seq-read rand-write-qd16 rand-write-steady; do
 done
 test "$(grep -c '^|  | file | [1-9]' "$tmp/out.md")" -eq 3
 test "$(grep -c '^|  | memory | [1-9]' "$tmp/out.md")" -eq 3
-grep -q '^| random write steady state vs file | ' "$tmp/out.md"
+grep -q '^| random write steady state vs memory | ' "$tmp/out.md"
 grep -q '^Peak RSS (VmHWM.*ftl [1-9][0-9]* MiB ([0-9.]* MiB per GiB of disk)' "$tmp/out.md"
 grep -q '^| seq-read | [0-9.]* .*| [0-9.]* .*| [0-9.]*' "$tmp/out.md"
 # The steady-state run had garbage collection running.
