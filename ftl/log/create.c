@@ -107,8 +107,9 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   return 0;
 }
 
-/* Write a new, empty image through the backing-file operations io: the
- * file's size, then an empty checkpoint in slot 0, synced, then
+/* Write a new, empty image through the backing-file operations io, in
+ * a file already given its size (set_file_size): an empty checkpoint
+ * in slot 0, synced, then
  * superblock copy A, synced, then copy B, synced.  The superblock is
  * the commit: until copy A is whole the file holds no superblock; once
  * either copy is whole, checkpoint slot 0 is too.  As with every later
@@ -119,7 +120,6 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
               char *errbuf, size_t errlen)
 {
   uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
-  uint64_t size = fmt_image_bytes (sb);
   struct ftl_ckpt_header h = {
     .version = FTL_FORMAT_VERSION,
     .generation = 1,
@@ -134,12 +134,6 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   uint8_t *ck;
   int r;
 
-  r = media_io_set_size (io, fd, size);
-  if (r < 0) {
-    snprintf (errbuf, errlen, "setting the image size to %" PRIu64 ": %s",
-              size, strerror (-r));
-    return r;
-  }
   ck = calloc (1, sb->ckpt_bytes);
   if (!ck)
     return -ENOMEM;
