@@ -249,11 +249,6 @@ mount_fs ()
     echo "SKIP (these cases only): cannot mount $* (not root?)"
     return 1
 }
-umount_fs ()
-{
-    umount "$1" 2>/dev/null || umount -l "$1"
-}
-
 # A size the filesystem cannot hold: ext4 with 4 KiB blocks holds files
 # of at most 16 TiB.  Refused with the limit named, before anything is
 # written, and no file left.

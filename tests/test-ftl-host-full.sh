@@ -16,18 +16,7 @@ make_tmpdir
 mnt="$tmp/mnt"
 disk="$mnt/disk.img"
 stats="$tmp/stats.json"
-mkdir "$mnt"
-
-if ! mount -t tmpfs -o size=48m tmpfs "$mnt" 2>"$tmp/mount.err"; then
-    cat "$tmp/mount.err"
-    # CI runs as root: there the test must run.
-    missing "cannot mount a tmpfs (not root?)"
-fi
-unmount ()
-{
-    umount "$mnt" 2>/dev/null || umount -l "$mnt"
-}
-cleanup_fn unmount
+mount_tmpfs "$mnt" 48m
 
 # Space that is freed later.
 dd if=/dev/zero of="$mnt/ballast" bs=1M count=8 status=none

@@ -41,17 +41,7 @@ timeout 60 nbdkit -U "$tmp/sock" "$FTL_PLUGIN" file="$tmp/true.img" \
 rm -f "$tmp/sock"
 
 mnt="$tmp/mnt"
-mkdir "$mnt"
-if ! mount -t tmpfs -o size=32m tmpfs "$mnt" 2>"$tmp/mount.err"; then
-    cat "$tmp/mount.err"
-    # CI runs as root: there the test must run.
-    missing "cannot mount a tmpfs (not root?)"
-fi
-unmount ()
-{
-    umount "$mnt" 2>/dev/null || umount -l "$mnt"
-}
-cleanup_fn unmount
+mount_tmpfs "$mnt" 32m
 
 # 64M needs a file of 84 MiB: more than the tmpfs holds.  A sparse
 # image is created; a preallocated one is refused, and no file is left.
