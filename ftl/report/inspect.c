@@ -80,6 +80,18 @@ handle_map (struct ftl *ftl, uint64_t lpn)
   return l2p_load (ftl, lpn);
 }
 
+/* The geometry (ftl.h), for the plugin and the statistics. */
+void
+ftl_get_geometry (const struct ftl *ftl, struct ftl_geometry *g)
+{
+  g->page_size = ftl->page_size;
+  g->pages_per_block = ftl->ppb;
+  g->blocks = ftl->blocks;
+  g->logical_bytes = ftl->logical_bytes;
+  g->logical_pages = ftl->logical_pages;
+  g->op_percent = ftl->sb.op_ppm / 10000.0;
+}
+
 /* ---- the file, raw ---- */
 
 /* Read exactly len bytes at off: 0, or a negative errno (-EIO when the
@@ -233,15 +245,4 @@ ftl_inspect_read_pages (struct ftl *ftl, uint32_t ppn, uint32_t n, void *buf)
       media_ppn_page (m, ppn) + (uint64_t) n > m->pages_per_block)
     return -EINVAL;
   return media_read (m, ppn, n, buf);
-}
-
-void
-ftl_get_geometry (const struct ftl *ftl, struct ftl_geometry *g)
-{
-  g->page_size = ftl->page_size;
-  g->pages_per_block = ftl->ppb;
-  g->blocks = ftl->blocks;
-  g->logical_bytes = ftl->logical_bytes;
-  g->logical_pages = ftl->logical_pages;
-  g->op_percent = ftl->sb.op_ppm / 10000.0;
 }
