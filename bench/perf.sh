@@ -685,13 +685,13 @@ END {
     print "|---|---|---|---|"
     # Writes against what bounds them: the same durable work as file
     # (a flush every 64 MiB), or, for the 5-second overwrite, images in
-    # tmpfs or sync=false (--dir /dev/shm, --ftl-args sync=false: the
-    # cost of the FTL alone); random writes against memory, the NBD ceiling.
+    # tmpfs (--dir /dev/shm: the cost of the FTL alone); random writes
+    # against memory, the NBD ceiling.
     target("seq-read", "xfile", 1.0, "sequential read vs file")
     target("rand-read-qd1", "xfile", 1.0, "random read iodepth 1 vs file")
     target("rand-read-qd16", "xfile", 1.0, "random read iodepth 16 vs file")
     target("seq-write-fsync64", "xfile", 0.9, "sequential overwrite, a flush every 64 MiB, vs file")
-    target("seq-write", "xfile", 0.9, "sequential overwrite, 5 s, vs file (tmpfs or sync=false)")
+    target("seq-write", "xfile", 0.9, "sequential overwrite, 5 s, vs file (images in tmpfs)")
     targetmax("seq-write" SUBSEP "ftl" SUBSEP "cpuxfile", 1.3, "CPU per GiB of sequential writes vs file")
     target("rand-write-qd16", "xmem", 0.85, "random write iodepth 16, before GC, vs memory")
     target("rand-write-steady", "xmem", 0.70, "random write steady state vs memory")
