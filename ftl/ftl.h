@@ -527,6 +527,7 @@ struct ftl_stats {
   uint64_t media_read_pages;
   uint64_t media_erases;
   uint64_t media_syncs;         /* syncs of the file since open */
+  uint64_t media_sync_ns;       /* time spent in them */
   uint64_t media_corrected_bits;  /* bit errors ECC corrected */
   uint64_t media_read_retries;  /* read retry steps taken */
   uint64_t media_uncorrectable; /* pages no retry recovered, since open */

@@ -654,8 +654,11 @@ int
 media_sync (struct media *m)
 {
   int r = untimed_begin (m);
-  if (r == 0)
+  if (r == 0) {
+    uint64_t t0 = clock_now ();
     r = m->io->sync (m->io->opaque, m->fd);
+    media_count_add (m, MEDIA_SYNC_NS, clock_now () - t0);
+  }
   if (r == 0)
     media_count_add (m, MEDIA_SYNCS, 1);
   return untimed_end (m, r);

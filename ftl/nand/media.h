@@ -102,7 +102,9 @@ struct fault;
  * copy.  Read them with media_count.
  */
 enum media_counter {
-  MEDIA_PROGRAMS, MEDIA_READS, MEDIA_ERASES, MEDIA_SYNCS, MEDIA__NCTR
+  MEDIA_PROGRAMS, MEDIA_READS, MEDIA_ERASES, MEDIA_SYNCS,
+  MEDIA_SYNC_NS,                /* time spent in those syncs */
+  MEDIA__NCTR
 };
 
 struct media_shard {

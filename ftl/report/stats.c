@@ -80,6 +80,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->media_erases = ctr_get (ftl, FTL_CTR_ERASE)
     + media_count (&ftl->media, MEDIA_ERASES);
   st->media_syncs = media_count (&ftl->media, MEDIA_SYNCS);
+  st->media_sync_ns = media_count (&ftl->media, MEDIA_SYNC_NS);
   st->media_corrected_bits = ctr_get (ftl, FTL_CTR_CORRECTED_BITS);
   st->media_read_retries = ctr_get (ftl, FTL_CTR_READ_RETRIES);
   st->media_uncorrectable = __atomic_load_n (&ftl->em.uncorrectable,
@@ -361,6 +362,10 @@ render_host_media (struct ftl_stat_set *s, const struct stats_view *v)
     u64 (s, "syncs", st->media_syncs,
          COUNTER ("media_syncs_total",
                   "Syncs of the backing file since the server started."));
+  if (server)
+    u64 (s, "sync_ns", st->media_sync_ns,
+         COUNTER_SCALED ("media_sync_seconds_total", 1e-9,
+                         "Time the syncs of the backing file took."));
   u64 (s, "corrected_bits", st->media_corrected_bits,
        COUNTER ("media_corrected_bits_total",
                 "Bit errors ECC corrected on host reads."));
