@@ -307,6 +307,21 @@ stop_server ()
     return $r
 }
 
+# server_stacks PIDFILE: print the stacks of the server's threads (for a
+# test that found the server making no progress), if gdb is here.
+server_stacks ()
+{
+    local pid
+    pid="$(cat "$1" 2>/dev/null)" || return 0
+    if ! command -v gdb >/dev/null; then
+        echo "server_stacks: no gdb, no stacks of process $pid"
+        return 0
+    fi
+    echo "stacks of the server's threads (process $pid):"
+    timeout 60 gdb -nx -batch -p "$pid" -ex 'thread apply all bt 30' \
+        2>&1 | grep -E '^(Thread|#)' | head -n 400 || :
+}
+
 # kill_server PIDFILE: kill the server (SIGKILL); wait until it is over.
 # Not a power cut: what the server wrote to the image is in the page
 # cache and stays there, synced or not, so no shell test can see a
