@@ -10,7 +10,11 @@
  *
  * What each part owns and which lock protects it:
  *
- *   l2p[lpn]      logical -> physical map, 4 bytes per logical page.
+ *   l2p[lpn]      logical -> physical map, 4 bytes per logical page,
+ *                 kept inverted (~ppn, so 0 is FTL_UNMAPPED) in memory
+ *                 mapped lazily: the pages of the array that no mapping
+ *                 touched are never allocated (map.c; read it with
+ *                 l2p_load).
  *                 Atomic loads and exchanges; changed only by host writes
  *                 and trims (under the stripe lock of the LPN) and by GC
  *                 (compare-and-swap from the old PPN, so a host write that
@@ -132,7 +136,7 @@ struct ftl {
   uint32_t blocks;
 
   /* The map (map.c). */
-  uint32_t *l2p;
+  uint32_t *l2p;                /* ~ppn: read with l2p_load */
   uint32_t *check;              /* per logical page: its data checksum
                                  * folded (map_check_fold), 0: unknown */
   uint32_t *valid;
@@ -195,6 +199,8 @@ struct ftl {
   pthread_rwlock_t ckpt_rw;
   uint64_t ckpt_gen;            /* generation of the newest durable one */
   unsigned ckpt_slot;           /* slot holding it */
+  uint8_t *ckpt_zero[2];        /* per FTL_CKPT_CHUNK of each slot: 1 if
+                                 * it is known to read as zeros (ckpt.c) */
   uint64_t durable_ckpt_seq;    /* atomic: its seq */
   uint64_t replay_seq;          /* atomic: seq of the older checkpoint
                                  * slot, which recovery falls back to if

@@ -143,7 +143,8 @@ check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
   for (uint64_t lpn = 0; lpn < lpages; lpn++) {
     uint32_t ppn, b, page;
 
-    ppn = fmt_ckpt_map_decode (body + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
+    ppn = fmt_ckpt_map_decode (body + lpn * FTL_CKPT_MAP_ENTRY_BYTES,
+                               h->version);
     if (ppn == FTL_UNMAPPED)
       continue;
     if (!fmt_ckpt_map_check (h, ppn)) {

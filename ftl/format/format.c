@@ -409,13 +409,13 @@ fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b)
 void
 fmt_ckpt_map_encode (uint32_t ppn, uint8_t *buf)
 {
-  put32le (buf, ppn);
+  put32le (buf, ~ppn);
 }
 
 uint32_t
-fmt_ckpt_map_decode (const uint8_t *buf)
+fmt_ckpt_map_decode (const uint8_t *buf, uint32_t version)
 {
-  return get32le (buf);
+  return version >= 5 ? ~get32le (buf) : get32le (buf);
 }
 
 void

@@ -80,7 +80,16 @@
  * images keep their interleaved layout (meta_offset 0) and become
  * version 4 when first opened read-write.
  */
-#define FTL_FORMAT_VERSION     4
+/* Version 5: a checkpoint's map entry holds the PPN inverted (~ppn),
+ * so that an unmapped page is zero: the map of a disk that holds
+ * little data is mostly zeros, which a checkpoint leaves as holes of
+ * the file (ckpt.c), and creating an image writes no map at all.
+ * Checkpoints of earlier versions are read as they are (the entry is
+ * the PPN, FTL_UNMAPPED all ones); an image becomes version 5 when
+ * first opened read-write, and its next checkpoint is written in the
+ * new encoding.
+ */
+#define FTL_FORMAT_VERSION     5
 
 /* The data region starts at a multiple of an erase block's data size,
  * or of this if that is larger (version 4, fmt_data_align).
@@ -305,7 +314,8 @@ extern enum ftl_fmt_status fmt_ckpt_header_decode (const uint8_t *buf,
 /* The checkpoint body, after the header in its slot:
  *
  *   map          logical_pages entries of FTL_CKPT_MAP_ENTRY_BYTES: the
- *                PPN of each logical page, or FTL_UNMAPPED
+ *                PPN of each logical page, or FTL_UNMAPPED; from
+ *                version 5 inverted (0: unmapped)
  *   block table  blocks entries of FTL_CKPT_BLOCK_BYTES, one per erase
  *                block (struct ftl_ckpt_block)
  *
@@ -315,8 +325,11 @@ extern enum ftl_fmt_status fmt_ckpt_header_decode (const uint8_t *buf,
 extern uint64_t fmt_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks);
 extern uint64_t fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
 
+/* A map entry in this version's encoding; decoded in the encoding of
+ * the checkpoint's version.
+ */
 extern void fmt_ckpt_map_encode (uint32_t ppn, uint8_t *buf);
-extern uint32_t fmt_ckpt_map_decode (const uint8_t *buf);
+extern uint32_t fmt_ckpt_map_decode (const uint8_t *buf, uint32_t version);
 extern void fmt_ckpt_block_encode (const struct ftl_ckpt_block *b,
                                    uint8_t *buf);
 extern void fmt_ckpt_block_decode (const uint8_t *buf,

@@ -12,6 +12,14 @@
  *      now may GC drop trim pages older than the checkpoint it replaces
  *      as the fallback (the log stays replayable from either slot).
  *
+ * The snapshot's buffer is an anonymous mapping that the snapshot
+ * stores only mapped entries into (an unmapped one is zero, format.h):
+ * its pages hold memory only where the map holds data.  The slot is
+ * written in FTL_CKPT_CHUNK pieces, and a piece of zeros is not written
+ * where the slot already reads as zeros (ckpt_zero, or a hole of the
+ * file): a disk that holds little data has small checkpoints on the
+ * host's disk too.
+ *
  * A crash at any step leaves the previous checkpoint and the log after it
  * intact.  The superblock copies alternate the same way and record only
  * whether the image was shut down cleanly, and after which checkpoint.
@@ -48,6 +56,9 @@ ckpt_init (struct ftl *ftl)
 void
 ckpt_free (struct ftl *ftl)
 {
+  free (ftl->ckpt_zero[0]);
+  free (ftl->ckpt_zero[1]);
+  ftl->ckpt_zero[0] = ftl->ckpt_zero[1] = NULL;
   pthread_mutex_destroy (&ftl->ckpt_lock);
   pthread_rwlock_destroy (&ftl->ckpt_rw);
 }
@@ -90,16 +101,23 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
  */
 static uint64_t
 snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
-          uint64_t *trims)
+          uint64_t *trims, uint8_t *nonzero)
 {
   uint8_t *p;
   uint64_t since;
 
   pthread_rwlock_wrlock (&ftl->ckpt_rw);
   p = body;
+  /* body is zeros: only mapped entries are stored. */
   for (uint64_t lpn = 0; lpn < ftl->logical_pages;
-       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES)
-    fmt_ckpt_map_encode (l2p_load (ftl, lpn), p);
+       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
+    uint32_t ppn = l2p_load (ftl, lpn);
+    if (ppn != FTL_UNMAPPED) {
+      fmt_ckpt_map_encode (ppn, p);
+      nonzero[(FTL_CKPT_HDR_BYTES + (uint64_t) (p - body))
+              / FTL_CKPT_CHUNK] = 1;
+    }
+  }
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb = {
@@ -139,15 +157,49 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   return since;
 }
 
+int
+ckpt_write_chunks (const struct ftl_io *io, int fd, struct media *m,
+                   uint64_t base, const uint8_t *buf, uint64_t bytes,
+                   const uint8_t *nonzero, uint8_t *zero)
+{
+  for (uint64_t i = 0, off = 0; off < bytes; i++, off += FTL_CKPT_CHUNK) {
+    uint64_t len = MIN (FTL_CKPT_CHUNK, bytes - off);
+    int r;
+
+    if (!nonzero[i] &&
+        (zero[i] || media_io_is_hole (io, fd, base + off, len))) {
+      zero[i] = 1;
+      continue;
+    }
+    zero[i] = 0;
+    if (m)
+      r = media_pwrite_raw (m, buf + off, len, base + off);
+    else
+      r = io->pwrite (io->opaque, fd, buf + off, len, base + off);
+    if (r < 0)
+      return r;
+    zero[i] = !nonzero[i];
+  }
+  return 0;
+}
+
 static int
 ckpt_write_locked (struct ftl *ftl, bool clean)
 {
   struct ftl_ckpt_header h = { .version = FTL_FORMAT_VERSION };
   uint64_t bytes = ftl->sb.ckpt_bytes;
-  uint8_t *buf, *body;
-  uint64_t since, trims;
+  uint8_t *buf, *body, *nonzero;
+  uint64_t since, trims, chunks = DIV_ROUND_UP (bytes, FTL_CKPT_CHUNK);
   unsigned slot;
   int r;
+
+  for (int s = 0; s < 2; s++)
+    if (!ftl->ckpt_zero[s] &&
+        !(ftl->ckpt_zero[s] = calloc (chunks, 1)))
+      return -ENOMEM;
+  nonzero = calloc (chunks, 1);
+  if (!nonzero)
+    return -ENOMEM;
 
   /* Mapped, not malloc'd: the buffer is as large as the map, and
    * unmapping gives it back to the system at once, where malloc would
@@ -155,12 +207,21 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
    */
   buf = mmap (NULL, bytes, PROT_READ | PROT_WRITE,
               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (buf == MAP_FAILED)
+  if (buf == MAP_FAILED) {
+    free (nonzero);
     return -ENOMEM;
+  }
   body = buf + FTL_CKPT_HDR_BYTES;
 
-  /* 1. The snapshot. */
-  since = snapshot (ftl, body, &h, &trims);
+  /* 1. The snapshot.  The header's chunk and the block table's are
+   * always written.
+   */
+  since = snapshot (ftl, body, &h, &trims, nonzero);
+  nonzero[0] = 1;
+  for (uint64_t i = (FTL_CKPT_HDR_BYTES
+                     + fmt_ckpt_block_offset (ftl->logical_pages, 0))
+         / FTL_CKPT_CHUNK; i < chunks; i++)
+    nonzero[i] = 1;
 
   /* 2. What it maps is durable. */
   r = media_sync (&ftl->media);
@@ -179,11 +240,16 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   h.pages_per_block = ftl->ppb;
   h.clean = clean;
   fmt_ckpt_header_encode (&h, buf);
-  r = media_pwrite_raw (&ftl->media, buf, bytes, ftl->sb.ckpt_offset[slot]);
+  r = ckpt_write_chunks (ftl->media.io, ftl->media.fd, &ftl->media,
+                         ftl->sb.ckpt_offset[slot], buf, bytes, nonzero,
+                         ftl->ckpt_zero[slot]);
   if (r == 0)
     r = media_sync (&ftl->media);
-  if (r < 0)
+  if (r < 0) {
+    /* The zeros written may not be durable: known no more. */
+    memset (ftl->ckpt_zero[slot], 0, chunks);
     goto out;
+  }
 
   ftl->ckpt_gen = h.generation;
   ftl->ckpt_slot = slot;
@@ -209,6 +275,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   if (r < 0)
     log_msg (ftl, FTL_LOG_ERROR, "writing a checkpoint: %s", strerror (-r));
   munmap (buf, bytes);
+  free (nonzero);
   return r;
 }
 

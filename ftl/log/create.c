@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,20 +132,42 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
     .clean = 1,
   };
   uint8_t sbbuf[FTL_SB_SLOT];
-  uint8_t *ck;
+  uint64_t chunks = DIV_ROUND_UP (sb->ckpt_bytes, FTL_CKPT_CHUNK);
+  uint8_t *ck, *nonzero, *zero;
   int r;
 
-  ck = calloc (1, sb->ckpt_bytes);
-  if (!ck)
+  /* All logical pages unmapped (zeros, format.h); all blocks free with
+   * erase count 0.  Only the header's piece and the block table's are
+   * written: the map is zeros, and the new file holds zeros there
+   * (ckpt_write_chunks).  The buffer's untouched pages take no memory.
+   */
+  ck = mmap (NULL, sb->ckpt_bytes, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (ck == MAP_FAILED)
     return -ENOMEM;
-  /* All logical pages unmapped; all blocks free with erase count 0. */
-  for (uint64_t lpn = 0; lpn < lpages; lpn++)
-    fmt_ckpt_map_encode (FTL_UNMAPPED, ck + FTL_CKPT_HDR_BYTES
-                         + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
+  nonzero = calloc (chunks, 1);
+  zero = calloc (chunks, 1);
+  if (!nonzero || !zero) {
+    r = -ENOMEM;
+    goto out;
+  }
+  for (uint32_t b = 0; b < sb->blocks; b++) {
+    struct ftl_ckpt_block cb = { .state = FTL_BLK_FREE };
+    fmt_ckpt_block_encode (&cb, ck + FTL_CKPT_HDR_BYTES
+                           + fmt_ckpt_block_offset (lpages, b));
+  }
   h.body_checksum = fmt_checksum (ck + FTL_CKPT_HDR_BYTES, h.body_bytes, 0);
   fmt_ckpt_header_encode (&h, ck);
-  r = io->pwrite (io->opaque, fd, ck, sb->ckpt_bytes, sb->ckpt_offset[0]);
-  free (ck);
+  nonzero[0] = 1;
+  for (uint64_t i = (FTL_CKPT_HDR_BYTES + fmt_ckpt_block_offset (lpages, 0))
+         / FTL_CKPT_CHUNK; i < chunks; i++)
+    nonzero[i] = 1;
+  r = ckpt_write_chunks (io, fd, NULL, sb->ckpt_offset[0], ck,
+                         sb->ckpt_bytes, nonzero, zero);
+ out:
+  munmap (ck, sb->ckpt_bytes);
+  free (nonzero);
+  free (zero);
   if (r == 0)
     r = io->sync (io->opaque, fd);
   memset (sbbuf, 0, sizeof sbbuf);

@@ -16,10 +16,20 @@ one_log (struct ftl *ftl)
   return __atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED);
 }
 
+/* l2p[] holds ~ppn, so that an unmapped page is 0 and the array's
+ * pages that hold no mapping stay unallocated (map.c).
+ */
 static inline uint32_t
 l2p_load (struct ftl *ftl, uint64_t lpn)
 {
-  return __atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
+  return ~__atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
+}
+
+/* Set a mapping while nothing else runs (recovery, tests). */
+static inline void
+l2p_set (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
+{
+  ftl->l2p[lpn] = ~ppn;
 }
 
 static inline uint32_t
@@ -40,6 +50,7 @@ map_check_fold (uint64_t sum)
 
 /* map.c: the map, valid counts, stripe locks and drain notes. */
 extern int map_init (struct ftl *ftl);
+extern void map_clear (struct ftl *ftl);
 extern void map_free (struct ftl *ftl);
 /* Refuse an image of logical_bytes in pages of page_size (lpages of
  * them, in blocks erase blocks, checkpoints of ckpt_bytes) whose map
@@ -177,6 +188,16 @@ extern void ckpt_free (struct ftl *ftl);
 extern int ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
                                   uint64_t clean_ckpt_gen);
 extern int ckpt_write (struct ftl *ftl, bool clean);
+/* Write bytes of buf at base of the file (through m if not NULL, else
+ * through io) in FTL_CKPT_CHUNK pieces; a piece that nonzero does not
+ * flag is all zeros, and is skipped where zero says the file holds
+ * zeros already or the file has a hole there.  zero is updated to what
+ * the file holds.
+ */
+extern int ckpt_write_chunks (const struct ftl_io *io, int fd,
+                              struct media *m, uint64_t base,
+                              const uint8_t *buf, uint64_t bytes,
+                              const uint8_t *nonzero, uint8_t *zero);
 /* Write a checkpoint if one is due and no other thread writes one.
  * Returns 1 if it wrote one, 0 if not, or a negative errno.
  */

@@ -54,14 +54,49 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ftl-internal.h"
+
+/* l2p and check: 0 is their empty value (l2p holds ~ppn), so they are
+ * anonymous mappings whose pages the kernel allocates on the first
+ * store: the memory they take follows the logical pages written, not
+ * the capacity.  Reading an untouched page costs no memory.
+ */
+static void *
+lazy_array (uint64_t n, size_t size)
+{
+  void *p = mmap (NULL, MAX (n * size, 1), PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void
+lazy_free (void *p, uint64_t n, size_t size)
+{
+  if (p)
+    munmap (p, MAX (n * size, 1));
+}
+
+/* Give a lazy array's pages back: they read as zeros again. */
+static void
+lazy_zero (void *p, uint64_t n, size_t size)
+{
+  size_t page = sysconf (_SC_PAGESIZE);
+  size_t bytes = n * size, whole = bytes / page * page;
+
+  if (whole && madvise (p, whole, MADV_DONTNEED) == 0)
+    memset ((char *) p + whole, 0, bytes - whole);
+  else
+    memset (p, 0, bytes);
+}
 
 int
 map_init (struct ftl *ftl)
 {
-  ftl->l2p = malloc (ftl->logical_pages * sizeof *ftl->l2p);
-  ftl->check = calloc (ftl->logical_pages, sizeof *ftl->check);
+  ftl->l2p = lazy_array (ftl->logical_pages, sizeof *ftl->l2p);
+  ftl->check = lazy_array (ftl->logical_pages, sizeof *ftl->check);
   ftl->valid = calloc (ftl->blocks, sizeof *ftl->valid);
   ftl->drain_epoch = calloc (ftl->blocks, sizeof *ftl->drain_epoch);
   if (!ftl->l2p || !ftl->check || !ftl->valid || !ftl->drain_epoch)
@@ -100,10 +135,16 @@ map_memory_check (uint64_t logical_bytes, uint32_t page_size,
 }
 
 void
+map_clear (struct ftl *ftl)
+{
+  lazy_zero (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
+}
+
+void
 map_free (struct ftl *ftl)
 {
-  free (ftl->l2p);
-  free (ftl->check);
+  lazy_free (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
+  lazy_free (ftl->check, ftl->logical_pages, sizeof *ftl->check);
   free (ftl->valid);
   free (ftl->drain_epoch);
   ftl->l2p = NULL;
@@ -189,7 +230,7 @@ map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t check)
   assert (lpn < ftl->logical_pages);
   __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
   add_valid (ftl, media_ppn_block (&ftl->media, ppn));
-  old = __atomic_exchange_n (&ftl->l2p[lpn], ppn, __ATOMIC_ACQ_REL);
+  old = ~__atomic_exchange_n (&ftl->l2p[lpn], ~ppn, __ATOMIC_ACQ_REL);
   assert (old != ppn);
   if (old == FTL_UNMAPPED)
     __atomic_fetch_add (&ftl->mapped, 1, __ATOMIC_RELAXED);
@@ -205,7 +246,8 @@ map_unmap (struct ftl *ftl, uint64_t lpn)
   assert (lpn < ftl->logical_pages);
   if (l2p_load (ftl, lpn) == FTL_UNMAPPED)
     return false;
-  old = __atomic_exchange_n (&ftl->l2p[lpn], FTL_UNMAPPED, __ATOMIC_ACQ_REL);
+  old = ~__atomic_exchange_n (&ftl->l2p[lpn], ~FTL_UNMAPPED,
+                              __ATOMIC_ACQ_REL);
   if (old == FTL_UNMAPPED)
     return false;
   __atomic_fetch_sub (&ftl->mapped, 1, __ATOMIC_RELAXED);
@@ -217,13 +259,13 @@ bool
 map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to,
               uint32_t check)
 {
-  uint32_t expect = from;
+  uint32_t expect = ~from;
   uint32_t tb = media_ppn_block (&ftl->media, to);
 
   assert (lpn < ftl->logical_pages);
   assert (media_ppn_block (&ftl->media, from) != tb);
   add_valid (ftl, tb);
-  if (__atomic_compare_exchange_n (&ftl->l2p[lpn], &expect, to, false,
+  if (__atomic_compare_exchange_n (&ftl->l2p[lpn], &expect, ~to, false,
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
     map_drop_valid (ftl, media_ppn_block (&ftl->media, from));
@@ -293,7 +335,7 @@ map_checks_load (struct ftl *ftl)
 
   if (!oob)
     return -ENOMEM;
-  memset (ftl->check, 0, ftl->logical_pages * sizeof *ftl->check);
+  lazy_zero (ftl->check, ftl->logical_pages, sizeof *ftl->check);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     uint32_t wp = m->wp[b], ec = media_erase_count (m, b);
     if (wp == 0 || ftl->valid[b] == 0 ||
@@ -305,7 +347,7 @@ map_checks_load (struct ftl *ftl)
       if (fmt_oob_decode (oob + (size_t) i * FTL_OOB_BYTES, FTL_OOB_BYTES,
                           &o) == FTL_FMT_OK &&
           o.kind == FTL_OOB_DATA && o.lpn < ftl->logical_pages &&
-          o.erase_count == ec && ftl->l2p[o.lpn] == ppn)
+          o.erase_count == ec && l2p_load (ftl, o.lpn) == ppn)
         ftl->check[o.lpn] = map_check_fold (o.data_checksum);
     }
   }

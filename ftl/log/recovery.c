@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ftl-internal.h"
 
@@ -84,6 +85,39 @@ cmp_item (const void *a, const void *b)
   return x->ppn < y->ppn ? -1 : x->ppn > y->ppn;
 }
 
+/* Read a checkpoint body of len bytes at off into a new anonymous
+ * mapping, in FTL_CKPT_CHUNK pieces; a piece that is a hole of the file
+ * is not read (the mapping reads as zeros there and takes no memory):
+ * the body of a disk that holds little data is mostly holes (ckpt.c).
+ */
+static int
+read_body (struct ftl *ftl, uint64_t off, uint64_t len, uint8_t **out)
+{
+  uint8_t *body = mmap (NULL, MAX (len, 1), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+  if (body == MAP_FAILED)
+    return -ENOMEM;
+  for (uint64_t pos = 0; pos < len; pos += FTL_CKPT_CHUNK) {
+    uint64_t n = MIN (FTL_CKPT_CHUNK, len - pos);
+    if (media_io_is_hole (ftl->media.io, ftl->media.fd, off + pos, n))
+      continue;
+    int r = media_pread_raw (&ftl->media, body + pos, n, off + pos);
+    if (r < 0) {
+      munmap (body, MAX (len, 1));
+      return r;
+    }
+  }
+  *out = body;
+  return 0;
+}
+
+static void
+free_body (uint8_t *body, uint64_t len)
+{
+  munmap (body, MAX (len, 1));
+}
+
 /* Load the map and the block table of a checkpoint body that passed its
  * checksum, checking every entry.
  */
@@ -91,17 +125,21 @@ static int
 apply_body (struct ftl *ftl, const struct ftl_ckpt_header *h,
             const uint8_t *body, char *errbuf, size_t errlen)
 {
-  /* The map. */
+  /* The map: only the mapped entries are stored, so that the pages of
+   * l2p that hold none stay unallocated (map.c).
+   */
   const uint8_t *p = body;
+  map_clear (ftl);
   for (uint64_t lpn = 0; lpn < ftl->logical_pages;
        lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
-    uint32_t ppn = fmt_ckpt_map_decode (p);
+    uint32_t ppn = fmt_ckpt_map_decode (p, h->version);
     if (!fmt_ckpt_map_check (h, ppn)) {
       snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
                 " to physical page %u, beyond the device", lpn, ppn);
       return -EINVAL;
     }
-    ftl->l2p[lpn] = ppn;
+    if (ppn != FTL_UNMAPPED)
+      l2p_set (ftl, lpn, ppn);
   }
   /* The block table. */
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
@@ -153,13 +191,9 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
         best = s;
     if (best == -1)
       break;
-    body = malloc (h[best].body_bytes);
-    if (!body)
-      return -ENOMEM;
-    r = media_pread_raw (&ftl->media, body, h[best].body_bytes,
-                         ftl->sb.ckpt_offset[best] + FTL_CKPT_HDR_BYTES);
+    r = read_body (ftl, ftl->sb.ckpt_offset[best] + FTL_CKPT_HDR_BYTES,
+                   h[best].body_bytes, &body);
     if (r < 0) {
-      free (body);
       snprintf (errbuf, errlen, "reading checkpoint slot %d: %s", best,
                 strerror (-r));
       return r;
@@ -169,7 +203,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
     log_msg (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
              ") fails its checksum", best, h[best].generation);
     st[best] = FTL_FMT_BAD_CHECKSUM;
-    free (body);
+    free_body (body, h[best].body_bytes);
     body = NULL;
   }
   if (!body) {
@@ -184,7 +218,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
              best);
 
   r = apply_body (ftl, &h[best], body, errbuf, errlen);
-  free (body);
+  free_body (body, h[best].body_bytes);
   if (r < 0)
     return r;
 
@@ -384,7 +418,7 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
 static bool
 intact_version (struct ftl *ftl, uint32_t lpn, uint64_t seq, uint8_t *page)
 {
-  uint32_t ppn = ftl->l2p[lpn], blk;
+  uint32_t ppn = l2p_load (ftl, lpn), blk;
   uint8_t oob[FTL_OOB_BYTES];
   struct ftl_oob o;
 
@@ -444,16 +478,18 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
           continue;
         }
       }
-      ftl->l2p[it->lpn] = it->ppn;
+      l2p_set (ftl, it->lpn, it->ppn);
     }
     else if (it->seq >= ckpt_seq)
       for (uint64_t l = it->lpn; l < (uint64_t) it->lpn + it->count; l++)
-        ftl->l2p[l] = FTL_UNMAPPED;
+        if (l2p_load (ftl, l) != FTL_UNMAPPED)
+          l2p_set (ftl, l, FTL_UNMAPPED); /* a trim of a range that holds
+                                             nothing allocates nothing */
   }
   /* The damaged pages that no newer version or trim replaced. */
   for (size_t i = 0; i < items.n; i++) {
     const struct item *it = &items.v[i];
-    if (it->damaged && ftl->l2p[it->lpn] == it->ppn) {
+    if (it->damaged && l2p_load (ftl, it->lpn) == it->ppn) {
       log_msg (ftl, FTL_LOG_WARN, "logical page %u: its durable version "
                "(physical page %u) is damaged; it reads as an error until "
                "it is rewritten or trimmed", it->lpn, it->ppn);
@@ -490,7 +526,7 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
     return -ENOMEM;
   memset (ftl->valid, 0, ftl->blocks * sizeof *ftl->valid);
   for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
-    uint32_t ppn = ftl->l2p[lpn];
+    uint32_t ppn = l2p_load (ftl, lpn);
     if (ppn == FTL_UNMAPPED)
       continue;
     uint32_t b = media_ppn_block (&ftl->media, ppn);

@@ -34,6 +34,10 @@
  * last free block.
  */
 #define FTL_RESERVE_BLOCKS 1
+/* Checkpoints are written and read in pieces of this size, and a piece
+ * of unmapped entries (zeros) is left as a hole of the file (ckpt.c).
+ */
+#define FTL_CKPT_CHUNK (UINT64_C (1) << 16)
 /* Victims GC may relocate before it syncs once and erases them all:
  * one per FTL_GC_BATCH_SPARE_DIV spare blocks beyond the first
  * FTL_GC_BATCH_FREE_SPARE, from 1 to FTL_GC_ERASE_BATCH (see

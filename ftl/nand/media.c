@@ -124,6 +124,19 @@ default_sync_dir (void *opaque, const char *path)
   return r;
 }
 
+/* SEEK_DATA from off: no data before off + len means a hole there.
+ * A file system without SEEK_DATA reports the whole file as data.
+ */
+static int
+default_is_hole (void *opaque, int fd, uint64_t off, uint64_t len)
+{
+  off_t d = lseek (fd, off, SEEK_DATA);
+
+  if (d == -1)
+    return errno == ENXIO;      /* no data from off to the end */
+  return (uint64_t) d >= off + len;
+}
+
 const struct ftl_io media_default_io = {
   .pwrite = default_pwrite,
   .pread  = default_pread,
@@ -132,7 +145,15 @@ const struct ftl_io media_default_io = {
   .pwritev = default_pwritev,
   .set_size = default_set_size,
   .sync_dir = default_sync_dir,
+  .is_hole = default_is_hole,
 };
+
+bool
+media_io_is_hole (const struct ftl_io *io, int fd, uint64_t off,
+                  uint64_t len)
+{
+  return io->is_hole && io->is_hole (io->opaque, fd, off, len) == 1;
+}
 
 int
 media_io_set_size (const struct ftl_io *io, int fd, uint64_t size)

@@ -87,12 +87,21 @@ struct ftl_io {
    * file makes its data durable, not its name).
    */
   int (*sync_dir) (void *opaque, const char *path);
+  /* Does [off, off + len) read as zeros because none of it is
+   * allocated (a hole of a sparse file)?  1: yes; 0: no, or not known.
+   * Lets a checkpoint skip writing zeros where the file holds none
+   * (ckpt.c); NULL: never known.
+   */
+  int (*is_hole) (void *opaque, int fd, uint64_t off, uint64_t len);
 };
 extern const struct ftl_io media_default_io;
 
 /* io's set_size and sync_dir, or the defaults where they are NULL. */
 extern int media_io_set_size (const struct ftl_io *io, int fd, uint64_t size);
 extern int media_io_sync_dir (const struct ftl_io *io, const char *path);
+/* io's is_hole: true only if the range is known to be a hole. */
+extern bool media_io_is_hole (const struct ftl_io *io, int fd, uint64_t off,
+                              uint64_t len);
 
 struct timing;
 struct deadline;

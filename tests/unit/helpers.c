@@ -476,6 +476,15 @@ fault_sync_dir (void *opaque, const char *path)
   return 0;
 }
 
+/* A hole of the real file is one in every image the trace can give:
+ * no write, durable or not, ever reached it.
+ */
+static int
+fault_is_hole (void *opaque, int fd, uint64_t off, uint64_t len)
+{
+  return media_default_io.is_hole (NULL, fd, off, len);
+}
+
 void
 unit_fault_init (struct unit_fault *f)
 {
@@ -484,6 +493,7 @@ unit_fault_init (struct unit_fault *f)
     .pwrite = fault_pwrite, .pread = fault_pread,
     .sync = fault_sync, .opaque = f,
     .set_size = fault_set_size, .sync_dir = fault_sync_dir,
+    .is_hole = fault_is_hole,
   };
   f->limit = -1;
 }

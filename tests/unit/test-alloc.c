@@ -58,7 +58,7 @@ write_page (struct ftl *ftl, uint64_t lpn, uint64_t version)
 static uint32_t
 block_of_lpn (struct ftl *ftl, uint64_t lpn)
 {
-  uint32_t ppn = ftl->l2p[lpn];
+  uint32_t ppn = l2p_load (ftl, lpn);
   ck_assert_uint_ne (ppn, FTL_UNMAPPED);
   return media_ppn_block (&ftl->media, ppn);
 }
@@ -163,7 +163,7 @@ START_TEST (test_map_install_unmap)
     ck_assert_uint_eq (ftl->valid[b], 0);
 
   map_install (ftl, 5, media_ppn (m, 3, 0), 0);
-  ck_assert_uint_eq (ftl->l2p[5], media_ppn (m, 3, 0));
+  ck_assert_uint_eq (l2p_load (ftl, 5), media_ppn (m, 3, 0));
   ck_assert_uint_eq (ftl->valid[3], 1);
   ck_assert_uint_eq (ftl->mapped, 1);
 
@@ -175,7 +175,7 @@ START_TEST (test_map_install_unmap)
    * does not change.
    */
   map_install (ftl, 5, media_ppn (m, 4, 0), 0);
-  ck_assert_uint_eq (ftl->l2p[5], media_ppn (m, 4, 0));
+  ck_assert_uint_eq (l2p_load (ftl, 5), media_ppn (m, 4, 0));
   ck_assert_uint_eq (ftl->valid[3], 1);
   ck_assert_uint_eq (ftl->valid[4], 1);
   ck_assert_uint_eq (ftl->mapped, 2);
@@ -186,7 +186,7 @@ START_TEST (test_map_install_unmap)
   ck_assert_uint_eq (ftl->mapped, 2);
 
   ck_assert (map_unmap (ftl, 5));
-  ck_assert_uint_eq (ftl->l2p[5], FTL_UNMAPPED);
+  ck_assert_uint_eq (l2p_load (ftl, 5), FTL_UNMAPPED);
   ck_assert_uint_eq (ftl->valid[4], 0);
   ck_assert_uint_eq (ftl->mapped, 1);
   ck_assert (!map_unmap (ftl, 5));
@@ -220,7 +220,7 @@ check_accounting (struct ftl *ftl)
   struct ftl_stats st;
 
   for (uint64_t l = 0; l < ftl->logical_pages; l++) {
-    uint32_t ppn = ftl->l2p[l];
+    uint32_t ppn = l2p_load (ftl, l);
     if (ppn == FTL_UNMAPPED)
       continue;
     mapped++;
@@ -495,7 +495,7 @@ START_TEST (test_trim_retries)
   erases = media_count (&ftl->media, MEDIA_ERASES);
   ck_assert_int_eq (ftl_trim (ftl, PS, 0, 0), 0);
   ck_assert_uint_ge (media_count (&ftl->media, MEDIA_ERASES), erases + need);
-  ck_assert_uint_eq (ftl->l2p[0], FTL_UNMAPPED);
+  ck_assert_uint_eq (l2p_load (ftl, 0), FTL_UNMAPPED);
   ck_assert_uint_eq (ftl->trim_count, 1);
   ck_assert_uint_ne (ftl->metaf.block, FTL_NO_BLOCK);
   ck_assert_int_eq (ftl_read (ftl, page, PS, 0), 0);

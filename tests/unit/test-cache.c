@@ -115,7 +115,7 @@ START_TEST (test_coalesce_and_hits)
   ck_assert_uint_eq (st.cache.flush_waits, 1);
   ck_assert_uint_eq (st.media_program_pages, 1);
   ck_assert_uint_eq (st.mapped_pages, 1);
-  ck_assert_uint_ne (ftl->l2p[7], FTL_UNMAPPED);
+  ck_assert_uint_ne (l2p_load (ftl, 7), FTL_UNMAPPED);
   /* Read from the log now. */
   ck_assert_uint_eq (page_version (ftl, 7), 10);
   ck_assert_uint_eq (stats (ftl).cache.hits, 1);
@@ -344,7 +344,7 @@ START_TEST (test_extents_see_cached_pages)
   ck_assert (exts[0].hole && exts[0].off == 0 && exts[0].len == 2 * PS);
   ck_assert (!exts[1].hole && exts[1].off == 2 * PS && exts[1].len == PS);
   ck_assert (exts[2].hole && exts[2].off == 3 * PS && exts[2].len == PS);
-  ck_assert_uint_eq (ftl->l2p[2], FTL_UNMAPPED);
+  ck_assert_uint_eq (l2p_load (ftl, 2), FTL_UNMAPPED);
   ck_assert_int_eq (ftl_close (ftl), 0);
 }
 END_TEST

@@ -165,6 +165,13 @@ downgrade (void)
                       (ssize_t) sb.ckpt_bytes);
     if (fmt_ckpt_header_decode (ck, FTL_CKPT_HDR_BYTES, &h) == FTL_FMT_OK) {
       uint8_t *body = ck + FTL_CKPT_HDR_BYTES;
+      /* Map entries as before version 5: the PPN, not inverted. */
+      for (uint64_t l = 0; l < h.logical_pages; l++) {
+        uint8_t *e = body + l * FTL_CKPT_MAP_ENTRY_BYTES;
+        uint32_t ppn = fmt_ckpt_map_decode (e, h.version);
+        for (int i = 0; i < 4; i++)
+          e[i] = ppn >> (8 * i);
+      }
       for (uint32_t b = 0; b < h.blocks; b++) {
         uint8_t *e = body + fmt_ckpt_block_offset (h.logical_pages, b);
         struct ftl_ckpt_block cb;

@@ -681,14 +681,23 @@ START_TEST (test_ckpt_body_layout)
                      4 * (uint64_t) (UINT32_MAX - 2)
                      + 12 * (uint64_t) UINT32_MAX);
 
+  /* Version 5 on: the PPN inverted, little-endian; unmapped is 0. */
   memset (buf, 0xa5, sizeof buf);
   fmt_ckpt_map_encode (0x01020304, buf);
-  ck_assert_uint_eq (buf[0], 0x04);
-  ck_assert_uint_eq (buf[3], 0x01);
+  ck_assert_uint_eq (buf[0], 0xfb);
+  ck_assert_uint_eq (buf[3], 0xfe);
   ck_assert_uint_eq (buf[FTL_CKPT_MAP_ENTRY_BYTES], 0xa5);
-  ck_assert_uint_eq (fmt_ckpt_map_decode (buf), 0x01020304);
+  ck_assert_uint_eq (fmt_ckpt_map_decode (buf, 5), 0x01020304);
   fmt_ckpt_map_encode (FTL_UNMAPPED, buf);
-  ck_assert_uint_eq (fmt_ckpt_map_decode (buf), FTL_UNMAPPED);
+  for (int i = 0; i < FTL_CKPT_MAP_ENTRY_BYTES; i++)
+    ck_assert_uint_eq (buf[i], 0);
+  ck_assert_uint_eq (fmt_ckpt_map_decode (buf, FTL_FORMAT_VERSION),
+                     FTL_UNMAPPED);
+  /* Before version 5: the PPN as it is, unmapped all ones. */
+  memcpy (buf, "\x04\x03\x02\x01", 4);
+  ck_assert_uint_eq (fmt_ckpt_map_decode (buf, 4), 0x01020304);
+  memset (buf, 0xff, 4);
+  ck_assert_uint_eq (fmt_ckpt_map_decode (buf, 1), FTL_UNMAPPED);
 }
 END_TEST
 

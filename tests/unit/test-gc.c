@@ -321,7 +321,7 @@ START_TEST (test_greedy_constructed)
     write_pages (ftl, &r, l, 1);
   for (uint32_t b = 0; b < 4; b++)
     for (uint64_t l = b * 8; l < b * 8 + 8; l++)
-      ck_assert_uint_eq (media_ppn_block (&ftl->media, ftl->l2p[l]), b);
+      ck_assert_uint_eq (media_ppn_block (&ftl->media, l2p_load (ftl, l)), b);
   for (uint64_t l = 0; l < 6; l++)
     write_pages (ftl, &r, l, 1);
   for (uint64_t l = 8; l < 11; l++)
@@ -335,7 +335,7 @@ START_TEST (test_greedy_constructed)
   for (int i = 0; i < 7; i++) {
     uint8_t oob[FTL_OOB_BYTES];
     struct ftl_oob o;
-    uint32_t ppn = ftl->l2p[copied[i]];
+    uint32_t ppn = l2p_load (ftl, copied[i]);
     ck_assert_int_eq (media_read_oob (&ftl->media,
                                       media_ppn_block (&ftl->media, ppn),
                                       media_ppn_page (&ftl->media, ppn), 1,
@@ -366,7 +366,7 @@ START_TEST (test_greedy_constructed)
 
   /* The copies: elsewhere, readable, with their sequence numbers. */
   for (int i = 0; i < (trace.n > 1 ? 7 : 2); i++) {
-    uint32_t ppn = ftl->l2p[copied[i]];
+    uint32_t ppn = l2p_load (ftl, copied[i]);
     uint32_t b = media_ppn_block (&ftl->media, ppn);
     uint8_t oob[FTL_OOB_BYTES];
     struct ftl_oob o;

@@ -137,7 +137,7 @@ check_invariants (struct ftl *ftl)
   uint32_t *valid = calloc (ftl->blocks, sizeof *valid);
   uint64_t mapped = 0;
   for (uint64_t l = 0; l < ftl->logical_pages; l++) {
-    uint32_t ppn = ftl->l2p[l];
+    uint32_t ppn = l2p_load (ftl, l);
     if (ppn == FTL_UNMAPPED) continue;
     mapped++;
     struct ftl_oob o;
@@ -357,19 +357,19 @@ START_TEST (test_selfcheck_finds_damage)
   ck_assert_uint_eq (selfcheck_lines, 0);
 
   /* A valid count off by one. */
-  uint32_t b = media_ppn_block (&ftl->media, ftl->l2p[3]);
+  uint32_t b = media_ppn_block (&ftl->media, l2p_load (ftl, 3));
   ftl->valid[b]++;
   ck_assert_int_eq (selfcheck_run (ftl, "test"), -EIO);
   ck_assert_uint_ge (selfcheck_lines, 1);
   ftl->valid[b]--;
 
   /* Two logical pages on one physical page. */
-  uint32_t saved = ftl->l2p[5];
-  ftl->l2p[5] = ftl->l2p[4];
+  uint32_t saved = l2p_load (ftl, 5);
+  l2p_set (ftl, 5, l2p_load (ftl, 4));
   selfcheck_lines = 0;
   ck_assert_int_eq (selfcheck_run (ftl, "test"), -EIO);
   ck_assert_uint_ge (selfcheck_lines, 1);
-  ftl->l2p[5] = saved;
+  l2p_set (ftl, 5, saved);
 
   /* The free pool miscounted. */
   ftl->nfree++;

@@ -18,6 +18,8 @@
 
 #include <config.h>
 
+#include <sys/stat.h>
+
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -306,7 +308,7 @@ START_TEST (test_trim_flush_kill)
   hist_verify (ftl, &h, PS4, NULL, "trim, flush, kill");
   ck_assert_uint_eq (ftl->mapped, LP4 - 28);
   for (uint64_t l = 10; l < 30; l++)
-    ck_assert_uint_eq (ftl->l2p[l], FTL_UNMAPPED);
+    ck_assert_uint_eq (l2p_load (ftl, l), FTL_UNMAPPED);
 
   /* Rewrite some trimmed pages, trim again with FUA, kill. */
   unit_fill_page (page, PS4, 12, 2);
@@ -320,6 +322,89 @@ START_TEST (test_trim_flush_kill)
   hist_verify (ftl, &h, PS4, NULL, "trim with FUA, kill");
   ck_assert_int_eq (ftl_close (ftl), 0);
   hist_free (&h);
+}
+END_TEST
+
+/* A large disk that holds little data: checkpoints leave the unmapped
+ * part of the map as holes (format version 5), the image stays small,
+ * and a page trimmed from a piece of the map that a slot once wrote
+ * stays trimmed through clean closes and a kill, whichever slot is
+ * read.
+ */
+#define LPS     (UINT64_C (1) << 20)      /* 4 GiB of 4 KiB pages */
+
+static void
+sparse_check (struct ftl *ftl, const uint64_t *lpn, const bool *mapped,
+              int n, const char *when)
+{
+  uint8_t page[PS4];
+  uint64_t l, v;
+
+  for (int i = 0; i < n; i++) {
+    ck_assert_int_eq (ftl_read (ftl, page, PS4, lpn[i] * PS4), 0);
+    if (mapped[i]) {
+      ck_assert_msg (unit_page_identify (page, PS4, &l, &v) == 1 &&
+                     l == lpn[i], "%s: page %" PRIu64 " lost", when, lpn[i]);
+    }
+    else {
+      for (size_t k = 0; k < PS4; k++)
+        ck_assert_msg (page[k] == 0, "%s: trimmed page %" PRIu64
+                       " came back", when, lpn[i]);
+    }
+  }
+}
+
+START_TEST (test_sparse_checkpoints)
+{
+  /* One page in the first piece of the map, one in the middle, one in
+   * the last (FTL_CKPT_CHUNK bytes each).
+   */
+  const uint64_t lpn[] = { 100, LPS / 2 + 7, LPS - 3 };
+  bool mapped[] = { true, true, true };
+  uint8_t page[PS4];
+  struct stat st;
+  struct ftl *ftl = unit_open (path, LPS * PS4, PS4, 64, 28, 0,
+                               unit_nosync_io ());
+
+  for (int i = 0; i < 3; i++) {
+    unit_fill_page (page, PS4, lpn[i], 1);
+    ck_assert_int_eq (ftl_write (ftl, page, PS4, lpn[i] * PS4, 0), 0);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  /* Two checkpoints' maps would be 8 MiB of the file. */
+  ck_assert_int_eq (stat (path, &st), 0);
+  ck_assert_msg ((uint64_t) st.st_blocks * 512 < 3 * (UINT64_C (1) << 20),
+                 "the image holds %" PRIu64 " bytes",
+                 (uint64_t) st.st_blocks * 512);
+
+  /* Every open writes a checkpoint to the other slot: both have held
+   * the middle page when it is trimmed.
+   */
+  for (int round = 0; round < 3; round++) {
+    ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+    sparse_check (ftl, lpn, mapped, 3, "reopened");
+    ck_assert_int_eq (ftl_close (ftl), 0);
+  }
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  ck_assert_int_eq (ftl_trim (ftl, PS4, lpn[1] * PS4, 0), 0);
+  mapped[1] = false;
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  for (int round = 0; round < 3; round++) {
+    ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+    sparse_check (ftl, lpn, mapped, 3, "trimmed, closed, reopened");
+    ck_assert_int_eq (ftl_close (ftl), 0);
+  }
+  /* The same through a kill after a flush. */
+  ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+  ck_assert_int_eq (ftl_trim (ftl, PS4, lpn[2] * PS4, 0), 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  mapped[2] = false;
+  open_abandon (ftl);
+  for (int round = 0; round < 3; round++) {
+    ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
+    sparse_check (ftl, lpn, mapped, 3, "trimmed, flushed, killed");
+    ck_assert_int_eq (ftl_close (ftl), 0);
+  }
 }
 END_TEST
 
@@ -919,8 +1004,8 @@ START_TEST (test_damaged_data_page)
     versions[l] = 10000 + l;
   }
   for (int i = 0; i < 3; i++)
-    data_off[i] = media_page_offset (&ftl->media, ftl->l2p[5 + i]);
-  uint32_t ppn = ftl->l2p[6];
+    data_off[i] = media_page_offset (&ftl->media, l2p_load (ftl, 5 + i));
+  uint32_t ppn = l2p_load (ftl, 6);
   oob_off = media_meta_offset (&ftl->media, media_ppn_block (&ftl->media, ppn))
     + FTL_BLKHDR_BYTES
     + (uint64_t) media_ppn_page (&ftl->media, ppn) * FTL_OOB_BYTES;
@@ -998,7 +1083,7 @@ START_TEST (test_checks_in_memory)
   verify_versions (ftl, versions, "clean reopen");
   ck_assert_uint_eq (oob_preads, 0);
   for (uint64_t l = 0; l < LP4; l++)
-    if (ftl->l2p[l] != FTL_UNMAPPED)
+    if (l2p_load (ftl, l) != FTL_UNMAPPED)
       ck_assert_uint_ne (ftl->check[l], 0);
 
   /* New writes get their checks when they are mapped. */
@@ -1023,8 +1108,8 @@ START_TEST (test_checks_in_memory)
   /* Damage under the open handle: page 13's data, page 14's OOB
    * entry (its LPN).
    */
-  uint64_t data13 = media_page_offset (&ftl->media, ftl->l2p[13]);
-  uint32_t ppn14 = ftl->l2p[14];
+  uint64_t data13 = media_page_offset (&ftl->media, l2p_load (ftl, 13));
+  uint32_t ppn14 = l2p_load (ftl, 14);
   uint64_t oob14 = media_meta_offset (&ftl->media,
                                       media_ppn_block (&ftl->media, ppn14))
     + FTL_BLKHDR_BYTES
@@ -1107,7 +1192,7 @@ damage_after_kill (bool flush)
   ck_assert_int_eq (ftl_write (ftl, page, PS4, 5 * PS4, 0), 0);
   if (flush)
     ck_assert_int_eq (ftl_flush (ftl), 0);
-  off = media_page_offset (&ftl->media, ftl->l2p[5]);
+  off = media_page_offset (&ftl->media, l2p_load (ftl, 5));
   open_abandon (ftl);
   unit_flip_byte (path, off + 100, 0x04);
   return off;
@@ -1139,10 +1224,10 @@ START_TEST (test_never_stale)
   /* Garbage collection moves it as lost data: still an error, here and
    * after a restart.
    */
-  uint32_t from = ftl->l2p[5];
+  uint32_t from = l2p_load (ftl, 5);
   ck_assert_int_eq (gc_reclaim_block (ftl, media_ppn_block (&ftl->media,
                                                             from)), 0);
-  ck_assert_uint_ne (ftl->l2p[5], from);
+  ck_assert_uint_ne (l2p_load (ftl, 5), from);
   ck_assert_int_eq (ftl_read (ftl, page, PS4, 5 * PS4), -EIO);
   ck_assert_msg (strstr (unit_last_error, "its data was lost"),
                  "error: '%s'", unit_last_error);
@@ -1172,6 +1257,7 @@ recovery_suite (void)
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_flush_then_kill);
   tcase_add_test (tc, test_trim_flush_kill);
+  tcase_add_test (tc, test_sparse_checkpoints);
   tcase_add_test (tc, test_trim_no_flush_kill);
   tcase_add_test (tc, test_erase_counts_monotonic);
   suite_add_tcase (s, tc);

@@ -367,7 +367,7 @@ run (bool background, uint64_t cache_bytes)
   ck_assert_int_eq (ftl_flush (ftl), 0);
   ftl_get_stats (ftl, &a);
   for (unsigned i = 0; i < NREADERS * REG; i++)
-    r_ppn[i] = ftl->l2p[R_BASE (0) + i];
+    r_ppn[i] = l2p_load (ftl, R_BASE (0) + i);
 
   if (background)
     ck_assert_int_eq (ftl_start_background (ftl), 0);
@@ -393,7 +393,7 @@ run (bool background, uint64_t cache_bytes)
 
   ftl_get_stats (ftl, &b);
   for (unsigned i = 0; i < NREADERS * REG; i++)
-    moved += ftl->l2p[R_BASE (0) + i] != r_ppn[i];
+    moved += l2p_load (ftl, R_BASE (0) + i) != r_ppn[i];
   printf ("threads (%s GC, write cache %" PRIu64 " KiB): %u of the "
           "readers' %u pages were relocated while they read them\n",
           background ? "background" : "foreground", cache_bytes / 1024,

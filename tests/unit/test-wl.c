@@ -207,7 +207,7 @@ START_TEST (test_last_cycle_not_victim)
     unit_fill_page (data, PS, l, 2);
     ck_assert_int_eq (ftl_write (ftl, data, PS, l * PS, 0), 0);
   }
-  b = media_ppn_block (&ftl->media, ftl->l2p[2 * ppb]);
+  b = media_ppn_block (&ftl->media, l2p_load (ftl, 2 * ppb));
   for (uint64_t l = 2 * ppb; l < 2 * ppb + 4; l++) {
     unit_fill_page (data, PS, l, 3);
     ck_assert_int_eq (ftl_write (ftl, data, PS, l * PS, 0), 0);
