@@ -137,6 +137,11 @@ struct ftl {
 
   /* The map (map.c). */
   uint32_t *l2p;                /* ~ppn: read with l2p_load */
+  uint64_t *l2p_pop;            /* a bit per FTL_MAP_GROUP logical pages
+                                 * that may hold a mapping (set, atomic,
+                                 * before the first is stored; cleared
+                                 * only by map_clear): the loops over
+                                 * the map skip the others (map_next) */
   uint32_t *check;              /* per logical page: its data checksum
                                  * folded (map_check_fold), 0: unknown */
   uint32_t *valid;

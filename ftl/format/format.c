@@ -36,6 +36,28 @@ fmt_checksum (const void *data, size_t len, uint64_t seed)
   return XXH3_64bits_withSeed (data, len, seed);
 }
 
+uint64_t
+fmt_checksum_sparse (const uint8_t *data, uint64_t len, uint64_t base,
+                     uint64_t piece, const uint8_t *present)
+{
+  static const uint8_t zeros[65536];
+  XXH3_state_t st;
+  uint64_t pos = 0;
+
+  XXH3_64bits_reset_withSeed (&st, 0);
+  while (pos < len) {
+    uint64_t k = (base + pos) / piece;
+    uint64_t n = MIN ((k + 1) * piece - (base + pos), len - pos);
+    if (present[k])
+      XXH3_64bits_update (&st, data + pos, n);
+    else
+      for (uint64_t z = 0; z < n; z += sizeof zeros)
+        XXH3_64bits_update (&st, zeros, MIN (sizeof zeros, n - z));
+    pos += n;
+  }
+  return XXH3_64bits_digest (&st);
+}
+
 const char *
 fmt_status_string (enum ftl_fmt_status s)
 {

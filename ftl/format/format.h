@@ -289,6 +289,14 @@ extern const char *fmt_status_string (enum ftl_fmt_status s);
 
 /* Checksums (XXH3, from libxxhash). */
 extern uint64_t fmt_checksum (const void *data, size_t len, uint64_t seed);
+/* fmt_checksum of len bytes of data, read only where present says:
+ * data[j] lies in piece (base + j) / piece, and a piece that present
+ * does not flag is taken as zeros without being read (a sparse buffer
+ * whose untouched pages should stay untouched).
+ */
+extern uint64_t fmt_checksum_sparse (const uint8_t *data, uint64_t len,
+                                     uint64_t base, uint64_t piece,
+                                     const uint8_t *present);
 
 /* Encoders write exactly the encoded length; decoders read from a buffer
  * of len bytes and fill *out only when they return FTL_FMT_OK.  The

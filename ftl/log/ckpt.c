@@ -107,17 +107,19 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   uint64_t since;
 
   pthread_rwlock_wrlock (&ftl->ckpt_rw);
-  p = body;
-  /* body is zeros: only mapped entries are stored. */
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages;
-       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
+  /* body is zeros: only mapped entries are stored, and only the map's
+   * groups that may hold one are visited.
+   */
+  for (uint64_t lpn = map_next (ftl, 0); lpn < ftl->logical_pages;
+       lpn = map_next (ftl, lpn + 1)) {
     uint32_t ppn = l2p_load (ftl, lpn);
     if (ppn != FTL_UNMAPPED) {
-      fmt_ckpt_map_encode (ppn, p);
-      nonzero[(FTL_CKPT_HDR_BYTES + (uint64_t) (p - body))
-              / FTL_CKPT_CHUNK] = 1;
+      uint64_t at = lpn * FTL_CKPT_MAP_ENTRY_BYTES;
+      fmt_ckpt_map_encode (ppn, body + at);
+      nonzero[(FTL_CKPT_HDR_BYTES + at) / FTL_CKPT_CHUNK] = 1;
     }
   }
+  p = body + fmt_ckpt_block_offset (ftl->logical_pages, 0);
   pthread_mutex_lock (&ftl->alloc_lock);
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb = {
@@ -234,7 +236,9 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   assert (ftl->ckpt_gen == 0 || slot != ftl->ckpt_slot);
   h.generation = ftl->ckpt_gen + 1;
   h.body_bytes = fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
-  h.body_checksum = fmt_checksum (body, h.body_bytes, 0);
+  h.body_checksum = fmt_checksum_sparse (body, h.body_bytes,
+                                         FTL_CKPT_HDR_BYTES, FTL_CKPT_CHUNK,
+                                         nonzero);
   h.logical_pages = ftl->logical_pages;
   h.blocks = ftl->blocks;
   h.pages_per_block = ftl->ppb;

@@ -156,12 +156,14 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
     fmt_ckpt_block_encode (&cb, ck + FTL_CKPT_HDR_BYTES
                            + fmt_ckpt_block_offset (lpages, b));
   }
-  h.body_checksum = fmt_checksum (ck + FTL_CKPT_HDR_BYTES, h.body_bytes, 0);
-  fmt_ckpt_header_encode (&h, ck);
   nonzero[0] = 1;
   for (uint64_t i = (FTL_CKPT_HDR_BYTES + fmt_ckpt_block_offset (lpages, 0))
          / FTL_CKPT_CHUNK; i < chunks; i++)
     nonzero[i] = 1;
+  h.body_checksum = fmt_checksum_sparse (ck + FTL_CKPT_HDR_BYTES,
+                                         h.body_bytes, FTL_CKPT_HDR_BYTES,
+                                         FTL_CKPT_CHUNK, nonzero);
+  fmt_ckpt_header_encode (&h, ck);
   r = ckpt_write_chunks (io, fd, NULL, sb->ckpt_offset[0], ck,
                          sb->ckpt_bytes, nonzero, zero);
  out:

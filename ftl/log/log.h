@@ -25,10 +25,22 @@ l2p_load (struct ftl *ftl, uint64_t lpn)
   return ~__atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
 }
 
+/* Note that lpn's group may hold a mapping, before one is stored. */
+static inline void
+map_populate (struct ftl *ftl, uint64_t lpn)
+{
+  uint64_t g = lpn >> FTL_MAP_GROUP_SHIFT, bit = UINT64_C (1) << (g % 64);
+
+  if (!(__atomic_load_n (&ftl->l2p_pop[g / 64], __ATOMIC_RELAXED) & bit))
+    __atomic_fetch_or (&ftl->l2p_pop[g / 64], bit, __ATOMIC_RELAXED);
+}
+
 /* Set a mapping while nothing else runs (recovery, tests). */
 static inline void
 l2p_set (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
 {
+  if (ppn != FTL_UNMAPPED)
+    map_populate (ftl, lpn);
   ftl->l2p[lpn] = ~ppn;
 }
 
@@ -51,6 +63,12 @@ map_check_fold (uint64_t sum)
 /* map.c: the map, valid counts, stripe locks and drain notes. */
 extern int map_init (struct ftl *ftl);
 extern void map_clear (struct ftl *ftl);
+/* The first logical page from lpn on whose group may hold a mapping,
+ * or logical_pages: for (l = map_next (ftl, 0); l < logical_pages;
+ * l = map_next (ftl, l + 1)) visits every mapped page and skips the
+ * groups that hold none.
+ */
+extern uint64_t map_next (struct ftl *ftl, uint64_t lpn);
 extern void map_free (struct ftl *ftl);
 /* Refuse an image of logical_bytes in pages of page_size (lpages of
  * them, in blocks erase blocks, checkpoints of ckpt_bytes) whose map

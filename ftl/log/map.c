@@ -92,14 +92,24 @@ lazy_zero (void *p, uint64_t n, size_t size)
     memset (p, 0, bytes);
 }
 
+static uint64_t
+map_groups (struct ftl *ftl)
+{
+  return DIV_ROUND_UP (ftl->logical_pages,
+                       UINT64_C (1) << FTL_MAP_GROUP_SHIFT);
+}
+
 int
 map_init (struct ftl *ftl)
 {
   ftl->l2p = lazy_array (ftl->logical_pages, sizeof *ftl->l2p);
   ftl->check = lazy_array (ftl->logical_pages, sizeof *ftl->check);
+  ftl->l2p_pop = calloc (DIV_ROUND_UP (map_groups (ftl), 64),
+                         sizeof *ftl->l2p_pop);
   ftl->valid = calloc (ftl->blocks, sizeof *ftl->valid);
   ftl->drain_epoch = calloc (ftl->blocks, sizeof *ftl->drain_epoch);
-  if (!ftl->l2p || !ftl->check || !ftl->valid || !ftl->drain_epoch)
+  if (!ftl->l2p || !ftl->check || !ftl->l2p_pop || !ftl->valid ||
+      !ftl->drain_epoch)
     return -ENOMEM;
   for (unsigned i = 0; i < FTL_STRIPES; i++)
     pthread_mutex_init (&ftl->stripe[i], NULL);
@@ -138,6 +148,26 @@ void
 map_clear (struct ftl *ftl)
 {
   lazy_zero (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
+  memset (ftl->l2p_pop, 0,
+          DIV_ROUND_UP (map_groups (ftl), 64) * sizeof *ftl->l2p_pop);
+}
+
+uint64_t
+map_next (struct ftl *ftl, uint64_t lpn)
+{
+  uint64_t g = lpn >> FTL_MAP_GROUP_SHIFT, ng = map_groups (ftl);
+
+  while (g < ng) {
+    uint64_t w = __atomic_load_n (&ftl->l2p_pop[g / 64], __ATOMIC_RELAXED)
+      >> (g % 64);
+    if (w & 1)
+      return MAX (lpn, g << FTL_MAP_GROUP_SHIFT);
+    if (w)
+      g += __builtin_ctzll (w);
+    else
+      g = (g / 64 + 1) * 64;
+  }
+  return ftl->logical_pages;
 }
 
 void
@@ -145,6 +175,8 @@ map_free (struct ftl *ftl)
 {
   lazy_free (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
   lazy_free (ftl->check, ftl->logical_pages, sizeof *ftl->check);
+  free (ftl->l2p_pop);
+  ftl->l2p_pop = NULL;
   free (ftl->valid);
   free (ftl->drain_epoch);
   ftl->l2p = NULL;
@@ -228,6 +260,7 @@ map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t check)
   uint32_t old;
 
   assert (lpn < ftl->logical_pages);
+  map_populate (ftl, lpn);
   __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
   add_valid (ftl, media_ppn_block (&ftl->media, ppn));
   old = ~__atomic_exchange_n (&ftl->l2p[lpn], ~ppn, __ATOMIC_ACQ_REL);

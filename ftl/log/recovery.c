@@ -85,37 +85,53 @@ cmp_item (const void *a, const void *b)
   return x->ppn < y->ppn ? -1 : x->ppn > y->ppn;
 }
 
-/* Read a checkpoint body of len bytes at off into a new anonymous
- * mapping, in FTL_CKPT_CHUNK pieces; a piece that is a hole of the file
- * is not read (the mapping reads as zeros there and takes no memory):
- * the body of a disk that holds little data is mostly holes (ckpt.c).
+/* A checkpoint body read into an anonymous mapping, in FTL_CKPT_CHUNK
+ * pieces; a piece that is a hole of the file is not read, and neither
+ * the checksum nor the loading of the map touches it (its pages of the
+ * mapping stay unallocated): the body of a disk that holds little data
+ * is mostly holes (ckpt.c).
  */
-static int
-read_body (struct ftl *ftl, uint64_t off, uint64_t len, uint8_t **out)
-{
-  uint8_t *body = mmap (NULL, MAX (len, 1), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+struct body {
+  uint8_t *p;
+  uint64_t len;
+  uint8_t *present;             /* per piece: read (else zeros) */
+};
 
-  if (body == MAP_FAILED)
+static void
+free_body (struct body *b)
+{
+  if (b->p)
+    munmap (b->p, MAX (b->len, 1));
+  free (b->present);
+  b->p = NULL;
+  b->present = NULL;
+}
+
+static int
+read_body (struct ftl *ftl, uint64_t off, uint64_t len, struct body *b)
+{
+  b->len = len;
+  b->p = mmap (NULL, MAX (len, 1), PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  b->present = calloc (DIV_ROUND_UP (len, FTL_CKPT_CHUNK) + 1, 1);
+  if (b->p == MAP_FAILED || !b->present) {
+    if (b->p == MAP_FAILED)
+      b->p = NULL;
+    free_body (b);
     return -ENOMEM;
-  for (uint64_t pos = 0; pos < len; pos += FTL_CKPT_CHUNK) {
+  }
+  for (uint64_t i = 0, pos = 0; pos < len; i++, pos += FTL_CKPT_CHUNK) {
     uint64_t n = MIN (FTL_CKPT_CHUNK, len - pos);
     if (media_io_is_hole (ftl->media.io, ftl->media.fd, off + pos, n))
       continue;
-    int r = media_pread_raw (&ftl->media, body + pos, n, off + pos);
+    int r = media_pread_raw (&ftl->media, b->p + pos, n, off + pos);
     if (r < 0) {
-      munmap (body, MAX (len, 1));
+      free_body (b);
       return r;
     }
+    b->present[i] = 1;
   }
-  *out = body;
   return 0;
-}
-
-static void
-free_body (uint8_t *body, uint64_t len)
-{
-  munmap (body, MAX (len, 1));
 }
 
 /* Load the map and the block table of a checkpoint body that passed its
@@ -123,15 +139,21 @@ free_body (uint8_t *body, uint64_t len)
  */
 static int
 apply_body (struct ftl *ftl, const struct ftl_ckpt_header *h,
-            const uint8_t *body, char *errbuf, size_t errlen)
+            const struct body *body, char *errbuf, size_t errlen)
 {
   /* The map: only the mapped entries are stored, so that the pages of
-   * l2p that hold none stay unallocated (map.c).
+   * l2p that hold none stay unallocated (map.c).  From version 5 a
+   * piece that was not read holds only unmapped entries (zeros).
    */
-  const uint8_t *p = body;
+  const uint64_t per = FTL_CKPT_CHUNK / FTL_CKPT_MAP_ENTRY_BYTES;
+  const uint8_t *p;
   map_clear (ftl);
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages;
-       lpn++, p += FTL_CKPT_MAP_ENTRY_BYTES) {
+  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
+    if (lpn % per == 0 && h->version >= 5 && !body->present[lpn / per]) {
+      lpn += per - 1;
+      continue;
+    }
+    p = body->p + lpn * FTL_CKPT_MAP_ENTRY_BYTES;
     uint32_t ppn = fmt_ckpt_map_decode (p, h->version);
     if (!fmt_ckpt_map_check (h, ppn)) {
       snprintf (errbuf, errlen, "checkpoint maps logical page %" PRIu64
@@ -142,6 +164,7 @@ apply_body (struct ftl *ftl, const struct ftl_ckpt_header *h,
       l2p_set (ftl, lpn, ppn);
   }
   /* The block table. */
+  p = body->p + fmt_ckpt_block_offset (ftl->logical_pages, 0);
   for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
     struct ftl_ckpt_block cb;
     char why[128];
@@ -166,7 +189,7 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
   uint8_t hb[FTL_CKPT_HDR_BYTES];
   struct ftl_ckpt_header h[2];
   enum ftl_fmt_status st[2];
-  uint8_t *body = NULL;
+  struct body body = { 0 };
   int best = -1, r;
 
   for (int s = 0; s < 2; s++) {
@@ -198,15 +221,15 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
                 strerror (-r));
       return r;
     }
-    if (fmt_ckpt_body_check (&h[best], body))
+    if (fmt_checksum_sparse (body.p, body.len, 0, FTL_CKPT_CHUNK,
+                             body.present) == h[best].body_checksum)
       break;
     log_msg (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
              ") fails its checksum", best, h[best].generation);
     st[best] = FTL_FMT_BAD_CHECKSUM;
-    free_body (body, h[best].body_bytes);
-    body = NULL;
+    free_body (&body);
   }
-  if (!body) {
+  if (!body.p) {
     snprintf (errbuf, errlen, "no valid checkpoint (slot 0: %s; slot 1: %s)",
               fmt_status_string (st[0]), fmt_status_string (st[1]));
     return -EINVAL;
@@ -217,8 +240,8 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
              "using slot %d", 1 - best, fmt_status_string (st[1 - best]),
              best);
 
-  r = apply_body (ftl, &h[best], body, errbuf, errlen);
-  free_body (body, h[best].body_bytes);
+  r = apply_body (ftl, &h[best], &body, errbuf, errlen);
+  free_body (&body);
   if (r < 0)
     return r;
 
@@ -525,7 +548,8 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
   if (!seen)
     return -ENOMEM;
   memset (ftl->valid, 0, ftl->blocks * sizeof *ftl->valid);
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
+  for (uint64_t lpn = map_next (ftl, 0); lpn < ftl->logical_pages;
+       lpn = map_next (ftl, lpn + 1)) {
     uint32_t ppn = l2p_load (ftl, lpn);
     if (ppn == FTL_UNMAPPED)
       continue;

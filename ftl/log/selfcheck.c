@@ -71,7 +71,8 @@ check_map (struct ftl *ftl, struct report *rp)
     free (count);
     return -ENOMEM;
   }
-  for (uint64_t lpn = 0; lpn < ftl->logical_pages; lpn++) {
+  for (uint64_t lpn = map_next (ftl, 0); lpn < ftl->logical_pages;
+       lpn = map_next (ftl, lpn + 1)) {
     uint32_t ppn = l2p_load (ftl, lpn);
     if (ppn == FTL_UNMAPPED)
       continue;

@@ -34,6 +34,10 @@
  * last free block.
  */
 #define FTL_RESERVE_BLOCKS 1
+/* The map's groups: 1 << FTL_MAP_GROUP_SHIFT logical pages, one 4 KiB
+ * page of l2p (map.c).
+ */
+#define FTL_MAP_GROUP_SHIFT 10
 /* Checkpoints are written and read in pieces of this size, and a piece
  * of unmapped entries (zeros) is left as a hole of the file (ckpt.c).
  */
