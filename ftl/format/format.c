@@ -17,6 +17,13 @@
 extern XXH64_hash_t XXH3_64bits_withSeed_dispatch (const void *input,
                                                    size_t len,
                                                    XXH64_hash_t seed);
+/* The state is the same structure either way (one xxhash.h). */
+extern XXH_errorcode XXH3_64bits_update_dispatch (XXH3_state_t *state,
+                                                  const void *input,
+                                                  size_t len);
+#define checksum_update XXH3_64bits_update_dispatch
+#else
+#define checksum_update XXH3_64bits_update
 #endif
 
 #include "format/format.h"
@@ -42,17 +49,22 @@ fmt_checksum_sparse (const uint8_t *data, uint64_t len, uint64_t base,
 {
   static const uint8_t zeros[65536];
   XXH3_state_t st;
-  uint64_t pos = 0;
+  uint64_t pos = 0, k;
 
+  /* Every piece there: the one-shot hash (the same value). */
+  for (k = base / piece; k <= (base + len - 1) / piece && present[k]; k++)
+    ;
+  if (len == 0 || k > (base + len - 1) / piece)
+    return fmt_checksum (data, len, 0);
   XXH3_64bits_reset_withSeed (&st, 0);
   while (pos < len) {
-    uint64_t k = (base + pos) / piece;
+    k = (base + pos) / piece;
     uint64_t n = MIN ((k + 1) * piece - (base + pos), len - pos);
     if (present[k])
-      XXH3_64bits_update (&st, data + pos, n);
+      checksum_update (&st, data + pos, n);
     else
       for (uint64_t z = 0; z < n; z += sizeof zeros)
-        XXH3_64bits_update (&st, zeros, MIN (sizeof zeros, n - z));
+        checksum_update (&st, zeros, MIN (sizeof zeros, n - z));
     pos += n;
   }
   return XXH3_64bits_digest (&st);

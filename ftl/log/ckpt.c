@@ -110,13 +110,26 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   /* body is zeros: only mapped entries are stored, and only the map's
    * groups that may hold one are visited.
    */
-  for (uint64_t lpn = map_next (ftl, 0); lpn < ftl->logical_pages;
-       lpn = map_next (ftl, lpn + 1)) {
-    uint32_t ppn = l2p_load (ftl, lpn);
-    if (ppn != FTL_UNMAPPED) {
-      uint64_t at = lpn * FTL_CKPT_MAP_ENTRY_BYTES;
-      fmt_ckpt_map_encode (ppn, body + at);
-      nonzero[(FTL_CKPT_HDR_BYTES + at) / FTL_CKPT_CHUNK] = 1;
+  const uint64_t group = UINT64_C (1) << FTL_MAP_GROUP_SHIFT;
+  for (uint64_t g = map_next (ftl, 0); g < ftl->logical_pages;
+       g = map_next (ftl, g + group)) {
+    uint64_t end = MIN (g + group, ftl->logical_pages);
+    bool any = false;
+    for (uint64_t lpn = g; lpn < end; lpn++) {
+      uint32_t ppn = l2p_load (ftl, lpn);
+      if (ppn != FTL_UNMAPPED) {
+        fmt_ckpt_map_encode (ppn, body + lpn * FTL_CKPT_MAP_ENTRY_BYTES);
+        any = true;
+      }
+    }
+    /* The body starts FTL_CKPT_HDR_BYTES into the slot: a group's
+     * entries may span two pieces.
+     */
+    if (any) {
+      nonzero[(FTL_CKPT_HDR_BYTES + g * FTL_CKPT_MAP_ENTRY_BYTES)
+              / FTL_CKPT_CHUNK] = 1;
+      nonzero[(FTL_CKPT_HDR_BYTES + (end - 1) * FTL_CKPT_MAP_ENTRY_BYTES)
+              / FTL_CKPT_CHUNK] = 1;
     }
   }
   p = body + fmt_ckpt_block_offset (ftl->logical_pages, 0);

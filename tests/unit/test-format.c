@@ -701,6 +701,41 @@ START_TEST (test_ckpt_body_layout)
 }
 END_TEST
 
+/* fmt_checksum_sparse is fmt_checksum of the data with the pieces that
+ * present does not flag taken as zeros, whatever the pieces' offset.
+ */
+START_TEST (test_checksum_sparse)
+{
+  enum { LEN = 300000, PIECE = 4096 };
+  uint8_t *data = malloc (LEN), *zeroed = malloc (LEN);
+  uint8_t present[LEN / PIECE + 3];
+  uint64_t rnd = 42;
+#define next_rnd() (rnd = rnd * 6364136223846793005u + 1442695040888963407u, \
+                    rnd >> 33)
+
+  ck_assert_ptr_nonnull (data);
+  ck_assert_ptr_nonnull (zeroed);
+  for (size_t i = 0; i < LEN; i++)
+    data[i] = next_rnd ();
+  const uint64_t bases[] = { 0, 256, 4095 };
+  for (int b = 0; b < 3; b++)
+    for (int pattern = 0; pattern < 4; pattern++) {
+      uint64_t base = bases[b];
+      for (size_t k = 0; k < sizeof present; k++)
+        present[k] = pattern == 0 ? 1 : pattern == 1 ? 0
+          : pattern == 2 ? k % 2 : next_rnd () % 3 == 0;
+      for (size_t i = 0; i < LEN; i++)
+        zeroed[i] = present[(base + i) / PIECE] ? data[i] : 0;
+      ck_assert_uint_eq (fmt_checksum_sparse (data, LEN, base, PIECE,
+                                              present),
+                         fmt_checksum (zeroed, LEN, 0));
+    }
+  free (data);
+  free (zeroed);
+#undef next_rnd
+}
+END_TEST
+
 /* The validity rule (format.h): a header for the superblock's
  * geometry, a body that matches its checksum, possible entries.
  */
@@ -1274,6 +1309,7 @@ format_suite (void)
   tcase_add_test (tc, test_ckpt_block_round_trip);
   tcase_add_test (tc, test_ckpt_block_version_1);
   tcase_add_test (tc, test_ckpt_body_layout);
+  tcase_add_test (tc, test_checksum_sparse);
   tcase_add_test (tc, test_ckpt_validity_rule);
   suite_add_tcase (s, tc);
 
