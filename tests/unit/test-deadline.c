@@ -679,12 +679,15 @@ START_TEST (test_abort_all_gate)
   stats (ftl, &st);
   ck_assert_uint_eq (st.deadline.abort_all, 1);
   ck_assert (st.deadline.stalled);
-  /* Each writer was aborted (at least the first) or refused, once; of
-   * their own deadlines only the first writer's may have expired.
+  /* Each writer was aborted (at least the first) or refused, once.
+   * Whether a writer's own deadline fired before the abort of all is
+   * the scheduler's choice (the stall is declared timeout_ns after the
+   * last progress, a deadline timeout_ns after the request began; on a
+   * loaded host all four have been seen to expire first), so the
+   * expiries are not counted.
    */
   ck_assert_uint_ge (st.deadline.aborted, 1);
   ck_assert_uint_eq (st.deadline.aborted + st.deadline.rejected, 4);
-  ck_assert_uint_le (st.deadline.expired, 1);
 
   /* Stalled: a new request fails at once, refused before it does
    * anything (the counter of refusals, not a stopwatch, tells).
