@@ -589,6 +589,19 @@ media_read_meta (struct media *m, uint32_t blk, uint8_t *buf)
 }
 
 bool
+media_meta_is_hole (const struct media *m, uint32_t first, uint32_t n)
+{
+  uint64_t meta_bytes = (uint64_t) m->meta_pages << m->page_shift;
+
+  assert (n > 0 && first + (uint64_t) n <= m->blocks);
+  if (n > 1 && !m->meta_offset)
+    return false;
+  return media_io_is_hole (m->io, m->fd, media_meta_offset (m, first),
+                           media_meta_offset (m, first + n - 1) + meta_bytes
+                           - media_meta_offset (m, first));
+}
+
+bool
 media_meta_at (const struct media *m, uint64_t off, uint32_t *blk,
                uint64_t *in)
 {

@@ -312,6 +312,13 @@ extern int media_read_oob (struct media *m, uint32_t blk, uint32_t page,
 
 /* Read the whole metadata area of a block (meta_pages pages). */
 extern int media_read_meta (struct media *m, uint32_t blk, uint8_t *buf);
+/* Are the metadata areas of blocks first .. first + n - 1 known never
+ * to have been written (a hole of the file: ftl_io's is_hole)?  Only
+ * for the layout of version 4 on, where those areas are contiguous, or
+ * for one block.
+ */
+extern bool media_meta_is_hole (const struct media *m, uint32_t first,
+                                uint32_t n);
 
 /* Erase a block: see the rules above.  seq is recorded in the header. */
 extern int media_erase (struct media *m, uint32_t blk, uint64_t seq);
