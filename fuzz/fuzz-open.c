@@ -122,7 +122,7 @@ check_page (struct ftl *ftl, const uint8_t *img, size_t n, uint64_t lpn,
             const uint8_t *buf, uint32_t len)
 {
   struct media *m = &ftl->media;
-  uint32_t ppn = ftl->l2p[lpn];
+  uint32_t ppn = l2p_load (ftl, lpn);
   struct ftl_oob o;
   uint64_t meta, data;
 
