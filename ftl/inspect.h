@@ -59,13 +59,24 @@ extern int ftl_inspect_read_ckpt_header (int fd,
                                          enum ftl_fmt_status *status);
 
 /* Read the body of checkpoint slot 'slot', h->body_bytes of it (h is
- * the slot's decoded header), into body.
+ * the slot's decoded header), into body.  With present (one byte per
+ * FTL_INSPECT_PIECE bytes of the body), a piece that is a hole of the
+ * file is not read: body must hold zeros there (ftl_inspect_body_alloc
+ * gives such a buffer, whose unread pages take no memory) and its byte
+ * in present is 0, else 1.  ftl_inspect_body_check checks the body
+ * against the header's checksum, reading only the pieces present says.
  */
+#define FTL_INSPECT_PIECE (UINT64_C (1) << 16)
 extern int ftl_inspect_read_ckpt_body (int fd,
                                        const struct ftl_superblock *sb,
                                        int slot,
                                        const struct ftl_ckpt_header *h,
-                                       uint8_t *body);
+                                       uint8_t *body, uint8_t *present);
+extern uint8_t *ftl_inspect_body_alloc (uint64_t bytes);
+extern void ftl_inspect_body_free (uint8_t *body, uint64_t bytes);
+extern bool ftl_inspect_body_check (const struct ftl_ckpt_header *h,
+                                    const uint8_t *body,
+                                    const uint8_t *present);
 
 /* ---- an open image ---- */
 
@@ -111,6 +122,16 @@ extern int ftl_inspect_block (struct ftl *ftl, uint32_t block,
 
 /* The physical page that logical page lpn maps to, or FTL_UNMAPPED. */
 extern int ftl_inspect_lookup (struct ftl *ftl, uint64_t lpn, uint32_t *ppn);
+/* The first logical page from lpn on that may be mapped (the map skips
+ * groups of pages that never held a mapping), or logical_pages: a walk
+ * of the map with it costs what the map holds, not the capacity.
+ */
+extern uint64_t ftl_inspect_next_mapped (struct ftl *ftl, uint64_t lpn);
+/* Were the metadata areas of blocks first .. first + n - 1 never
+ * written (a hole of the file)?  false if not known.
+ */
+extern bool ftl_inspect_meta_unwritten (struct ftl *ftl, uint32_t first,
+                                        uint32_t n);
 
 /* The metadata area of an erase block: ftl_inspect_meta_bytes bytes,
  * the two copies of its block header and an OOB entry per page

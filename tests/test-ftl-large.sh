@@ -3,13 +3,14 @@
 # recovery follow the data written, not the capacity (format version
 # 5): the image is created, written at random offsets across its whole
 # span, killed after a flush, reopened (recovery), verified, shut down
-# cleanly, reopened and verified again; it stays small on the host's
-# disk and the server's memory stays far below the 4 GiB a fully
-# mapped map of this size would take.  (How fast: bench/, not here.)
+# cleanly, reopened and verified again, and ftlctl check finds it
+# consistent; it stays small on the host's disk and the server's memory
+# stays far below the 4 GiB a fully mapped map of this size would take.  (How fast: bench/, not here.)
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
 requires nbdsh timeout
+[ -x "${FTLCTL:-../tools/ftlctl}" ] || missing "ftlctl (tools/) not built"
 
 make_tmpdir
 disk="$tmp/disk.img"
@@ -81,6 +82,9 @@ import sys; sys.path.insert(0, '$tmp'); import pages
 pages.check(h, '$tmp/written', 'after a clean shutdown')"
 peak=$(( $(rss_kib) > peak ? $(rss_kib) : peak ))
 stop_server "$pid"
+
+# ftlctl check reads what the map holds, not the capacity either.
+"${FTLCTL:-../tools/ftlctl}" check "$disk"
 
 # Small on the host: 302 data pages, their blocks' metadata, the block
 # tables; far below the 4 GiB of two checkpoints of a full map.

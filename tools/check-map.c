@@ -77,9 +77,11 @@ check_block_states (struct checker *c, const struct image *im)
   c->blocks = im->g.blocks;
 }
 
-/* Walk the map: fill rev[ppn] (the logical page mapping to each
- * physical page) and count[b] (mapped pages per erase block).  Returns
- * the number of mapped logical pages.
+/* Walk the map: fill rev[ppn] (1 + the logical page mapping to each
+ * physical page, 0: none) and count[b] (mapped pages per erase block).
+ * Only the parts of the map that may hold mappings are visited
+ * (ftl_inspect_next_mapped).  Returns the number of mapped logical
+ * pages.
  */
 static uint64_t
 check_map (struct checker *c, const struct image *im, uint32_t *rev,
@@ -89,7 +91,9 @@ check_map (struct checker *c, const struct image *im, uint32_t *rev,
   uint64_t phys = (uint64_t) im->g.blocks * ppb;
   uint64_t mapped = 0;
 
-  for (uint64_t lpn = 0; lpn < im->g.logical_pages; lpn++) {
+  for (uint64_t lpn = ftl_inspect_next_mapped (im->ftl, 0);
+       lpn < im->g.logical_pages;
+       lpn = ftl_inspect_next_mapped (im->ftl, lpn + 1)) {
     const struct ftl_block_info *bi;
     uint32_t ppn, b, page;
 
@@ -113,12 +117,12 @@ check_map (struct checker *c, const struct image *im, uint32_t *rev,
                    "erase block", WHERE (im, lpn, ppn), bi->write_pointer);
       continue;
     }
-    if (rev[ppn] != FTL_UNMAPPED) {
+    if (rev[ppn] != 0) {
       check_error (c, "logical pages %u and %" PRIu64 " both map to "
-                   "physical page %u", rev[ppn], lpn, ppn);
+                   "physical page %u", rev[ppn] - 1, lpn, ppn);
       continue;
     }
-    rev[ppn] = lpn;
+    rev[ppn] = lpn + 1;
     count[b]++;
     mapped++;
   }
@@ -258,7 +262,7 @@ check_pages (struct checker *c, const struct image *im, uint32_t b,
     int r;
 
     for (uint32_t p = p0; p < p0 + n; p++)
-      any += rev[first + p] != FTL_UNMAPPED;
+      any += rev[first + p] != 0;
     if (any == 0)
       continue;
     r = ftl_inspect_read_pages (im->ftl, first + p0, n, buf);
@@ -267,13 +271,40 @@ check_pages (struct checker *c, const struct image *im, uint32_t b,
                    p0 + n - 1, g_strerror (-r));
     for (uint32_t p = p0; p < p0 + n; p++) {
       uint32_t ppn = first + p;
-      if (rev[ppn] == FTL_UNMAPPED)
+      if (rev[ppn] == 0)
         continue;
-      check_page (c, im, rev[ppn], ppn, ftl_inspect_oob_entry (meta, p),
+      check_page (c, im, rev[ppn] - 1, ppn, ftl_inspect_oob_entry (meta, p),
                   r < 0 ? NULL : buf + (size_t) (p - p0) * im->g.page_size);
     }
     progress_add (&c->progress, any);
   }
+}
+
+/* Blocks from b on that are free or retired with a metadata area never
+ * written: a run of UNWRITTEN_RUN of them if there is one, else 1 or 0.
+ */
+#define UNWRITTEN_RUN 1024
+
+static uint32_t
+unwritten_run (const struct image *im, uint32_t b)
+{
+  uint32_t n = 0;
+
+  if (b % UNWRITTEN_RUN == 0 && b + UNWRITTEN_RUN <= im->g.blocks) {
+    while (n < UNWRITTEN_RUN && (im->bi[b + n].state == FTL_BLK_FREE ||
+                                 im->bi[b + n].state == FTL_BLK_RETIRED) &&
+           im->bi[b + n].write_pointer == 0)
+      n++;
+    if (n == UNWRITTEN_RUN &&
+        ftl_inspect_meta_unwritten (im->ftl, b, UNWRITTEN_RUN))
+      return n;
+  }
+  if ((im->bi[b].state == FTL_BLK_FREE ||
+       im->bi[b].state == FTL_BLK_RETIRED) &&
+      im->bi[b].write_pointer == 0 &&
+      ftl_inspect_meta_unwritten (im->ftl, b, 1))
+    return 1;
+  return 0;
 }
 
 void
@@ -294,9 +325,16 @@ check_image (struct checker *c, struct ftl *ftl)
   phys = (uint64_t) im.g.blocks * im.g.pages_per_block;
   run_pages = MAX (1, MIN (im.g.pages_per_block,
                            READ_BYTES / im.g.page_size));
-  rev = g_new (uint32_t, phys);
-  for (uint64_t i = 0; i < phys; i++)
-    rev[i] = FTL_UNMAPPED;
+  /* As large as the physical pages, but it takes memory only where the
+   * map holds data.
+   */
+  rev = (uint32_t *) ftl_inspect_body_alloc (phys * sizeof *rev);
+  if (!rev) {
+    check_error (c, "out of memory for the reverse map of %" PRIu64
+                 " physical pages", phys);
+    g_free (im.bi);
+    return;
+  }
   count = g_new0 (uint32_t, im.g.blocks);
   meta = g_malloc (ftl_inspect_meta_bytes (ftl));
   buf = g_malloc ((size_t) run_pages * im.g.page_size);
@@ -309,6 +347,15 @@ check_image (struct checker *c, struct ftl *ftl)
   progress_start (&c->progress, "checking", mapped + im.g.blocks);
   for (uint32_t b = 0; b < im.g.blocks; b++) {
     uint32_t state = im.bi[b].state;
+    uint32_t run = unwritten_run (&im, b);
+    if (run) {
+      /* Free or retired, and the metadata never written: nothing to
+       * read, and nothing there (check_unwritten would find it so).
+       */
+      progress_add (&c->progress, run);
+      b += run - 1;
+      continue;
+    }
     int r = ftl_inspect_read_meta (ftl, b, meta);
     if (r < 0)
       check_error (c, "erase block %u: reading its metadata: %s", b,
@@ -327,6 +374,6 @@ check_image (struct checker *c, struct ftl *ftl)
   g_free (buf);
   g_free (meta);
   g_free (count);
-  g_free (rev);
+  ftl_inspect_body_free ((uint8_t *) rev, phys * sizeof *rev);
   g_free (im.bi);
 }

@@ -116,11 +116,30 @@ check_superblocks (struct checker *c, int fd, struct ftl_superblock *best)
   return true;
 }
 
+/* A read checkpoint body: pieces that were holes of the file are zeros
+ * and unread (present), and are skipped in the walk of the map: from
+ * version 5 they hold only unmapped entries.
+ */
+struct body {
+  uint8_t *p;
+  uint8_t *present;
+};
+
+/* An array of n 32-bit values that reads as zeros and takes memory only
+ * where it is written (as large as the physical pages).
+ */
+static uint32_t *
+zeroed_u32 (uint64_t n)
+{
+  return (uint32_t *) ftl_inspect_body_alloc (n * sizeof (uint32_t));
+}
+
 /* The snapshot in a checkpoint body is self-consistent. */
 static void
 check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
-                 const uint8_t *body)
+                 const struct body *body)
 {
+  const uint64_t per = FTL_INSPECT_PIECE / FTL_CKPT_MAP_ENTRY_BYTES;
   uint64_t lpages = h->logical_pages;
   uint32_t ppb = h->pages_per_block;
   uint64_t phys = (uint64_t) h->blocks * ppb;
@@ -130,20 +149,28 @@ check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
 
   blk = g_new (struct ftl_ckpt_block, h->blocks);
   for (uint32_t b = 0; b < h->blocks; b++) {
-    fmt_ckpt_block_decode (body + fmt_ckpt_block_offset (lpages, b),
+    fmt_ckpt_block_decode (body->p + fmt_ckpt_block_offset (lpages, b),
                            &blk[b]);
     if (!fmt_ckpt_block_check (&blk[b], ppb, why, sizeof why))
       check_error (c, "checkpoint slot %d: erase block %u %s", slot, b, why);
   }
 
-  /* owner[ppn]: the logical page seen mapping to it. */
-  owner = g_new (uint32_t, phys);
-  for (uint64_t i = 0; i < phys; i++)
-    owner[i] = FTL_UNMAPPED;
+  /* owner[ppn]: 1 + the logical page seen mapping to it, 0: none. */
+  owner = zeroed_u32 (phys);
+  if (!owner) {
+    check_error (c, "checkpoint slot %d: out of memory for its %" PRIu64
+                 " physical pages", slot, phys);
+    g_free (blk);
+    return;
+  }
   for (uint64_t lpn = 0; lpn < lpages; lpn++) {
     uint32_t ppn, b, page;
 
-    ppn = fmt_ckpt_map_decode (body + lpn * FTL_CKPT_MAP_ENTRY_BYTES,
+    if (lpn % per == 0 && h->version >= 5 && !body->present[lpn / per]) {
+      lpn += per - 1;
+      continue;
+    }
+    ppn = fmt_ckpt_map_decode (body->p + lpn * FTL_CKPT_MAP_ENTRY_BYTES,
                                h->version);
     if (ppn == FTL_UNMAPPED)
       continue;
@@ -163,68 +190,79 @@ check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
       check_error (c, "checkpoint slot %d: logical page %" PRIu64 " maps "
                    "to page %u of erase block %u, which has only %u pages "
                    "written", slot, lpn, page, b, blk[b].write_pointer);
-    if (owner[ppn] != FTL_UNMAPPED)
+    if (owner[ppn] != 0)
       check_error (c, "checkpoint slot %d: logical pages %u and %" PRIu64
-                   " both map to physical page %u", slot, owner[ppn], lpn,
-                   ppn);
+                   " both map to physical page %u", slot, owner[ppn] - 1,
+                   lpn, ppn);
     else
-      owner[ppn] = lpn;
+      owner[ppn] = lpn + 1;
   }
-  g_free (owner);
+  ftl_inspect_body_free ((uint8_t *) owner, phys * sizeof (uint32_t));
   g_free (blk);
 }
 
+static void
+body_free (struct body *b, const struct ftl_ckpt_header *h)
+{
+  ftl_inspect_body_free (b->p, h->body_bytes);
+  g_free (b->present);
+  b->p = NULL;
+  b->present = NULL;
+}
+
 /* Read one checkpoint slot and check its header and checksum.  Returns
- * its body (to be freed with g_free) if it is valid, with its header in
- * *h; NULL if not.
+ * true if it is valid, with its body in *body (free it with body_free)
+ * and its header in *h.
  */
-static uint8_t *
+static bool
 check_ckpt_slot (struct checker *c, int fd, int slot,
-                 const struct ftl_superblock *sb, struct ftl_ckpt_header *h)
+                 const struct ftl_superblock *sb, struct ftl_ckpt_header *h,
+                 struct body *body)
 {
   enum ftl_fmt_status st;
   char why[128];
-  uint8_t *body;
   int r;
 
   r = ftl_inspect_read_ckpt_header (fd, sb, slot, h, &st);
   if (r < 0) {
     check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
                  r == -EIO ? "the file is too short" : strerror (-r));
-    return NULL;
+    return false;
   }
   if (st == FTL_FMT_EMPTY) {
     check_note (c, "checkpoint slot %d: never written", slot);
-    return NULL;
+    return false;
   }
   if (st != FTL_FMT_OK) {
     check_error (c, "checkpoint slot %d: %s", slot,
                  fmt_status_string (st));
-    return NULL;
+    return false;
   }
   if (!fmt_ckpt_header_check (h, sb, why, sizeof why)) {
     check_error (c, "checkpoint slot %d (generation %" PRIu64 "): %s",
                  slot, h->generation, why);
-    return NULL;
+    return false;
   }
 
-  body = g_try_malloc (h->body_bytes);
-  if (body == NULL) {
+  body->p = ftl_inspect_body_alloc (h->body_bytes);
+  body->present = g_try_malloc0 (h->body_bytes / FTL_INSPECT_PIECE + 1);
+  if (body->p == NULL || body->present == NULL) {
     check_error (c, "checkpoint slot %d: out of memory reading its %"
                  PRIu64 " bytes", slot, h->body_bytes);
-    return NULL;
+    body_free (body, h);
+    return false;
   }
-  r = ftl_inspect_read_ckpt_body (fd, sb, slot, h, body);
+  r = ftl_inspect_read_ckpt_body (fd, sb, slot, h, body->p, body->present);
   if (r < 0)
     check_error (c, "checkpoint slot %d: cannot be read: %s", slot,
                  r == -EIO ? "the file is too short" : strerror (-r));
-  else if (!fmt_ckpt_body_check (h, body))
+  else if (!ftl_inspect_body_check (h, body->p, body->present))
     check_error (c, "checkpoint slot %d (generation %" PRIu64 "): its "
                  "body fails its checksum", slot, h->generation);
   else
-    return body;
-  g_free (body);
-  return NULL;
+    return true;
+  body_free (body, h);
+  return false;
 }
 
 /* The file holds every region of the geometry. */
@@ -244,28 +282,30 @@ check_metadata (struct checker *c, int fd)
 {
   struct ftl_superblock sb;
   struct ftl_ckpt_header h[2];
-  uint8_t *body[2];
+  struct body body[2] = { { 0 } };
+  bool ok[2];
 
   if (!check_superblocks (c, fd, &sb))
     return;                     /* no geometry: nothing more to read */
   check_size (c, fd, &sb);
   for (int s = 0; s < 2; s++)
-    body[s] = check_ckpt_slot (c, fd, s, &sb, &h[s]);
+    ok[s] = check_ckpt_slot (c, fd, s, &sb, &h[s], &body[s]);
   for (int s = 0; s < 2; s++) {
-    if (body[s] == NULL)
+    if (!ok[s])
       continue;
     check_note (c, "checkpoint slot %d: generation %" PRIu64 " (%s), "
                 "sequence %" PRIu64 "%s", s, h[s].generation,
-                !body[1 - s] || h[s].generation > h[1 - s].generation
+                !ok[1 - s] || h[s].generation > h[1 - s].generation
                 ? "newest" : "older", h[s].seq,
                 h[s].clean ? ", written at a clean shutdown" : "");
-    check_ckpt_body (c, s, &h[s], body[s]);
+    check_ckpt_body (c, s, &h[s], &body[s]);
   }
-  if (!body[0] && !body[1])
+  if (!ok[0] && !ok[1])
     check_error (c, "no valid checkpoint: the image cannot be opened");
-  if (body[0] && body[1] && h[0].generation == h[1].generation)
+  if (ok[0] && ok[1] && h[0].generation == h[1].generation)
     check_error (c, "checkpoint slots 0 and 1 have the same generation %"
                  PRIu64, h[0].generation);
-  g_free (body[0]);
-  g_free (body[1]);
+  for (int s = 0; s < 2; s++)
+    if (ok[s])
+      body_free (&body[s], &h[s]);
 }

@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ftl-internal.h"
 #include "inspect.h"
@@ -141,12 +142,50 @@ ftl_inspect_read_ckpt_header (int fd, const struct ftl_superblock *sb,
 int
 ftl_inspect_read_ckpt_body (int fd, const struct ftl_superblock *sb,
                             int slot, const struct ftl_ckpt_header *h,
-                            uint8_t *body)
+                            uint8_t *body, uint8_t *present)
 {
+  uint64_t off = sb->ckpt_offset[slot] + FTL_CKPT_HDR_BYTES;
+
   if (slot != 0 && slot != 1)
     return -EINVAL;
-  return read_at (fd, body, h->body_bytes,
-                  sb->ckpt_offset[slot] + FTL_CKPT_HDR_BYTES);
+  if (!present)
+    return read_at (fd, body, h->body_bytes, off);
+  for (uint64_t i = 0, pos = 0; pos < h->body_bytes;
+       i++, pos += FTL_INSPECT_PIECE) {
+    uint64_t n = MIN (FTL_INSPECT_PIECE, h->body_bytes - pos);
+    present[i] = !media_io_is_hole (&media_default_io, fd, off + pos, n);
+    if (present[i]) {
+      int r = read_at (fd, body + pos, n, off + pos);
+      if (r < 0)
+        return r;
+    }
+  }
+  return 0;
+}
+
+uint8_t *
+ftl_inspect_body_alloc (uint64_t bytes)
+{
+  void *p = mmap (NULL, MAX (bytes, 1), PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void
+ftl_inspect_body_free (uint8_t *body, uint64_t bytes)
+{
+  if (body)
+    munmap (body, MAX (bytes, 1));
+}
+
+bool
+ftl_inspect_body_check (const struct ftl_ckpt_header *h, const uint8_t *body,
+                        const uint8_t *present)
+{
+  if (!present)
+    return fmt_ckpt_body_check (h, body);
+  return fmt_checksum_sparse (body, h->body_bytes, 0, FTL_INSPECT_PIECE,
+                              present) == h->body_checksum;
 }
 
 /* ---- an open image ---- */
@@ -203,6 +242,18 @@ ftl_inspect_lookup (struct ftl *ftl, uint64_t lpn, uint32_t *ppn)
     return -EINVAL;
   *ppn = handle_map (ftl, lpn);
   return 0;
+}
+
+uint64_t
+ftl_inspect_next_mapped (struct ftl *ftl, uint64_t lpn)
+{
+  return map_next (ftl, lpn);
+}
+
+bool
+ftl_inspect_meta_unwritten (struct ftl *ftl, uint32_t first, uint32_t n)
+{
+  return media_meta_is_hole (handle_media (ftl), first, n);
 }
 
 size_t

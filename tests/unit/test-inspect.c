@@ -166,9 +166,19 @@ START_TEST (test_inspect_raw)
     ck_assert (fmt_ckpt_header_check (&h, &sb[newest], why, sizeof why));
     body = malloc (h.body_bytes);
     ck_assert_int_eq (ftl_inspect_read_ckpt_body (fd, &sb[newest], s, &h,
-                                                  body), 0);
+                                                  body, NULL), 0);
     ck_assert (fmt_ckpt_body_check (&h, body));
+    ck_assert (ftl_inspect_body_check (&h, body, NULL));
     free (body);
+    /* The same read piece by piece, the holes skipped. */
+    uint8_t *present = calloc (h.body_bytes / FTL_INSPECT_PIECE + 1, 1);
+    body = ftl_inspect_body_alloc (h.body_bytes);
+    ck_assert_ptr_nonnull (body);
+    ck_assert_int_eq (ftl_inspect_read_ckpt_body (fd, &sb[newest], s, &h,
+                                                  body, present), 0);
+    ck_assert (ftl_inspect_body_check (&h, body, present));
+    ftl_inspect_body_free (body, h.body_bytes);
+    free (present);
     valid++;
   }
   ck_assert_int_ge (valid, 1);
