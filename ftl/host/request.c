@@ -405,6 +405,35 @@ is_hole (struct ftl *ftl, uint64_t lpn)
   return l2p_load (ftl, lpn) == FTL_UNMAPPED && !cache_holds (ftl, lpn);
 }
 
+/* The end of the run of pages from lpn (before limit) that are holes,
+ * or data, as lpn is.  A run of holes skips the parts of the map that
+ * never held a mapping (map_next) where the write cache holds none of
+ * their pages either: a large disk that holds little data is walked in
+ * what it holds.
+ */
+static uint64_t
+run_end (struct ftl *ftl, uint64_t lpn, bool hole, uint64_t limit)
+{
+  uint64_t l = lpn + 1;
+
+  while (l < limit) {
+    if (hole) {
+      uint64_t next = MIN (map_next (ftl, l), limit);
+      if (next > l) {
+        uint64_t absent = cache_absent_run (ftl, l, next - l);
+        l += absent;
+        if (l < next)
+          break;                /* a page of the cache: data */
+        continue;
+      }
+    }
+    if (is_hole (ftl, l) != hole)
+      break;
+    l++;
+  }
+  return l;
+}
+
 static int
 do_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
             ftl_extent_fn fn, void *opaque)
@@ -418,13 +447,12 @@ do_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
   while (pos < end) {
     uint64_t lpn = pos >> ftl->page_shift;
     bool hole = is_hole (ftl, lpn);
-    uint64_t l = lpn + 1;
-    while ((l << ftl->page_shift) < end && is_hole (ftl, l) == hole)
-      l++;
-    uint64_t run_end = MIN (l << ftl->page_shift, end);
-    if (fn (opaque, pos, run_end - pos, hole) == -1)
+    uint64_t limit = (end + ftl->page_size - 1) >> ftl->page_shift;
+    uint64_t l = run_end (ftl, lpn, hole, limit);
+    uint64_t stop = MIN (l << ftl->page_shift, end);
+    if (fn (opaque, pos, stop - pos, hole) == -1)
       break;
-    pos = run_end;
+    pos = stop;
   }
   return 0;
 }
