@@ -142,6 +142,15 @@ struct ftl {
                                  * before the first is stored; cleared
                                  * only by map_clear): the loops over
                                  * the map skip the others (map_next) */
+  uint64_t *l2p_chk;            /* a bit per group whose page checks are
+                                 * kept (set with its l2p_pop bit while
+                                 * check_left lasts); unused when
+                                 * checks_all */
+  bool checks_all;              /* memory for every page's check */
+  uint64_t check_budget;        /* groups whose checks fit in memory
+                                 * (map_memory_check), set before
+                                 * map_init */
+  uint64_t check_left;          /* atomic: of them, not yet granted */
   uint32_t *check;              /* per logical page: its data checksum
                                  * folded (map_check_fold), 0: unknown */
   uint32_t *valid;

@@ -292,6 +292,9 @@ struct ftl_options {
   bool readonly;                /* open without writing anything */
   bool preallocate;             /* a new image: reserve all of its file's
                                  * space (fallocate), not a sparse file */
+  uint64_t memory_limit;        /* the memory the map may take, as if the
+                                 * host had no more; 0: the host's
+                                 * (memory, control group, ulimit -v) */
   unsigned debug;               /* FTL_DEBUG_* bits */
   ftl_log_fn log;               /* may be NULL */
   void *log_opaque;

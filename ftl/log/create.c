@@ -282,7 +282,8 @@ create_image (int fd, const struct ftl_options *o, uint64_t old_size,
   if (r == 0)
     r = map_memory_check (sb.logical_bytes, sb.page_size,
                           DIV_ROUND_UP (sb.logical_bytes, sb.page_size),
-                          sb.blocks, sb.ckpt_bytes, errbuf, errlen);
+                          sb.blocks, sb.ckpt_bytes, errbuf, errlen,
+                          o->memory_limit, NULL);
   if (r == 0 && o->preallocate)
     r = preallocate (fd, fmt_image_bytes (&sb), errbuf, errlen);
   if (r == 0)

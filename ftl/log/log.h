@@ -25,14 +25,34 @@ l2p_load (struct ftl *ftl, uint64_t lpn)
   return ~__atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
 }
 
-/* Note that lpn's group may hold a mapping, before one is stored. */
+extern void map_grant_checks (struct ftl *ftl, uint64_t g);
+
+/* Note that lpn's group may hold a mapping, before one is stored; the
+ * first time, the group gets page checks if memory for them is left.
+ */
 static inline void
 map_populate (struct ftl *ftl, uint64_t lpn)
 {
   uint64_t g = lpn >> FTL_MAP_GROUP_SHIFT, bit = UINT64_C (1) << (g % 64);
 
-  if (!(__atomic_load_n (&ftl->l2p_pop[g / 64], __ATOMIC_RELAXED) & bit))
-    __atomic_fetch_or (&ftl->l2p_pop[g / 64], bit, __ATOMIC_RELAXED);
+  if (!(__atomic_load_n (&ftl->l2p_pop[g / 64], __ATOMIC_RELAXED) & bit) &&
+      !(__atomic_fetch_or (&ftl->l2p_pop[g / 64], bit, __ATOMIC_RELAXED)
+        & bit) && !ftl->checks_all)
+    map_grant_checks (ftl, g);
+}
+
+/* Are page checks kept for lpn's group?  A store into check[] of a
+ * group without them would take memory that map_memory_check did not
+ * count; a load finds 0 there (unknown), which is always right.
+ */
+static inline bool
+map_has_checks (struct ftl *ftl, uint64_t lpn)
+{
+  uint64_t g = lpn >> FTL_MAP_GROUP_SHIFT;
+
+  return ftl->checks_all ||
+    (__atomic_load_n (&ftl->l2p_chk[g / 64], __ATOMIC_RELAXED)
+     >> (g % 64) & 1);
 }
 
 /* Set a mapping while nothing else runs (recovery, tests). */
@@ -73,12 +93,17 @@ extern void map_free (struct ftl *ftl);
 /* Refuse an image of logical_bytes in pages of page_size (lpages of
  * them, in blocks erase blocks, checkpoints of ckpt_bytes) whose map
  * needs more memory than this process may use: 0, or -ENOMEM with
- * errbuf naming the memory needed and the limit.
+ * errbuf naming the memory needed and the limit.  The page checks are
+ * a hint (map.c): where a full disk's would not fit beside the map,
+ * *check_groups (if not NULL) is how many groups of the map may keep
+ * them, else UINT64_MAX.  limit: the memory to count with instead of
+ * the host's (0: the host's).
  */
 extern int map_memory_check (uint64_t logical_bytes, uint32_t page_size,
                              uint64_t lpages, uint64_t blocks,
                              uint64_t ckpt_bytes, char *errbuf,
-                             size_t errlen);
+                             size_t errlen, uint64_t limit,
+                             uint64_t *check_groups);
 extern void map_lock (struct ftl *ftl, uint64_t first, uint64_t last);
 extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
 /* The stripes of [first, last] as a bit mask, and locking a set of

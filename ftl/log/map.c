@@ -106,9 +106,23 @@ map_init (struct ftl *ftl)
   ftl->check = lazy_array (ftl->logical_pages, sizeof *ftl->check);
   ftl->l2p_pop = calloc (DIV_ROUND_UP (map_groups (ftl), 64),
                          sizeof *ftl->l2p_pop);
+  ftl->l2p_chk = calloc (DIV_ROUND_UP (map_groups (ftl), 64),
+                         sizeof *ftl->l2p_chk);
+  ftl->checks_all = ftl->check_budget >= map_groups (ftl);
+  ftl->check_left = ftl->checks_all ? 0 : ftl->check_budget;
+  if (!ftl->checks_all) {
+    char a[32], b[32];
+    log_msg (ftl, FTL_LOG_WARN, "page checks are kept for %s of the "
+             "disk's %s, what memory allows beside the map (reads of the "
+             "rest verify each page's OOB entry)",
+             space_human (ftl->check_budget << FTL_MAP_GROUP_SHIFT
+                          << ftl->page_shift, a, sizeof a),
+             space_human (ftl->logical_bytes, b, sizeof b));
+  }
   ftl->valid = calloc (ftl->blocks, sizeof *ftl->valid);
   ftl->drain_epoch = calloc (ftl->blocks, sizeof *ftl->drain_epoch);
-  if (!ftl->l2p || !ftl->check || !ftl->l2p_pop || !ftl->valid ||
+  if (!ftl->l2p || !ftl->check || !ftl->l2p_pop || !ftl->l2p_chk ||
+      !ftl->valid ||
       !ftl->drain_epoch)
     return -ENOMEM;
   for (unsigned i = 0; i < FTL_STRIPES; i++)
@@ -124,24 +138,52 @@ map_init (struct ftl *ftl)
 int
 map_memory_check (uint64_t logical_bytes, uint32_t page_size,
                   uint64_t lpages, uint64_t blocks, uint64_t ckpt_bytes,
-                  char *errbuf, size_t errlen)
+                  char *errbuf, size_t errlen, uint64_t limit,
+                  uint64_t *check_groups)
 {
-  uint64_t need = lpages * (sizeof (uint32_t) + sizeof (uint32_t))
-    + blocks * 64 + ckpt_bytes;
-  const char *what;
-  uint64_t limit = space_memory_limit (&what);
+  const char *what = "memory_limit allows";
+
+  if (limit == 0)
+    limit = space_memory_limit (&what);
+  /* Under ulimit -v the mappings count whole, touched or not; else
+   * only what is written: the checks of a full disk may then be left
+   * out where they do not fit, the map and a checkpoint may not.
+   */
+  bool virt = strcmp (what, "ulimit -v allows") == 0;
+  uint64_t checks = lpages * sizeof (uint32_t);
+  uint64_t need = lpages * sizeof (uint32_t) + blocks * 64 + ckpt_bytes
+    + (virt ? checks : 0);
   char a[32], b[32], c[32], d[32];
 
-  if (need <= limit)
+  if (need <= limit) {
+    if (check_groups)
+      *check_groups = virt || limit - need >= checks ? UINT64_MAX
+        : (limit - need) / (sizeof (uint32_t) << FTL_MAP_GROUP_SHIFT);
     return 0;
+  }
   snprintf (errbuf, errlen, "size %s in %" PRIu32 "-byte pages needs %s of "
-            "memory (8 bytes per page for the map, and a checkpoint of %s), "
-            "but %s %s (raise page-size, or lower size)",
+            "memory (%s bytes per page for the map, and a checkpoint of "
+            "%s), but %s %s (raise page-size, or lower size)",
             space_human (logical_bytes, a, sizeof a), page_size,
-            space_human (need, b, sizeof b),
+            space_human (need, b, sizeof b), virt ? "8" : "4",
             space_human (ckpt_bytes, c, sizeof c), what,
             space_human (limit, d, sizeof d));
   return -ENOMEM;
+}
+
+void
+map_grant_checks (struct ftl *ftl, uint64_t g)
+{
+  uint64_t left = __atomic_load_n (&ftl->check_left, __ATOMIC_RELAXED);
+
+  while (left > 0)
+    if (__atomic_compare_exchange_n (&ftl->check_left, &left, left - 1,
+                                     false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED)) {
+      __atomic_fetch_or (&ftl->l2p_chk[g / 64], UINT64_C (1) << (g % 64),
+                         __ATOMIC_RELAXED);
+      return;
+    }
 }
 
 void
@@ -150,6 +192,9 @@ map_clear (struct ftl *ftl)
   lazy_zero (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
   memset (ftl->l2p_pop, 0,
           DIV_ROUND_UP (map_groups (ftl), 64) * sizeof *ftl->l2p_pop);
+  memset (ftl->l2p_chk, 0,
+          DIV_ROUND_UP (map_groups (ftl), 64) * sizeof *ftl->l2p_chk);
+  ftl->check_left = ftl->checks_all ? 0 : ftl->check_budget;
 }
 
 uint64_t
@@ -176,7 +221,9 @@ map_free (struct ftl *ftl)
   lazy_free (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
   lazy_free (ftl->check, ftl->logical_pages, sizeof *ftl->check);
   free (ftl->l2p_pop);
+  free (ftl->l2p_chk);
   ftl->l2p_pop = NULL;
+  ftl->l2p_chk = NULL;
   free (ftl->valid);
   free (ftl->drain_epoch);
   ftl->l2p = NULL;
@@ -261,7 +308,8 @@ map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t check)
 
   assert (lpn < ftl->logical_pages);
   map_populate (ftl, lpn);
-  __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
+  if (map_has_checks (ftl, lpn))
+    __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
   add_valid (ftl, media_ppn_block (&ftl->media, ppn));
   old = ~__atomic_exchange_n (&ftl->l2p[lpn], ~ppn, __ATOMIC_ACQ_REL);
   assert (old != ppn);
@@ -300,7 +348,8 @@ map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to,
   add_valid (ftl, tb);
   if (__atomic_compare_exchange_n (&ftl->l2p[lpn], &expect, ~to, false,
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-    __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
+    if (map_has_checks (ftl, lpn))
+      __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
     map_drop_valid (ftl, media_ppn_block (&ftl->media, from));
     return true;
   }
@@ -356,8 +405,9 @@ map_block_erased (struct ftl *ftl, uint32_t b)
 void
 map_check_heal (struct ftl *ftl, uint64_t lpn, uint32_t seen, uint32_t check)
 {
-  __atomic_compare_exchange_n (&ftl->check[lpn], &seen, check, false,
-                               __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  if (map_has_checks (ftl, lpn))
+    __atomic_compare_exchange_n (&ftl->check[lpn], &seen, check, false,
+                                 __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
 int
@@ -380,7 +430,8 @@ map_checks_load (struct ftl *ftl)
       if (fmt_oob_decode (oob + (size_t) i * FTL_OOB_BYTES, FTL_OOB_BYTES,
                           &o) == FTL_FMT_OK &&
           o.kind == FTL_OOB_DATA && o.lpn < ftl->logical_pages &&
-          o.erase_count == ec && l2p_load (ftl, o.lpn) == ppn)
+          o.erase_count == ec && l2p_load (ftl, o.lpn) == ppn &&
+          map_has_checks (ftl, o.lpn))
         ftl->check[o.lpn] = map_check_fold (o.data_checksum);
     }
   }

@@ -348,7 +348,8 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
   /* An image made on a larger host, before the map is allocated. */
   return map_memory_check (ftl->logical_bytes, ftl->page_size,
                            ftl->logical_pages, ftl->blocks,
-                           ftl->sb.ckpt_bytes, c->err, c->errlen);
+                           ftl->sb.ckpt_bytes, c->err, c->errlen,
+                           c->o->memory_limit, &ftl->check_budget);
 }
 
 static int

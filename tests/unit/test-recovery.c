@@ -34,6 +34,7 @@
 
 #include "ftl-internal.h"
 #include "helpers.h"
+#include "inspect.h"
 
 static char path[256];
 
@@ -403,6 +404,65 @@ START_TEST (test_sparse_checkpoints)
   for (int round = 0; round < 3; round++) {
     ftl = unit_open (path, 0, 0, 0, 0, 0, unit_nosync_io ());
     sparse_check (ftl, lpn, mapped, 3, "trimmed, flushed, killed");
+    ck_assert_int_eq (ftl_close (ftl), 0);
+  }
+}
+END_TEST
+
+/* Where a full disk's page checks would not fit in memory beside the
+ * map, only the groups of the map that got them first keep them
+ * (map_memory_check, map_grant_checks); nothing is stored in the
+ * others' part of check[], their reads verify the OOB entry, and
+ * everything reads back, before and after a reopen.
+ */
+START_TEST (test_checks_budget)
+{
+  const uint64_t group = UINT64_C (1) << FTL_MAP_GROUP_SHIFT;
+  struct ftl_options o = {
+    .path = path, .logical_bytes = 16 * group * PS4, .page_size = PS4,
+    .pages_per_block = 64, .op_percent = 28, .log = unit_log,
+    .io = unit_nosync_io (),
+  };
+  struct ftl_geometry g;
+  struct ftl_image_info ii;
+  struct ftl *ftl;
+  char err[256];
+  uint8_t page[PS4];
+  uint64_t l, v;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  ck_assert (ftl->checks_all);
+  ftl_get_geometry (ftl, &g);
+  ftl_inspect_image (ftl, &ii);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  /* What map_memory_check counts for the map, and two groups more. */
+  o.memory_limit = g.logical_pages * 4 + (uint64_t) g.blocks * 64
+    + ii.sb.ckpt_bytes + 2 * 4 * group;
+
+  for (int round = 0; round < 2; round++) {
+    ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+    ck_assert (!ftl->checks_all);
+    if (round == 0)
+      for (uint64_t k = 0; k < 6; k++) {
+        unit_fill_page (page, PS4, k * group + 3, 1);
+        ck_assert_int_eq (ftl_write (ftl, page, PS4,
+                                     (k * group + 3) * PS4, 0), 0);
+      }
+    for (uint64_t k = 0; k < 6; k++) {
+      uint64_t lpn = k * group + 3;
+      ck_assert_int_eq (ftl_read (ftl, page, PS4, lpn * PS4), 0);
+      ck_assert_int_eq (unit_page_identify (page, PS4, &l, &v), 1);
+      ck_assert_uint_eq (l, lpn);
+      /* The first two groups written (or recovered) keep checks. */
+      /* A check is never 0 once stored (map_check_fold): 0 in every
+       * entry of the others' part of check[] is that nothing was
+       * stored there, so none of its memory was taken.
+       */
+      for (uint64_t i = k * group; i < (k + 1) * group; i++)
+        ck_assert_msg ((check_load (ftl, i) != 0) == (k < 2 && i == lpn),
+                       "round %d: logical page %" PRIu64 " has check %u",
+                       round, i, check_load (ftl, i));
+    }
     ck_assert_int_eq (ftl_close (ftl), 0);
   }
 }
@@ -1258,6 +1318,7 @@ recovery_suite (void)
   tcase_add_test (tc, test_flush_then_kill);
   tcase_add_test (tc, test_trim_flush_kill);
   tcase_add_test (tc, test_sparse_checkpoints);
+  tcase_add_test (tc, test_checks_budget);
   tcase_add_test (tc, test_trim_no_flush_kill);
   tcase_add_test (tc, test_erase_counts_monotonic);
   suite_add_tcase (s, tc);
