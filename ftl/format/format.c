@@ -128,16 +128,17 @@ fmt_data_page_offset (const struct ftl_superblock *sb, uint32_t b,
 /* ---- superblock ---- */
 
 /* The encoded length of a superblock of this version. */
-static uint32_t
-sb_bytes (uint32_t version)
+uint32_t
+fmt_sb_bytes (uint32_t version)
 {
-  return version >= 4 ? FTL_SB_BYTES : FTL_SB_BYTES_V1;
+  return version >= 5 ? FTL_SB_BYTES
+    : version == 4 ? FTL_SB_BYTES_V4 : FTL_SB_BYTES_V1;
 }
 
 void
 fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
 {
-  uint32_t length = sb_bytes (sb->version);
+  uint32_t length = fmt_sb_bytes (sb->version);
 
   memset (buf, 0, FTL_SB_BYTES);
   memcpy (buf, FTL_SB_MAGIC, 8);
@@ -161,6 +162,10 @@ fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
   put64le (buf + 120, sb->created);
   if (sb->version >= 4)
     put64le (buf + 128, sb->meta_offset);
+  if (sb->version >= 5) {
+    put32le (buf + 136, sb->flags);
+    put64le (buf + 144, sb->pinned_ckpt_gen);
+  }
   put64le (buf + 16, struct_checksum (buf, length, 16, 8));
 }
 
@@ -192,8 +197,9 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   /* Version 0 is not written by any version: its length is only
    * bounded, and its checksum (or the version check after it) fails.
    */
-  if ((sb.version == 0 ? length != FTL_SB_BYTES && length != FTL_SB_BYTES_V1
-       : length != sb_bytes (sb.version)) || len < length)
+  if ((sb.version == 0 ? length != FTL_SB_BYTES && length != FTL_SB_BYTES_V4
+       && length != FTL_SB_BYTES_V1
+       : length != fmt_sb_bytes (sb.version)) || len < length)
     return FTL_FMT_BAD_LENGTH;
   if (get64le (buf + 16) != struct_checksum (buf, length, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
@@ -217,6 +223,8 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   sb.uuid[1] = get64le (buf + 112);
   sb.created = get64le (buf + 120);
   sb.meta_offset = sb.version >= 4 ? get64le (buf + 128) : 0;
+  sb.flags = sb.version >= 5 ? get32le (buf + 136) : 0;
+  sb.pinned_ckpt_gen = sb.version >= 5 ? get64le (buf + 144) : 0;
 
   /* The geometry must be self-consistent: a checksum only proves the
    * bytes are what some writer wrote.
@@ -273,6 +281,12 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   }
   if (sb.state != FTL_SB_CLEAN && sb.state != FTL_SB_DIRTY)
     BAD ("state %u", sb.state);
+  if (sb.flags & ~FTL_SB_FLAGS_KNOWN)
+    BAD ("unknown flags 0x%x", sb.flags & ~FTL_SB_FLAGS_KNOWN);
+  if ((sb.flags & FTL_SB_UNSYNCED) ? sb.state != FTL_SB_DIRTY ||
+      sb.pinned_ckpt_gen == 0 : sb.pinned_ckpt_gen != 0)
+    BAD ("unsynced flag 0x%x with state %u and pinned checkpoint %" PRIu64,
+         sb.flags, sb.state, sb.pinned_ckpt_gen);
 #undef BAD
 
   *out = sb;
@@ -466,7 +480,7 @@ fmt_ckpt_body_check (const struct ftl_ckpt_header *h, const uint8_t *body)
 bool
 fmt_ckpt_map_check (const struct ftl_ckpt_header *h, uint32_t ppn)
 {
-  return ppn == FTL_UNMAPPED
+  return ppn == FTL_UNMAPPED || (ppn == FTL_LOST && h->version >= 5)
     || ppn < (uint64_t) h->blocks * h->pages_per_block;
 }
 
