@@ -109,7 +109,9 @@ struct ftl_block_info {
 extern int ftl_inspect_block (struct ftl *ftl, uint32_t block,
                               struct ftl_block_info *bi);
 
-/* The physical page that logical page lpn maps to, or FTL_UNMAPPED. */
+/* The physical page that logical page lpn maps to, or FTL_UNMAPPED, or
+ * FTL_LOST (format.h).
+ */
 extern int ftl_inspect_lookup (struct ftl *ftl, uint64_t lpn, uint32_t *ppn);
 
 /* The metadata area of an erase block: ftl_inspect_meta_bytes bytes,

@@ -95,6 +95,8 @@ check_map (struct checker *c, const struct image *im, uint32_t *rev,
 
     if (ftl_inspect_lookup (im->ftl, lpn, &ppn) < 0 || ppn == FTL_UNMAPPED)
       continue;
+    if (ppn == FTL_LOST)
+      continue;                 /* lost in a crash of the host: no page */
     if (ppn >= phys) {
       check_error (c, "logical page %" PRIu64 " maps to physical page %u, "
                    "beyond the last (%" PRIu64 ")", lpn, ppn, phys - 1);

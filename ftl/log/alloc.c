@@ -145,7 +145,7 @@ alloc_range_is_hot (struct ftl *ftl, uint64_t first, uint64_t last)
     return false;
   for (uint64_t l = first; l <= last && hot + cold < 64; l++) {
     uint32_t ppn = l2p_load (ftl, l);
-    if (ppn == FTL_UNMAPPED)
+    if (ppn == FTL_UNMAPPED || ppn == FTL_LOST)
       cold++;
     else if (now - MIN (now, block_data_seq (ftl, media_ppn_block (&ftl->media, ppn)))
              < ftl->hot_age)

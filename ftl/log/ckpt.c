@@ -13,7 +13,11 @@
  *      as the fallback (the log stays replayable from either slot).
  *
  * A crash at any step leaves the previous checkpoint and the log after it
- * intact.  The superblock copies alternate the same way and record only
+ * intact.  With sync=false the syncs are skipped: a crash of the host
+ * may then tear any checkpoint of the session, so the session writes
+ * them all to the slot that the pinned checkpoint (the one durable at
+ * its open) does not hold, and keeps the log replayable from the pinned
+ * one (ftl-internal.h).  The superblock copies alternate the same way and record only
  * whether the image was shut down cleanly, and after which checkpoint.
  */
 
@@ -68,12 +72,20 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   sb.generation++;
   sb.state = state;
   sb.clean_ckpt_gen = clean_ckpt_gen;
+  /* A sync=false session marks the image in use with the checkpoint
+   * it pins; a clean close clears the mark.
+   */
+  sb.flags = state == FTL_SB_DIRTY && ftl->pinned_gen ? FTL_SB_UNSYNCED : 0;
+  sb.pinned_ckpt_gen = sb.flags ? ftl->pinned_gen : 0;
   memset (buf, 0, sizeof buf);
   fmt_sb_encode (&sb, buf);
   r = media_pwrite_raw (&ftl->media, buf, sizeof buf,
                         (sb.generation & 1) * FTL_SB_SLOT);
+  /* Synced even with sync=false: these are the syncs of its open and
+   * its close.
+   */
   if (r == 0)
-    r = media_sync (&ftl->media);
+    r = media_sync_always (&ftl->media);
   if (r < 0) {
     log_msg (ftl, FTL_LOG_ERROR, "writing the superblock: %s", strerror (-r));
     return r;
@@ -169,8 +181,13 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
 
   /* 3. Write the older slot. */
   slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
-  /* Never over the newest durable checkpoint. */
-  assert (ftl->ckpt_gen == 0 || slot != ftl->ckpt_slot);
+  if (ftl->pinned_gen)
+    slot = 1 - ftl->pinned_slot;
+  /* Never over the newest durable checkpoint (sync=false: the pinned
+   * one, the only one known durable).
+   */
+  assert (ftl->ckpt_gen == 0 || ftl->pinned_gen || slot != ftl->ckpt_slot);
+  assert (!ftl->pinned_gen || slot != ftl->pinned_slot);
   h.generation = ftl->ckpt_gen + 1;
   h.body_bytes = fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
   h.body_checksum = fmt_checksum (body, h.body_bytes, 0);
@@ -191,6 +208,9 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
    * than it are in both slots and may go.
    */
   uint64_t prev = __atomic_load_n (&ftl->durable_ckpt_seq, __ATOMIC_RELAXED);
+  /* sync=false: the fallback stays the pinned checkpoint. */
+  if (ftl->pinned_gen)
+    prev = ftl->pinned_seq;
   __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
   __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
   __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);

@@ -80,6 +80,8 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->media_erases = ctr_get (ftl, FTL_CTR_ERASE)
     + media_count (&ftl->media, MEDIA_ERASES);
   st->media_syncs = media_count (&ftl->media, MEDIA_SYNCS);
+  st->media_syncs_skipped = media_count (&ftl->media, MEDIA_SYNCS_SKIPPED);
+  st->media_lost_pages = ftl->recovered_lost;
   st->media_corrected_bits = ctr_get (ftl, FTL_CTR_CORRECTED_BITS);
   st->media_read_retries = ctr_get (ftl, FTL_CTR_READ_RETRIES);
   st->media_uncorrectable = __atomic_load_n (&ftl->em.uncorrectable,
@@ -361,6 +363,15 @@ render_host_media (struct ftl_stat_set *s, const struct stats_view *v)
     u64 (s, "syncs", st->media_syncs,
          COUNTER ("media_syncs_total",
                   "Syncs of the backing file since the server started."));
+  if (server)
+    u64 (s, "syncs_skipped", st->media_syncs_skipped,
+         COUNTER ("media_syncs_skipped_total",
+                  "Syncs not done (sync=false) since the server started."));
+  if (server)
+    u64 (s, "lost_pages", st->media_lost_pages,
+         GAUGE ("media_lost_pages",
+                "Logical pages found lost at open, after a crash of the "
+                "host during a sync=false session."));
   u64 (s, "corrected_bits", st->media_corrected_bits,
        COUNTER ("media_corrected_bits_total",
                 "Bit errors ECC corrected on host reads."));
