@@ -25,6 +25,14 @@
  * A block's SLC mode (slc.c) comes from the checkpoint's block table,
  * or for a block written since, from its OOB entries.
  *
+ * An image whose superblock carries the mark of a sync=false session
+ * (FTL_SB_UNSYNCED) was not closed by it: if the host crashed, any write
+ * of the session may be lost or torn, in any order.  Then no checkpoint
+ * older than the one the session pinned is loaded, and after the roll
+ * forward every mapped page is verified (verify_mapped): one that fails
+ * becomes FTL_LOST and reads as an error.  After the death of the
+ * server alone (the page cache kept every write) nothing fails.
+ *
  * The cost is one small read per FULL block, plus reading the blocks
  * written since the checkpoint (bounded by the checkpoint interval).
  */

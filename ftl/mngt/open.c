@@ -15,8 +15,10 @@
  *   policies      GC watermarks, hot/cold separation, checkpoint interval
  *   recovery      load the newest checkpoint, roll the log forward
  *   in use        a checkpoint after a roll-forward, then the superblock
- *                 marked in use; if the filesystem is full, the image
- *                 is served read-only instead
+ *                 marked in use (sync=false: with the session's mark and
+ *                 pinned checkpoint, the open's one sync); if the
+ *                 filesystem is full, the image is served read-only
+ *                 instead
  *   attach        from here on the media is timed and faults may be
  *                 injected; recovery is neither
  *
