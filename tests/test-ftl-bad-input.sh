@@ -136,20 +136,22 @@ refuse "$tmp/random.img" "$not_image" file="$tmp/random.img"
 refuse "$tmp/random.img" "$not_image" file="$tmp/random.img" size=1M
 
 # An image written by a newer version of the format: both superblock
-# copies (at 0 and 4 KiB) say version 5.  Layout, little-endian: magic
+# copies (at 0 and 4 KiB) say version 6.  (So does a program that
+# reads up to version 4 refuse a version 5 image, which may carry the
+# mark of a sync=false session.)  Layout, little-endian: magic
 # "NBDKFTL\0" at 0, version (uint32) at 8.
 cp "$disk" "$tmp/newer.img"
 patched=0
 for sb in 0 4096; do
     magic="$(od -An -c -j $sb -N 7 "$tmp/newer.img" | tr -d ' ')"
     if [ "$magic" = NBDKFTL ]; then
-        printf '\x05\x00\x00\x00' |
+        printf '\x06\x00\x00\x00' |
             dd of="$tmp/newer.img" bs=1 seek=$((sb + 8)) conv=notrunc status=none
         patched=$((patched + 1))
     fi
 done
 test $patched -ge 1
-refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 5, this program reads up to 4\\)" \
+refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 6, this program reads up to 5\\)" \
     file="$tmp/newer.img"
 
 # Version 0 is not a newer format: no version writes it.  Both copies
@@ -215,6 +217,13 @@ test ! -e "$tmp/tiny.img"
 refuse "$tmp/new.img" "preallocate: not a boolean \\(true or false\\): 'maybe'" \
     file="$tmp/new.img" size=64M preallocate=maybe
 test ! -e "$tmp/new.img"
+
+# So is sync=, for a new image and an existing one (left as it was).
+refuse "$tmp/new.img" "sync: not a boolean \\(true or false\\): 'maybe'" \
+    file="$tmp/new.img" size=64M sync=maybe
+test ! -e "$tmp/new.img"
+refuse "$disk" "sync: not a boolean \\(true or false\\): ''" \
+    file="$disk" sync=
 
 # A size whose map needs more memory than the process may use: named,
 # never a bare "Cannot allocate memory", and nothing written.  2 TiB in

@@ -242,6 +242,9 @@ render_image (struct ftl_stat_set *s, const struct stats_view *v)
   string (s, "state", ii->sb.state == FTL_SB_CLEAN ? "clean" : "dirty");
   boolean (s, "clean", ii->sb.state == FTL_SB_CLEAN, NULL);
   u64 (s, "generation", ii->sb.generation, NULL);
+  /* The mark of a sync=false session (format.h). */
+  boolean (s, "unsynced", ii->sb.flags & FTL_SB_UNSYNCED, NULL);
+  u64 (s, "pinned_checkpoint", ii->sb.pinned_ckpt_gen, NULL);
   end (s);
   ftl_inspect_checkpoint (v->ftl, &generation, &slot);
   begin (s, "checkpoint");
