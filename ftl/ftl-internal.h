@@ -63,7 +63,8 @@
  *     page cache, so each of these holds against the death of the
  *     process, not a crash of the host.  For that the session pins the
  *     checkpoint durable at its open (pinned_gen; its slot is never
- *     rewritten, replay_seq never passes it) and marks the superblock
+ *     rewritten, replay_seq never passes it; ckpt.c may sync a newer
+ *     one and pin it instead) and marks the superblock
  *     (FTL_SB_UNSYNCED, synced at open); recovery of a marked image
  *     never loads an older checkpoint and verifies every mapped page:
  *     what fails reads as an error (FTL_LOST), never as older data.
@@ -128,6 +129,10 @@ struct ftl {
   uint64_t pinned_gen;
   unsigned pinned_slot;
   uint64_t pinned_seq;
+  uint64_t trim_pages_since_pin;  /* atomic: trim pages written since
+                                   * (an estimate), which replay from
+                                   * it keeps live (ckpt.c) */
+  uint64_t repins;              /* checkpoints pinned since open */
   bool last_ckpt_clean;         /* ... and its checkpoint was a clean one */
 
   /* Durable points (durable.c). */

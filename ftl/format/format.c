@@ -169,6 +169,30 @@ fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
   put64le (buf + 16, struct_checksum (buf, length, 16, 8));
 }
 
+/* Version 5's flags: only known ones, the mark of a sync=false session
+ * only on a superblock in use and with a pinned checkpoint, and the
+ * bytes after them zeros (so that a superblock encodes back to its
+ * bytes).
+ */
+static bool
+sb_flags_ok (const uint8_t *buf, const struct ftl_superblock *sb,
+             char *why, size_t whylen)
+{
+  const char *bad = NULL;
+
+  if (sb->flags & ~FTL_SB_FLAGS_KNOWN)
+    bad = "unknown flags";
+  else if (sb->version >= 5 && get32le (buf + 140) != 0)
+    bad = "reserved bytes 140 to 143 are not zero, flags";
+  else if ((sb->flags & FTL_SB_UNSYNCED) ? sb->state != FTL_SB_DIRTY ||
+           sb->pinned_ckpt_gen == 0 : sb->pinned_ckpt_gen != 0)
+    bad = "unsynced flag inconsistent: flags";
+  if (bad && why)
+    snprintf (why, whylen, "%s 0x%x with state %u and pinned checkpoint %"
+              PRIu64, bad, sb->flags, sb->state, sb->pinned_ckpt_gen);
+  return bad == NULL;
+}
+
 enum ftl_fmt_status
 fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
                char *why, size_t whylen)
@@ -281,12 +305,8 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   }
   if (sb.state != FTL_SB_CLEAN && sb.state != FTL_SB_DIRTY)
     BAD ("state %u", sb.state);
-  if (sb.flags & ~FTL_SB_FLAGS_KNOWN)
-    BAD ("unknown flags 0x%x", sb.flags & ~FTL_SB_FLAGS_KNOWN);
-  if ((sb.flags & FTL_SB_UNSYNCED) ? sb.state != FTL_SB_DIRTY ||
-      sb.pinned_ckpt_gen == 0 : sb.pinned_ckpt_gen != 0)
-    BAD ("unsynced flag 0x%x with state %u and pinned checkpoint %" PRIu64,
-         sb.flags, sb.state, sb.pinned_ckpt_gen);
+  if (!sb_flags_ok (buf, &sb, why, whylen))
+    return FTL_FMT_BAD_FIELD;
 #undef BAD
 
   *out = sb;

@@ -170,7 +170,8 @@ struct ftl_superblock {
   uint64_t meta_offset;         /* file offset of the metadata region;
                                  * 0: the layout of versions 1 to 3 */
   /* Version 5 (0 before). */
-  uint32_t flags;               /* FTL_SB_* flags */
+  uint32_t flags;               /* FTL_SB_* flags (then 4 reserved
+                                 * bytes, zeros) */
   uint64_t pinned_ckpt_gen;     /* with FTL_SB_UNSYNCED: the checkpoint
                                  * that was durable when the session
                                  * opened; its slot is not rewritten

@@ -324,6 +324,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
     if (lp->kind == FTL_OOB_TRIM) {
       __atomic_fetch_add (&ftl->trim_pages[blk], 1, __ATOMIC_RELAXED);
       __atomic_fetch_add (&ftl->trim_pages_since_ckpt, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_add (&ftl->trim_pages_since_pin, 1, __ATOMIC_RELAXED);
     }
     else if (lp->from == FTL_UNMAPPED)
       map_install (ftl, lp->lpn, ppn, check[i]);

@@ -17,7 +17,12 @@
  * may then tear any checkpoint of the session, so the session writes
  * them all to the slot that the pinned checkpoint (the one durable at
  * its open) does not hold, and keeps the log replayable from the pinned
- * one (ftl-internal.h).  The superblock copies alternate the same way and record only
+ * one (ftl-internal.h).  The trim records that replay from it needs
+ * stay live, and take spare space: once as many trim pages as trigger
+ * a checkpoint (a quarter of the spare) were written since the pin,
+ * the checkpoint just written is synced and pinned instead, and the
+ * superblock says so (repin: the session's only syncs but those of its
+ * open and close; many trims over a long session).  The superblock copies alternate the same way and record only
  * whether the image was shut down cleanly, and after which checkpoint.
  */
 
@@ -151,6 +156,33 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   return since;
 }
 
+/* sync=false: pin the checkpoint just written (generation gen, in
+ * slot, at seq) in place of the pinned one.  A sync makes it, and the
+ * log it maps, durable; then the superblock names it, with its own
+ * sync.  From the first sync on, either pin is safe to recover from
+ * (the new checkpoint is newer than the old pin, and durable), so the
+ * handle moves to the new pin then, even if the superblock write fails.
+ */
+static int
+repin (struct ftl *ftl, uint64_t gen, unsigned slot, uint64_t seq)
+{
+  int r = media_sync_always (&ftl->media);
+
+  if (r < 0)
+    return r;
+  ftl->pinned_gen = gen;
+  ftl->pinned_slot = slot;
+  ftl->pinned_seq = seq;
+  __atomic_store_n (&ftl->trim_pages_since_pin,
+                    __atomic_load_n (&ftl->trim_pages_since_ckpt,
+                                     __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+  ftl->repins++;
+  log_debug (ftl, FTL_DEBUG_CKPT, "sync=false: checkpoint %" PRIu64 " is "
+             "pinned (the trim records kept for the last took a quarter "
+             "of the spare)", gen);
+  return ckpt_write_superblock (ftl, FTL_SB_DIRTY, 0);
+}
+
 static int
 ckpt_write_locked (struct ftl *ftl, bool clean)
 {
@@ -204,6 +236,12 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
 
   ftl->ckpt_gen = h.generation;
   ftl->ckpt_slot = slot;
+  __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
+  __atomic_fetch_sub (&ftl->trim_pages_since_ckpt, trims, __ATOMIC_RELAXED);
+  if (ftl->pinned_gen && !clean &&
+      __atomic_load_n (&ftl->trim_pages_since_pin, __ATOMIC_RELAXED)
+      >= ftl->ckpt_trim_interval)
+    r = repin (ftl, h.generation, slot, h.seq);
   /* The previous checkpoint is the fallback now: trim records older
    * than it are in both slots and may go.
    */
@@ -213,8 +251,6 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
     prev = ftl->pinned_seq;
   __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
   __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
-  __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
-  __atomic_fetch_sub (&ftl->trim_pages_since_ckpt, trims, __ATOMIC_RELAXED);
   trimlog_drop_before (ftl, prev);
   /* Victim costs count the trim pages written since this checkpoint
    * (the older ones are copied by GC while still live, see gc.c).

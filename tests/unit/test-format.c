@@ -256,6 +256,17 @@ START_TEST (test_sb_unsynced_mark)
                                          sizeof why), FTL_FMT_BAD_FIELD);
     ck_assert_msg (strstr (why, "flag") != NULL, "case %zu: %s", i, why);
   }
+  /* The 4 bytes after the flags are reserved: zeros. */
+  sb.state = FTL_SB_DIRTY;
+  sb.flags = FTL_SB_UNSYNCED;
+  sb.pinned_ckpt_gen = 7;
+  fmt_sb_encode (&sb, buf);
+  buf[142] = 4;
+  put64le (buf + 16, 0);
+  put64le (buf + 16, fmt_checksum (buf, FTL_SB_BYTES, 0));
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, NULL, why,
+                                       sizeof why), FTL_FMT_BAD_FIELD);
+  ck_assert_msg (strstr (why, "reserved") != NULL, "%s", why);
   /* A version 4 superblock has no flags: its bytes there are not read. */
   sb = good_sb_interleaved (4);
   fmt_sb_encode (&sb, buf);
