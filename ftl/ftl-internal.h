@@ -132,7 +132,6 @@ struct ftl {
   uint64_t trim_pages_since_pin;  /* atomic: trim pages written since
                                    * (an estimate), which replay from
                                    * it keeps live (ckpt.c) */
-  uint64_t repins;              /* checkpoints pinned since open */
   bool last_ckpt_clean;         /* ... and its checkpoint was a clean one */
 
   /* Durable points (durable.c). */

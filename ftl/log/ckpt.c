@@ -22,8 +22,11 @@
  * a checkpoint (a quarter of the spare) were written since the pin,
  * the checkpoint just written is synced and pinned instead, and the
  * superblock says so (repin: the session's only syncs but those of its
- * open and close; many trims over a long session).  The superblock copies alternate the same way and record only
- * whether the image was shut down cleanly, and after which checkpoint.
+ * open and close; many trims over a long session).
+ *
+ * The superblock copies alternate the same way and record whether the
+ * image was shut down cleanly, and after which checkpoint, and with
+ * sync=false the session's mark and pinned checkpoint.
  */
 
 #include <config.h>
@@ -176,7 +179,6 @@ repin (struct ftl *ftl, uint64_t gen, unsigned slot, uint64_t seq)
   __atomic_store_n (&ftl->trim_pages_since_pin,
                     __atomic_load_n (&ftl->trim_pages_since_ckpt,
                                      __ATOMIC_RELAXED), __ATOMIC_RELAXED);
-  ftl->repins++;
   log_debug (ftl, FTL_DEBUG_CKPT, "sync=false: checkpoint %" PRIu64 " is "
              "pinned (the trim records kept for the last took a quarter "
              "of the spare)", gen);
