@@ -11,6 +11,14 @@ source "${srcdir:-.}/functions.sh"
 requires_plugin
 requires nbdsh jq timeout
 
+# strace counts the system calls; scripts/build installs it, so under
+# CI=true it must be there (elsewhere the statistics alone are checked).
+if ! command -v strace >/dev/null 2>&1 && [ "${CI:-}" = true ]; then
+    echo "FAIL: strace not found; scripts/build provides it, and under" \
+         "CI=true a test must not do without it"
+    exit 1
+fi
+
 make_tmpdir
 disk="$tmp/disk.img"
 stats="$tmp/stats.json"
