@@ -243,9 +243,12 @@ for (( round = 0; round < rounds; round++ )); do
     # within the next second: 0.000 to 0.999 seconds later.
     for (( i = 0; ; i++ )); do
         ready=0
+        # (One awk, not a pipe: a grep -q that stops early would kill
+        # the sed feeding it, and pipefail would then say no, the more
+        # often the faster the clients go, as with sync=false.)
         for log in "${logs[@]}"; do
-            if grep -q '^A' "$log" 2>/dev/null &&
-               sed -n '/^A/,$p' "$log" | grep -q '^F'; then
+            if awk '/^A/ { a = 1 } a && /^F/ { f = 1; exit }
+                    END { exit !f }' "$log" 2>/dev/null; then
                 ready=$(( ready + 1 ))
             fi
         done
