@@ -1293,6 +1293,104 @@ START_TEST (test_crash_host)
 }
 END_TEST
 
+/* Syncs among the events recorded in f. */
+static unsigned
+count_syncs (const struct unit_fault *f)
+{
+  unsigned n = 0;
+
+  for (size_t i = 0; i < f->n; i++)
+    n += f->ev[i].kind == UNIT_EV_SYNC;
+  return n;
+}
+
+/* The format version of both superblock copies of path (0 if they
+ * differ or one does not decode).
+ */
+static uint32_t
+sb_versions (const char *path)
+{
+  uint8_t buf[FTL_SB_BYTES];
+  struct ftl_superblock sb[2];
+
+  for (int s = 0; s < 2; s++) {
+    unit_read_file (path, buf, sizeof buf, s * FTL_SB_SLOT);
+    if (fmt_sb_decode (buf, sizeof buf, &sb[s], NULL, 0) != FTL_FMT_OK)
+      return 0;
+  }
+  return sb[0].version == sb[1].version ? sb[0].version : 0;
+}
+
+/* sync=false on an image of format version 4 (no flags in its
+ * superblock): it opens, becomes version 5 in both superblock copies
+ * (so that a program that reads up to version 4 refuses it from then
+ * on), at the cost of one sync more at that open only; then each
+ * sync=false open syncs once (the mark), each close twice, and a
+ * session writes no sync between.
+ */
+START_TEST (test_unsynced_version_4)
+{
+  struct unit_fault f;
+  struct ftl *ftl;
+  uint8_t buf[FTL_SB_BYTES];
+  char err[256];
+  int r;
+
+  unit_fault_init (&f);
+  no_sync = false;
+  ftl = open_image (img, unit_nosync_io (), err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_int_eq (write_whole_page (ftl, 5, 1), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  /* Both copies as a version 4 program writes them. */
+  for (int s = 0; s < 2; s++) {
+    struct ftl_superblock sb;
+    unit_read_file (img, buf, sizeof buf, s * FTL_SB_SLOT);
+    ck_assert_int_eq (fmt_sb_decode (buf, sizeof buf, &sb, NULL, 0),
+                      FTL_FMT_OK);
+    sb.version = 4;
+    fmt_sb_encode (&sb, buf);
+    int fd = open (img, O_WRONLY | O_CLOEXEC);
+    ck_assert_int_eq (pwrite (fd, buf, sizeof buf, s * FTL_SB_SLOT),
+                      (ssize_t) sizeof buf);
+    close (fd);
+  }
+  ck_assert_uint_eq (sb_versions (img), 4);
+
+  no_sync = true;
+  for (unsigned round = 0; round < 2; round++) {
+    unit_fault_reset (&f);
+    ftl = open_image (img, &f.io, err, sizeof err, &r);
+    ck_assert_msg (r == 0, "%s", err);
+    ck_assert_uint_eq (count_syncs (&f), round == 0 ? 2 : 1);
+    ck_assert_uint_eq (sb_versions (img), FTL_FORMAT_VERSION);
+    ck_assert (ftl->sb.flags & FTL_SB_UNSYNCED);
+    expect_page (ftl, 5, round + 1, "version 4, sync=false");
+    unit_fault_reset (&f);
+    for (uint32_t p = 0; p < LP; p++)
+      ck_assert_int_eq (write_whole_page (ftl, p, round + 2), 0);
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+    ck_assert_int_eq (ftl_write (ftl, buf, SECT, 0, FTL_FUA), 0);
+    ck_assert_int_eq (ftl_trim (ftl, 2 * PS, 8 * PS, 0), 0);
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+    ck_assert_uint_eq (count_syncs (&f), 0);
+    ck_assert_uint_gt (f.n, LP);
+    unit_fault_reset (&f);
+    ck_assert_int_eq (write_whole_page (ftl, 5, round + 2), 0);
+    ck_assert_int_eq (ftl_close (ftl), 0);
+    ck_assert_uint_eq (count_syncs (&f), 2);
+  }
+  /* Cleanly closed: no mark, nothing to verify. */
+  ftl = open_image (img, unit_nosync_io (), err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert (!ftl->unsynced_found);
+  expect_page (ftl, 5, 3, "version 4, after sync=false");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  no_sync = false;
+  unit_fault_free (&f);
+}
+END_TEST
+
 /* Does checkpoint slot i of img hold a whole checkpoint for this
  * geometry: a header that decodes and a body that matches its checksum?
  */
@@ -2038,6 +2136,7 @@ crash_suite (void)
   tcase_add_checked_fixture (tc, setup, NULL);
   tcase_set_timeout (tc, 600);
   tcase_add_test (tc, test_crash_host);
+  tcase_add_test (tc, test_unsynced_version_4);
   suite_add_tcase (s, tc);
 
   tc = tcase_create ("creation");
