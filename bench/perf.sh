@@ -57,11 +57,12 @@ die () { echo "$prog: $*" >&2; exit 1; }
 
 # ---- workloads ------------------------------------------------------
 #
-# name|group|description|fio options
+# name|group|description|fio options[|ftl keys]
 #   group F: filled disk; group P: fresh disk, before garbage collection
 #   starts (the volume is bounded, see io_size below); group S: steady
 #   state.  @S@ is replaced by the disk size in bytes, @S8@, @S4@ and
-#   @S16@ by a fraction of it.
+#   @S16@ by a fraction of it.  The ftl keys, if any, are given to the
+#   ftl server for that workload alone (restarted on the same image).
 
 workloads_table='
 seq-read|F|sequential read 1 MiB, iodepth 16|--rw=read --bs=1M --iodepth=16 --time_based
@@ -70,6 +71,7 @@ rand-read-qd16|F|random read 4 KiB, iodepth 16|--rw=randread --bs=4k --iodepth=1
 rand-read-4conn|F|random read 4 KiB, iodepth 16, 4 connections|--rw=randread --bs=4k --iodepth=16 --numjobs=4 --time_based
 seq-write|F|sequential write 1 MiB, iodepth 16, over a full disk|--rw=write --bs=1M --iodepth=16 --time_based
 seq-write-fsync64|F|sequential write 1 MiB, iodepth 16, over a full disk, a flush every 64 MiB|--rw=write --bs=1M --iodepth=16 --fsync=64 --time_based
+seq-write-unsynced|F|sequential write 1 MiB, iodepth 16, over a full disk, ftl with sync=false|--rw=write --bs=1M --iodepth=16 --time_based|sync=false
 rand-write-qd1|P|random write 4 KiB, iodepth 1, before GC|--rw=randwrite --bs=4k --iodepth=1 --io_size=@S8@
 rand-write-qd16|P|random write 4 KiB, iodepth 16, before GC|--rw=randwrite --bs=4k --iodepth=16 --io_size=@S4@
 rand-write-4conn|P|random write 4 KiB, iodepth 16, 4 connections, before GC|--rw=randwrite --bs=4k --iodepth=16 --numjobs=4 --io_size=@S16@
@@ -79,7 +81,7 @@ rand-write-steady|S|random write 4 KiB, iodepth 16, steady state (full disk, GC 
 
 servers=(ftl file memory)
 
-wl_field () # NAME FIELD(1-4)
+wl_field () # NAME FIELD(1-5)
 {
     local line
     line="$(grep "^$1|" <<<"$workloads_table")" || return 1
@@ -279,10 +281,11 @@ stop_server ()
     unset "pid_of[$name]"
 }
 
+# start_ftl [KEY=VALUE...]: the ftl server, with --ftl-args and these.
 start_ftl ()
 {
     start_server ftl "$plugin" file="$work/ftl.img" size="$size_bytes" \
-        stats="$work/stats.json" stats-interval=1 "${ftl_args[@]}"
+        stats="$work/stats.json" stats-interval=1 "${ftl_args[@]}" "$@"
 }
 
 # A fresh ftl image: stop the server, delete the image, start again.
@@ -506,10 +509,21 @@ for (( rep = 1; rep <= repeat; rep++ )); do
         fresh_ftl
         fio_run ftl "$work/fill.ftl.$rep.json" --rw=write --bs=1M --iodepth=16
         for w in "${ws[@]}"; do
+            # A workload with keys of its own: the ftl server restarted
+            # with them on the same image, and without them after.
+            read -r -a keys <<<"$(wl_field "$w" 5)"
+            if [ ${#keys[@]} -gt 0 ]; then
+                stop_server ftl
+                start_ftl "${keys[@]}"
+            fi
             for name in "${order[@]}"; do
                 progress "repeat $rep: $w: $name"
                 measure "$rep" "$w" "$name"
             done
+            if [ ${#keys[@]} -gt 0 ]; then
+                stop_server ftl
+                start_ftl
+            fi
         done
     fi
 
@@ -685,13 +699,15 @@ END {
     print "|---|---|---|---|"
     # Writes against what bounds them: the same durable work as file
     # (a flush every 64 MiB), or, for the 5-second overwrite, images in
-    # tmpfs (--dir /dev/shm: the cost of the FTL alone); random writes
-    # against memory, the NBD ceiling.
+    # tmpfs (--dir /dev/shm: the cost of the FTL alone) or with
+    # sync=false on the same disk; random writes against memory, the
+    # NBD ceiling.
     target("seq-read", "xfile", 1.0, "sequential read vs file")
     target("rand-read-qd1", "xfile", 1.0, "random read iodepth 1 vs file")
     target("rand-read-qd16", "xfile", 1.0, "random read iodepth 16 vs file")
     target("seq-write-fsync64", "xfile", 0.9, "sequential overwrite, a flush every 64 MiB, vs file")
     target("seq-write", "xfile", 0.9, "sequential overwrite, 5 s, vs file (images in tmpfs)")
+    target("seq-write-unsynced", "xfile", 0.9, "sequential overwrite, 5 s, sync=false, vs file")
     targetmax("seq-write" SUBSEP "ftl" SUBSEP "cpuxfile", 1.3, "CPU per GiB of sequential writes vs file")
     target("rand-write-qd16", "xmem", 0.85, "random write iodepth 16, before GC, vs memory")
     target("rand-write-steady", "xmem", 0.70, "random write steady state vs memory")

@@ -63,6 +63,15 @@
  *     synced before it counts as durable.
  *   - GC copies keep the data's sequence number; replay applies log items
  *     newer than the checkpoint in sequence order.
+ *   - sync=false (media.nosync): a "sync" above only reaches the host's
+ *     page cache, so each of these holds against the death of the
+ *     process, not a crash of the host.  For that the session pins the
+ *     checkpoint durable at its open (pinned_gen; its slot is never
+ *     rewritten, replay_seq never passes it; ckpt.c may sync a newer
+ *     one and pin it instead) and marks the superblock
+ *     (FTL_SB_UNSYNCED, synced at open); recovery of a marked image
+ *     never loads an older checkpoint and verifies every mapped page:
+ *     what fails reads as an error (FTL_LOST), never as older data.
  *   - The log stays replayable from the older of the two checkpoints
  *     (replay_seq), not only from the newest: trim records are kept, in
  *     the buffer and in the log, until both checkpoints include them.
@@ -114,6 +123,19 @@ struct ftl {
   bool closing;                 /* ftl_close is writing its last records */
   bool powered_off;             /* atomic: ftl_power_cut (powercut.c) */
   bool was_unclean;             /* recovery found no clean shutdown */
+  bool no_sync;                 /* sync=false (media.nosync too) */
+  bool unsynced_found;          /* the open found the mark of a sync=false
+                                 * session: the host crashed during it */
+  uint64_t recovered_lost;      /* logical pages that open set FTL_LOST */
+  /* sync=false: the checkpoint durable when the session opened, which
+   * the session never overwrites (pinned_gen 0: none, sync=true).
+   */
+  uint64_t pinned_gen;
+  unsigned pinned_slot;
+  uint64_t pinned_seq;
+  uint64_t trim_pages_since_pin;  /* atomic: trim pages written since
+                                   * (an estimate), which replay from
+                                   * it keeps live (ckpt.c) */
   bool last_ckpt_clean;         /* ... and its checkpoint was a clean one */
 
   /* Durable points (durable.c). */

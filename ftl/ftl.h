@@ -290,6 +290,9 @@ struct ftl_options {
                                  * share one log per stream and GC one
                                  * log (for comparisons) */
   bool readonly;                /* open without writing anything */
+  bool no_sync;                 /* sync=false: never sync the image but
+                                 * to set and clear its mark at open and
+                                 * close (see ftl_open) */
   bool preallocate;             /* a new image: reserve all of its file's
                                  * space (fallocate), not a sparse file */
   uint64_t memory_limit;        /* the memory the map may take, as if the
@@ -531,6 +534,9 @@ struct ftl_stats {
   uint64_t media_erases;
   uint64_t media_syncs;         /* syncs of the file since open */
   uint64_t media_sync_ns;       /* time spent in them */
+  uint64_t media_syncs_skipped; /* sync=false: syncs not done */
+  uint64_t media_lost_pages;    /* logical pages the open found lost
+                                 * to a crash of the host (sync=false) */
   uint64_t media_corrected_bits;  /* bit errors ECC corrected */
   uint64_t media_read_retries;  /* read retry steps taken */
   uint64_t media_uncorrectable; /* pages no retry recovered, since open */

@@ -120,7 +120,9 @@ struct ftl_block_info {
 extern int ftl_inspect_block (struct ftl *ftl, uint32_t block,
                               struct ftl_block_info *bi);
 
-/* The physical page that logical page lpn maps to, or FTL_UNMAPPED. */
+/* The physical page that logical page lpn maps to, or FTL_UNMAPPED, or
+ * FTL_LOST (format.h).
+ */
 extern int ftl_inspect_lookup (struct ftl *ftl, uint64_t lpn, uint32_t *ppn);
 /* The first logical page from lpn on that may be mapped (the map skips
  * groups of pages that never held a mapping), or logical_pages: a walk

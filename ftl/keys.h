@@ -14,7 +14,7 @@
  * it on, unless timing=false; timing=true alone uses the default
  * preset.
  *
- * Keys: size, op, page-size, pages-per-block, preallocate, streams, gc,
+ * Keys: size, op, page-size, pages-per-block, preallocate, sync, streams, gc,
  * gc-mode, hot-cold, wl-threshold, endurance, timeout, timeout-retries,
  * write-cache, write-cache-bypass; the timing model's timing, model,
  * read-latency, program-latency, erase-latency, channels, dies,
@@ -77,6 +77,8 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \
   "preallocate=<BOOL>             Reserve a new image's space (fallocate; default false).\n" \
+  "sync=<BOOL>                    Sync the image at flushes (default true; false: like\n" \
+  "                               qemu's cache=unsafe, lost if the host crashes).\n" \
   "streams=<N>                    Host write frontiers (default: 1 per 64 spare erase blocks, 1 to 4).\n" \
   "gc=cost-benefit|greedy         Garbage collection victim policy (default cost-benefit).\n" \
   "gc-mode=deadline|watermark     How GC shares the device with requests (default watermark).\n" \

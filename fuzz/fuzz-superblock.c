@@ -53,8 +53,7 @@ check_decoded (const uint8_t *buf, const struct ftl_superblock *sb)
   FUZZ_CHECK (sb->state == FTL_SB_CLEAN || sb->state == FTL_SB_DIRTY);
 
   fmt_sb_encode (sb, again);
-  FUZZ_CHECK (memcmp (again, buf, sb->version >= 4 ? FTL_SB_BYTES
-                      : FTL_SB_BYTES_V1) == 0);
+  FUZZ_CHECK (memcmp (again, buf, fmt_sb_bytes (sb->version)) == 0);
 }
 
 static void

@@ -50,8 +50,7 @@ fuzz_reseal_struct (uint8_t *buf, size_t len, size_t csum_off)
 static inline void
 fuzz_reseal_sb (uint8_t *buf)
 {
-  fuzz_reseal_struct (buf, get32le (buf + 8) >= 4 ? FTL_SB_BYTES
-                      : FTL_SB_BYTES_V1, 16);
+  fuzz_reseal_struct (buf, fmt_sb_bytes (get32le (buf + 8)), 16);
 }
 
 static inline void

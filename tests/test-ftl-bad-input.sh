@@ -136,7 +136,9 @@ refuse "$tmp/random.img" "$not_image" file="$tmp/random.img"
 refuse "$tmp/random.img" "$not_image" file="$tmp/random.img" size=1M
 
 # An image written by a newer version of the format: both superblock
-# copies (at 0 and 4 KiB) say version 6.  Layout, little-endian: magic
+# copies (at 0 and 4 KiB) say version 6.  (So does a program that
+# reads up to version 4 refuse a version 5 image, which may carry the
+# mark of a sync=false session.)  Layout, little-endian: magic
 # "NBDKFTL\0" at 0, version (uint32) at 8.
 cp "$disk" "$tmp/newer.img"
 patched=0
@@ -215,6 +217,13 @@ test ! -e "$tmp/tiny.img"
 refuse "$tmp/new.img" "preallocate: not a boolean \\(true or false\\): 'maybe'" \
     file="$tmp/new.img" size=64M preallocate=maybe
 test ! -e "$tmp/new.img"
+
+# So is sync=, for a new image and an existing one (left as it was).
+refuse "$tmp/new.img" "sync: not a boolean \\(true or false\\): 'maybe'" \
+    file="$tmp/new.img" size=64M sync=maybe
+test ! -e "$tmp/new.img"
+refuse "$disk" "sync: not a boolean \\(true or false\\): ''" \
+    file="$disk" sync=
 
 # A size whose map needs more memory than the process may use: named,
 # never a bare "Cannot allocate memory", and nothing written.  2 TiB in

@@ -170,7 +170,8 @@ $info[0] as $i | $stats[0] as $s | ($i | members) as $mi |
   ($ms - $mi | map(name)) - ($ms - $mi | only(["gc.policy", "gc.mode",
       "gc.slices", "gc.yields", "gc.syncs", "gc.erases_unsynced",
       "wl.threshold", "wear.endurance", "wear.last_cycle_blocks", "readonly",
-      "deadline", "cache", "media.syncs", "media.sync_ns", "media.uncorrectable",
+      "deadline", "cache", "media.syncs", "media.sync_ns",
+      "media.syncs_skipped", "media.lost_pages", "media.uncorrectable",
       "gc.reclaimed_blocks", "scrub", "errors", "latency_us",
       "slc.size_pages", "slc.folded_pages", "slc.exhausted"])) ] as [$stray_info, $stray_stats] |
 [ $both[] | . as $p | select(name | IN("checkpoints", "blocks.open",

@@ -8,7 +8,8 @@
  *                 count in the handle match the states; free + open +
  *                 full + retired = all erase blocks.
  *   the map       every mapped logical page lies in the written part of
- *                 an erase block that is neither free nor retired; no
+ *                 an erase block that is neither free nor retired (or
+ *                 is FTL_LOST: an error, which --repair unmaps); no
  *                 two logical pages map to one physical page; the mapped
  *                 count and each block's valid count match the map; the
  *                 reverse map agrees.
@@ -99,6 +100,17 @@ check_map (struct checker *c, const struct image *im, uint32_t *rev,
 
     if (ftl_inspect_lookup (im->ftl, lpn, &ppn) < 0 || ppn == FTL_UNMAPPED)
       continue;
+    if (ppn == FTL_LOST) {
+      /* No page: its data was lost in a crash of the host during a
+       * sync=false session, and it reads as an error.
+       */
+      check_error (c, "logical page %" PRIu64 ": its data was lost in a "
+                   "crash of the host (sync=false)", lpn);
+      check_fix (c, lpn, FIX_UNMAP, "its data was lost in a crash of the "
+                 "host");
+      mapped++;
+      continue;
+    }
     if (ppn >= phys) {
       check_error (c, "logical page %" PRIu64 " maps to physical page %u, "
                    "beyond the last (%" PRIu64 ")", lpn, ppn, phys - 1);

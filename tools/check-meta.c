@@ -174,6 +174,8 @@ check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
                                h->version);
     if (ppn == FTL_UNMAPPED)
       continue;
+    if (ppn == FTL_LOST && fmt_ckpt_map_check (h, ppn))
+      continue;                 /* lost in a crash of the host */
     if (!fmt_ckpt_map_check (h, ppn)) {
       check_error (c, "checkpoint slot %d: logical page %" PRIu64 " maps "
                    "to physical page %u, beyond the last (%" PRIu64 ")",

@@ -193,6 +193,11 @@ dump_lpn (const struct image *im, uint64_t lpn, bool hex)
     printf ("logical page %" PRIu64 ": not mapped (reads as zeros)\n", lpn);
     return FTLCTL_EXIT_OK;
   }
+  if (ppn == FTL_LOST) {
+    printf ("logical page %" PRIu64 ": lost in a crash of the host "
+            "(reads as an error)\n", lpn);
+    return FTLCTL_EXIT_OK;
+  }
   printf ("logical page %" PRIu64 ": physical page %u\n", lpn, ppn);
   return dump_page (im, ppn, hex);
 }

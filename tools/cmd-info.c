@@ -115,6 +115,10 @@ print_text (const struct info *in)
          sb_state (in), in->ii.sb.generation,
          in->ii.sb.state == FTL_SB_CLEAN ? "" :
          ": in use, or not shut down cleanly");
+  if (in->ii.sb.flags & FTL_SB_UNSYNCED)
+    field ("sync=false", "marked: a sync=false session has it open, or "
+           "the host crashed during one (pinned checkpoint %" PRIu64 ")\n",
+           in->ii.sb.pinned_ckpt_gen);
   field ("checkpoint", "generation %" PRIu64 " (slot %u)\n",
          in->ckpt_gen, in->ckpt_slot);
 

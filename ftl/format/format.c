@@ -162,16 +162,17 @@ fmt_data_page_offset (const struct ftl_superblock *sb, uint32_t b,
 /* ---- superblock ---- */
 
 /* The encoded length of a superblock of this version. */
-static uint32_t
-sb_bytes (uint32_t version)
+uint32_t
+fmt_sb_bytes (uint32_t version)
 {
-  return version >= 4 ? FTL_SB_BYTES : FTL_SB_BYTES_V1;
+  return version >= 5 ? FTL_SB_BYTES
+    : version == 4 ? FTL_SB_BYTES_V4 : FTL_SB_BYTES_V1;
 }
 
 void
 fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
 {
-  uint32_t length = sb_bytes (sb->version);
+  uint32_t length = fmt_sb_bytes (sb->version);
 
   memset (buf, 0, FTL_SB_BYTES);
   memcpy (buf, FTL_SB_MAGIC, 8);
@@ -195,7 +196,35 @@ fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
   put64le (buf + 120, sb->created);
   if (sb->version >= 4)
     put64le (buf + 128, sb->meta_offset);
+  if (sb->version >= 5) {
+    put32le (buf + 136, sb->flags);
+    put64le (buf + 144, sb->pinned_ckpt_gen);
+  }
   put64le (buf + 16, struct_checksum (buf, length, 16, 8));
+}
+
+/* Version 5's flags: only known ones, the mark of a sync=false session
+ * only on a superblock in use and with a pinned checkpoint, and the
+ * bytes after them zeros (so that a superblock encodes back to its
+ * bytes).
+ */
+static bool
+sb_flags_ok (const uint8_t *buf, const struct ftl_superblock *sb,
+             char *why, size_t whylen)
+{
+  const char *bad = NULL;
+
+  if (sb->flags & ~FTL_SB_FLAGS_KNOWN)
+    bad = "unknown flags";
+  else if (sb->version >= 5 && get32le (buf + 140) != 0)
+    bad = "reserved bytes 140 to 143 are not zero, flags";
+  else if ((sb->flags & FTL_SB_UNSYNCED) ? sb->state != FTL_SB_DIRTY ||
+           sb->pinned_ckpt_gen == 0 : sb->pinned_ckpt_gen != 0)
+    bad = "unsynced flag inconsistent: flags";
+  if (bad && why)
+    snprintf (why, whylen, "%s 0x%x with state %u and pinned checkpoint %"
+              PRIu64, bad, sb->flags, sb->state, sb->pinned_ckpt_gen);
+  return bad == NULL;
 }
 
 enum ftl_fmt_status
@@ -226,8 +255,9 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   /* Version 0 is not written by any version: its length is only
    * bounded, and its checksum (or the version check after it) fails.
    */
-  if ((sb.version == 0 ? length != FTL_SB_BYTES && length != FTL_SB_BYTES_V1
-       : length != sb_bytes (sb.version)) || len < length)
+  if ((sb.version == 0 ? length != FTL_SB_BYTES && length != FTL_SB_BYTES_V4
+       && length != FTL_SB_BYTES_V1
+       : length != fmt_sb_bytes (sb.version)) || len < length)
     return FTL_FMT_BAD_LENGTH;
   if (get64le (buf + 16) != struct_checksum (buf, length, 16, 8))
     return FTL_FMT_BAD_CHECKSUM;
@@ -251,6 +281,8 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   sb.uuid[1] = get64le (buf + 112);
   sb.created = get64le (buf + 120);
   sb.meta_offset = sb.version >= 4 ? get64le (buf + 128) : 0;
+  sb.flags = sb.version >= 5 ? get32le (buf + 136) : 0;
+  sb.pinned_ckpt_gen = sb.version >= 5 ? get64le (buf + 144) : 0;
 
   /* The geometry must be self-consistent: a checksum only proves the
    * bytes are what some writer wrote.
@@ -307,6 +339,8 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   }
   if (sb.state != FTL_SB_CLEAN && sb.state != FTL_SB_DIRTY)
     BAD ("state %u", sb.state);
+  if (!sb_flags_ok (buf, &sb, why, whylen))
+    return FTL_FMT_BAD_FIELD;
 #undef BAD
 
   *out = sb;
@@ -500,7 +534,7 @@ fmt_ckpt_body_check (const struct ftl_ckpt_header *h, const uint8_t *body)
 bool
 fmt_ckpt_map_check (const struct ftl_ckpt_header *h, uint32_t ppn)
 {
-  return ppn == FTL_UNMAPPED
+  return ppn == FTL_UNMAPPED || (ppn == FTL_LOST && h->version >= 5)
     || ppn < (uint64_t) h->blocks * h->pages_per_block;
 }
 

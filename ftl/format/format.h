@@ -88,6 +88,20 @@
  * the PPN, FTL_UNMAPPED all ones); an image becomes version 5 when
  * first opened read-write, and its next checkpoint is written in the
  * new encoding.
+ *
+ * Also in version 5: the superblock grows to FTL_SB_BYTES to carry flags and
+ * the generation of a pinned checkpoint.  FTL_SB_UNSYNCED marks an
+ * image that a sync=false session has open: nothing written since that
+ * open was synced, so after a crash of the host any of it may be lost
+ * or torn, in any order (recovery verifies every mapped page, and
+ * never falls back to a checkpoint older than the pinned one, whose
+ * slot the session never rewrote).  A checkpoint's map may hold
+ * FTL_LOST: a logical page whose data such a crash lost (it reads as
+ * an error).  Version 4 images are read as they are (no flags) and
+ * become version 5 when first opened read-write, as before; a program
+ * that reads up to version 4 refuses a version 5 image ("a newer
+ * format"), which is what keeps it from serving an image that needs
+ * the verification.
  */
 #define FTL_FORMAT_VERSION     5
 
@@ -98,7 +112,8 @@
 
 #define FTL_SB_MAGIC           "NBDKFTL\0"   /* 8 bytes */
 #define FTL_SB_SLOT            4096
-#define FTL_SB_BYTES           136          /* encoded length, version 4 */
+#define FTL_SB_BYTES           152          /* encoded length, version 5 */
+#define FTL_SB_BYTES_V4        136          /* ... version 4 */
 #define FTL_SB_BYTES_V1        128          /* ... versions 1 to 3 */
 
 /* The durable-point record: in each superblock slot at this offset
@@ -130,9 +145,18 @@
  */
 #define FTL_UNMAPPED           UINT32_MAX
 #define FTL_PAGES_LIMIT        (UINT32_MAX - 1)
+/* The map value of a logical page whose data is lost (version 5): it
+ * reads as an error until it is rewritten or trimmed.  Recovery sets it
+ * after a crash of the host during a sync=false session, for a page
+ * whose mapped data is gone; it has no physical page.
+ */
+#define FTL_LOST               FTL_PAGES_LIMIT
 
 /* Superblock. */
 enum ftl_sb_state { FTL_SB_DIRTY = 0, FTL_SB_CLEAN = 1 };
+/* Superblock flags (version 5). */
+#define FTL_SB_UNSYNCED        0x1u  /* a sync=false session has it open */
+#define FTL_SB_FLAGS_KNOWN     FTL_SB_UNSYNCED
 
 struct ftl_superblock {
   uint32_t version;
@@ -154,6 +178,13 @@ struct ftl_superblock {
   /* Version 4 (0 before, and in images upgraded from before). */
   uint64_t meta_offset;         /* file offset of the metadata region;
                                  * 0: the layout of versions 1 to 3 */
+  /* Version 5 (0 before). */
+  uint32_t flags;               /* FTL_SB_* flags (then 4 reserved
+                                 * bytes, zeros) */
+  uint64_t pinned_ckpt_gen;     /* with FTL_SB_UNSYNCED: the checkpoint
+                                 * that was durable when the session
+                                 * opened; its slot is not rewritten
+                                 * until the session closes */
 };
 
 /* Durable-point record.  Every page of the log whose sequence number is
@@ -303,6 +334,7 @@ extern uint64_t fmt_checksum_sparse (const uint8_t *data, uint64_t len,
  * superblock decoder checks that the geometry is self-consistent; why a
  * field is bad is written into why (may be NULL).
  */
+extern uint32_t fmt_sb_bytes (uint32_t version);
 extern void fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf);
 extern enum ftl_fmt_status fmt_sb_decode (const uint8_t *buf, size_t len,
                                           struct ftl_superblock *out,

@@ -172,6 +172,15 @@ read_pages (struct ftl *ftl, uint64_t lpn, uint32_t n, uint8_t *buf)
       i++;
       continue;
     }
+    if (ppn == FTL_LOST) {
+      /* Lost in a crash of the host during a sync=false session
+       * (recovery.c): an error, never zeros or older data.
+       */
+      log_msg (ftl, FTL_LOG_ERROR, "logical page %" PRIu64 ": its data "
+               "was lost in a crash of the host (sync=false)", lpn + i);
+      ctr_add (ftl, FTL_CTR_MEDIA_ERRORS, 1);
+      return -EIO;
+    }
     uint32_t room = ftl->ppb - media_ppn_page (&ftl->media, ppn);
     uint32_t run = 1;
     while (i + run < n && run < room && run < READ_RUN_MAX &&

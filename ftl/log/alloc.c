@@ -145,7 +145,7 @@ alloc_range_is_hot (struct ftl *ftl, uint64_t first, uint64_t last)
     return false;
   for (uint64_t l = first; l <= last && hot + cold < 64; l++) {
     uint32_t ppn = l2p_load (ftl, l);
-    if (ppn == FTL_UNMAPPED)
+    if (ppn == FTL_UNMAPPED || ppn == FTL_LOST)
       cold++;
     else if (now - MIN (now, block_data_seq (ftl, media_ppn_block (&ftl->media, ppn)))
              < ftl->hot_age)
@@ -324,6 +324,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
     if (lp->kind == FTL_OOB_TRIM) {
       __atomic_fetch_add (&ftl->trim_pages[blk], 1, __ATOMIC_RELAXED);
       __atomic_fetch_add (&ftl->trim_pages_since_ckpt, 1, __ATOMIC_RELAXED);
+      __atomic_fetch_add (&ftl->trim_pages_since_pin, 1, __ATOMIC_RELAXED);
     }
     else if (lp->from == FTL_UNMAPPED)
       map_install (ftl, lp->lpn, ppn, check[i]);

@@ -21,8 +21,20 @@
  * host's disk too.
  *
  * A crash at any step leaves the previous checkpoint and the log after it
- * intact.  The superblock copies alternate the same way and record only
- * whether the image was shut down cleanly, and after which checkpoint.
+ * intact.  With sync=false the syncs are skipped: a crash of the host
+ * may then tear any checkpoint of the session, so the session writes
+ * them all to the slot that the pinned checkpoint (the one durable at
+ * its open) does not hold, and keeps the log replayable from the pinned
+ * one (ftl-internal.h).  The trim records that replay from it needs
+ * stay live, and take spare space: once as many trim pages as trigger
+ * a checkpoint (a quarter of the spare) were written since the pin,
+ * the checkpoint just written is synced and pinned instead, and the
+ * superblock says so (repin: the session's only syncs but those of its
+ * open and close; many trims over a long session).
+ *
+ * The superblock copies alternate the same way and record whether the
+ * image was shut down cleanly, and after which checkpoint, and with
+ * sync=false the session's mark and pinned checkpoint.
  */
 
 #include <config.h>
@@ -79,12 +91,20 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   sb.generation++;
   sb.state = state;
   sb.clean_ckpt_gen = clean_ckpt_gen;
+  /* A sync=false session marks the image in use with the checkpoint
+   * it pins; a clean close clears the mark.
+   */
+  sb.flags = state == FTL_SB_DIRTY && ftl->pinned_gen ? FTL_SB_UNSYNCED : 0;
+  sb.pinned_ckpt_gen = sb.flags ? ftl->pinned_gen : 0;
   memset (buf, 0, sizeof buf);
   fmt_sb_encode (&sb, buf);
   r = media_pwrite_raw (&ftl->media, buf, sizeof buf,
                         (sb.generation & 1) * FTL_SB_SLOT);
+  /* Synced even with sync=false: these are the syncs of its open and
+   * its close.
+   */
   if (r == 0)
-    r = media_sync (&ftl->media);
+    r = media_sync_always (&ftl->media);
   if (r < 0) {
     log_msg (ftl, FTL_LOG_ERROR, "writing the superblock: %s", strerror (-r));
     return r;
@@ -198,6 +218,32 @@ ckpt_write_chunks (const struct ftl_io *io, int fd, struct media *m,
   return 0;
 }
 
+/* sync=false: pin the checkpoint just written (generation gen, in
+ * slot, at seq) in place of the pinned one.  A sync makes it, and the
+ * log it maps, durable; then the superblock names it, with its own
+ * sync.  From the first sync on, either pin is safe to recover from
+ * (the new checkpoint is newer than the old pin, and durable), so the
+ * handle moves to the new pin then, even if the superblock write fails.
+ */
+static int
+repin (struct ftl *ftl, uint64_t gen, unsigned slot, uint64_t seq)
+{
+  int r = media_sync_always (&ftl->media);
+
+  if (r < 0)
+    return r;
+  ftl->pinned_gen = gen;
+  ftl->pinned_slot = slot;
+  ftl->pinned_seq = seq;
+  __atomic_store_n (&ftl->trim_pages_since_pin,
+                    __atomic_load_n (&ftl->trim_pages_since_ckpt,
+                                     __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+  log_debug (ftl, FTL_DEBUG_CKPT, "sync=false: checkpoint %" PRIu64 " is "
+             "pinned (the trim records kept for the last took a quarter "
+             "of the spare)", gen);
+  return ckpt_write_superblock (ftl, FTL_SB_DIRTY, 0);
+}
+
 static int
 ckpt_write_locked (struct ftl *ftl, bool clean)
 {
@@ -245,8 +291,13 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
 
   /* 3. Write the older slot. */
   slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
-  /* Never over the newest durable checkpoint. */
-  assert (ftl->ckpt_gen == 0 || slot != ftl->ckpt_slot);
+  if (ftl->pinned_gen)
+    slot = 1 - ftl->pinned_slot;
+  /* Never over the newest durable checkpoint (sync=false: the pinned
+   * one, the only one known durable).
+   */
+  assert (ftl->ckpt_gen == 0 || ftl->pinned_gen || slot != ftl->ckpt_slot);
+  assert (!ftl->pinned_gen || slot != ftl->pinned_slot);
   h.generation = ftl->ckpt_gen + 1;
   h.body_bytes = fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
   h.body_checksum = fmt_checksum_sparse (body, h.body_bytes,
@@ -270,14 +321,21 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
 
   ftl->ckpt_gen = h.generation;
   ftl->ckpt_slot = slot;
+  __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
+  __atomic_fetch_sub (&ftl->trim_pages_since_ckpt, trims, __ATOMIC_RELAXED);
+  if (ftl->pinned_gen && !clean &&
+      __atomic_load_n (&ftl->trim_pages_since_pin, __ATOMIC_RELAXED)
+      >= ftl->ckpt_trim_interval)
+    r = repin (ftl, h.generation, slot, h.seq);
   /* The previous checkpoint is the fallback now: trim records older
    * than it are in both slots and may go.
    */
   uint64_t prev = __atomic_load_n (&ftl->durable_ckpt_seq, __ATOMIC_RELAXED);
+  /* sync=false: the fallback stays the pinned checkpoint. */
+  if (ftl->pinned_gen)
+    prev = ftl->pinned_seq;
   __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
   __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
-  __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
-  __atomic_fetch_sub (&ftl->trim_pages_since_ckpt, trims, __ATOMIC_RELAXED);
   trimlog_drop_before (ftl, prev);
   /* Victim costs count the trim pages written since this checkpoint
    * (the older ones are copied by GC while still live, see gc.c).

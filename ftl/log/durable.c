@@ -27,6 +27,11 @@
  * copies durable), and recovery prefers an intact page to a damaged
  * one of the same logical page and sequence number.
  *
+ * With sync=false (media.h) the syncs are skipped: the record then says
+ * what survives the death of the server, not a crash of the host
+ * (recovery of an image with the session's mark verifies every page
+ * instead, recovery.c).
+ *
  * Invariants: durable_seq (the newest record on the media) <=
  * synced_seq; both only grow.  The registry's lock is a leaf.
  */

@@ -315,7 +315,7 @@ map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t check)
   assert (old != ppn);
   if (old == FTL_UNMAPPED)
     __atomic_fetch_add (&ftl->mapped, 1, __ATOMIC_RELAXED);
-  else
+  else if (old != FTL_LOST)     /* lost data has no page */
     map_drop_valid (ftl, media_ppn_block (&ftl->media, old));
 }
 
@@ -332,7 +332,8 @@ map_unmap (struct ftl *ftl, uint64_t lpn)
   if (old == FTL_UNMAPPED)
     return false;
   __atomic_fetch_sub (&ftl->mapped, 1, __ATOMIC_RELAXED);
-  map_drop_valid (ftl, media_ppn_block (&ftl->media, old));
+  if (old != FTL_LOST)
+    map_drop_valid (ftl, media_ppn_block (&ftl->media, old));
   return true;
 }
 

@@ -25,6 +25,14 @@
  * A block's SLC mode (slc.c) comes from the checkpoint's block table,
  * or for a block written since, from its OOB entries.
  *
+ * An image whose superblock carries the mark of a sync=false session
+ * (FTL_SB_UNSYNCED) was not closed by it: if the host crashed, any write
+ * of the session may be lost or torn, in any order.  Then no checkpoint
+ * older than the one the session pinned is loaded, and after the roll
+ * forward every mapped page is verified (verify_mapped): one that fails
+ * becomes FTL_LOST and reads as an error.  After the death of the
+ * server alone (the page cache kept every write) nothing fails.
+ *
  * The cost is one small read per FULL block, plus reading the blocks
  * written since the checkpoint (bounded by the checkpoint interval).
  * A block whose metadata area is a hole of the file was never written
@@ -208,6 +216,19 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
     if (st[s] == FTL_FMT_OK &&
         !fmt_ckpt_header_check (&h[s], &ftl->sb, NULL, 0))
       st[s] = FTL_FMT_BAD_FIELD;
+    /* After a crash of the host during a sync=false session, a
+     * checkpoint older than the one it pinned would roll forward over a
+     * log that the session did not keep for it (trims dropped, blocks
+     * erased): it could serve older data.
+     */
+    if (st[s] == FTL_FMT_OK && ftl->unsynced_found &&
+        h[s].generation < ftl->sb.pinned_ckpt_gen) {
+      log_msg (ftl, FTL_LOG_WARN, "checkpoint slot %d (generation %" PRIu64
+               ") is older than the one the sync=false session pinned "
+               "(%" PRIu64 "): not used", s, h[s].generation,
+               ftl->sb.pinned_ckpt_gen);
+      st[s] = FTL_FMT_BAD_FIELD;
+    }
   }
 
   /* Try the newer valid slot first, then the other one. */
@@ -450,7 +471,7 @@ intact_version (struct ftl *ftl, uint32_t lpn, uint64_t seq, uint8_t *page)
   uint8_t oob[FTL_OOB_BYTES];
   struct ftl_oob o;
 
-  if (ppn == FTL_UNMAPPED)
+  if (ppn == FTL_UNMAPPED || ppn == FTL_LOST)
     return false;
   blk = media_ppn_block (&ftl->media, ppn);
   if (media_read_oob (&ftl->media, blk, media_ppn_page (&ftl->media, ppn),
@@ -548,6 +569,74 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
   return r;
 }
 
+/* After a crash of the host during a sync=false session (the mark,
+ * FTL_SB_UNSYNCED): any write of the session may be lost or torn, in
+ * any order, the checkpoints included, so the map may name a page
+ * whose data never reached the file, was erased since, or belongs to
+ * another logical page.  Every mapped page is checked as a read checks
+ * it (a page of a block's current program, its OOB entry naming this
+ * logical page at the block's erase count, its data matching the
+ * entry's checksum), and one that fails becomes FTL_LOST: it reads as
+ * an error until it is rewritten or trimmed.  Nothing is written here
+ * (the checkpoint after recovery records FTL_LOST), so this needs no
+ * free block.
+ *
+ * Why a page that passes is not older data: the checkpoint loaded is
+ * the pinned one (the image as that session opened it) or one the
+ * session wrote (load_checkpoint refuses older ones), and the log items
+ * applied after it were programmed after it; a page that passes is the
+ * one its map entry was made for, since a page is programmed once per
+ * erase count and the erase count recovery finds is never below the
+ * one the map entry was made at.
+ */
+static int
+verify_mapped (struct ftl *ftl)
+{
+  struct media *m = &ftl->media;
+  uint8_t oob[FTL_OOB_BYTES];
+  uint8_t *page = malloc (ftl->page_size);
+  uint64_t lost = 0;
+  int r = 0;
+
+  if (!page)
+    return -ENOMEM;
+  for (uint64_t lpn = map_next (ftl, 0); lpn < ftl->logical_pages;
+       lpn = map_next (ftl, lpn + 1)) {
+    uint32_t ppn = l2p_load (ftl, lpn);
+    struct ftl_oob o;
+    if (ppn == FTL_UNMAPPED || ppn == FTL_LOST)
+      continue;
+    uint32_t b = media_ppn_block (m, ppn), p = media_ppn_page (m, ppn);
+    bool ok = ftl->state[b] != FTL_BLK_FREE &&
+      ftl->state[b] != FTL_BLK_RETIRED && p < m->wp[b];
+    if (ok) {
+      r = media_read_oob (m, b, p, 1, oob);
+      if (r == 0)
+        r = media_read (m, ppn, 1, page);
+      if (r < 0)
+        break;
+      ok = fmt_oob_decode (oob, sizeof oob, &o) == FTL_FMT_OK &&
+        (o.kind == FTL_OOB_DATA || o.kind == FTL_OOB_POISON) &&
+        o.lpn == lpn && o.erase_count == media_erase_count (m, b) &&
+        fmt_checksum (page, ftl->page_size, ppn) == o.data_checksum;
+    }
+    if (!ok) {
+      log_debug (ftl, FTL_DEBUG_RECOVERY, "logical page %" PRIu64 ": page "
+                 "%u of erase block %u was lost in a crash of the host",
+                 lpn, p, b);
+      l2p_set (ftl, lpn, FTL_LOST);
+      lost++;
+    }
+  }
+  free (page);
+  if (r == 0 && lost > 0)
+    log_msg (ftl, FTL_LOG_ERROR, "%" PRIu64 " logical pages were lost in a "
+             "crash of the host during a sync=false session: they read "
+             "as errors until they are rewritten or trimmed", lost);
+  ftl->recovered_lost = lost;
+  return r;
+}
+
 /* Rebuild valid counts, the reverse map, and the free pool from the map
  * and block states.
  */
@@ -570,6 +659,10 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
     uint32_t ppn = l2p_load (ftl, lpn);
     if (ppn == FTL_UNMAPPED)
       continue;
+    if (ppn == FTL_LOST) {      /* no page: counted, reads as an error */
+      mapped++;
+      continue;
+    }
     uint32_t b = media_ppn_block (&ftl->media, ppn);
     if (ftl->state[b] == FTL_BLK_FREE || ftl->state[b] == FTL_BLK_RETIRED ||
         media_ppn_page (&ftl->media, ppn) >= ftl->media.wp[b]) {
@@ -630,6 +723,11 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
   bool clean;
   int r;
 
+  ftl->unsynced_found = ftl->sb.flags & FTL_SB_UNSYNCED;
+  if (ftl->unsynced_found)
+    log_msg (ftl, FTL_LOG_WARN, "the image was left open by a sync=false "
+             "session (the host crashed?): every mapped page is verified, "
+             "and any that a crash of the host lost reads as an error");
   r = load_checkpoint (ftl, &h, errbuf, errlen);
   if (r < 0)
     return r;
@@ -657,6 +755,14 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
     r = roll_forward (ftl, h.seq, errbuf, errlen);
     if (r < 0)
       return r;
+  }
+  if (ftl->unsynced_found) {
+    r = verify_mapped (ftl);
+    if (r < 0) {
+      snprintf (errbuf, errlen, "recovery: verifying the mapped pages: %s",
+                strerror (-r));
+      return r;
+    }
   }
   return rebuild (ftl, errbuf, errlen);
 }

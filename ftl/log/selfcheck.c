@@ -77,6 +77,8 @@ check_map (struct ftl *ftl, struct report *rp)
     if (ppn == FTL_UNMAPPED)
       continue;
     mapped++;
+    if (ppn == FTL_LOST)
+      continue;                 /* lost in a crash of the host: no page */
     if (ppn >= phys) {
       report (rp, "logical page %" PRIu64 " maps beyond the device (%u)",
               lpn, ppn);

@@ -9,7 +9,9 @@
  *
  * A barrier (trimlog_barrier) writes the buffered records and syncs the
  * backing file: every write, trim and relocation completed before it
- * began is then durable.  A client's flush is a barrier, and GC runs one
+ * began is then durable (with sync=false: in the host's page cache, so
+ * durable against the death of the server, not a crash of the host;
+ * ftl-internal.h).  A client's flush is a barrier, and GC runs one
  * before it erases blocks whose pages were replaced (map.c: drain notes).
  *
  * A trim page is live while replay could need it: while its highest

@@ -247,6 +247,11 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
   }
   else if (strcmp (key, "preallocate") == 0)
     return ftl_parse_bool (key, v, &o->preallocate, err, errlen);
+  else if (strcmp (key, "sync") == 0) {
+    if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
+      return -1;
+    o->no_sync = !b;
+  }
   else if (strcmp (key, "wl-threshold") == 0)
     return parse_u32 (key, v, 1, UINT32_MAX, &o->wl_threshold, err, errlen);
   else if (strcmp (key, "endurance") == 0)

@@ -15,8 +15,10 @@
  *   policies      GC watermarks, hot/cold separation, checkpoint interval
  *   recovery      load the newest checkpoint, roll the log forward
  *   in use        a checkpoint after a roll-forward, then the superblock
- *                 marked in use; if the filesystem is full, the image
- *                 is served read-only instead
+ *                 marked in use (sync=false: with the session's mark and
+ *                 pinned checkpoint, the open's one sync); if the
+ *                 filesystem is full, the image is served read-only
+ *                 instead
  *   attach        from here on the media is timed and faults may be
  *                 injected; recovery is neither
  *
@@ -392,9 +394,15 @@ undo_timing (struct ftl *ftl)
 static int
 step_media (struct ftl *ftl, struct open_ctx *c)
 {
-  return media_init (&ftl->media, ftl->fd, c->o->io, ftl->page_size, ftl->ppb,
-                     ftl->blocks, ftl->sb.meta_pages, ftl->sb.meta_offset,
-                     ftl->sb.data_offset);
+  int r = media_init (&ftl->media, ftl->fd, c->o->io, ftl->page_size,
+                      ftl->ppb, ftl->blocks, ftl->sb.meta_pages,
+                      ftl->sb.meta_offset, ftl->sb.data_offset);
+  /* sync=false: from here on media_sync does not sync (recovery
+   * writes nothing; the mark is synced by media_sync_always).
+   */
+  ftl->no_sync = c->o->no_sync && !ftl->readonly;
+  ftl->media.nosync = ftl->no_sync;
+  return r;
 }
 
 static void
@@ -565,6 +573,18 @@ mark_in_use (struct ftl *ftl, struct open_ctx *c)
 {
   int r;
 
+  /* sync=false: pin the checkpoint that recovery loaded, durable
+   * before this open wrote anything (or made so by the sync that
+   * marks the image in use below, which covers every write before it).
+   * Every superblock written from here on carries the mark and the pin
+   * (ckpt_write_superblock), and no checkpoint of the session goes to
+   * the pinned slot (ckpt.c).
+   */
+  if (ftl->no_sync) {
+    ftl->pinned_gen = ftl->ckpt_gen;
+    ftl->pinned_slot = ftl->ckpt_slot;
+    ftl->pinned_seq = ftl->durable_ckpt_seq;
+  }
   /* An older image becomes this version: its superblock says so
    * before anything of the new version is written (format.h).
    */
@@ -779,6 +799,14 @@ ftl_close (struct ftl *ftl)
     selfcheck_assert (ftl, "close");
     if (r == 0)
       r = ckpt_write (ftl, true);
+    /* sync=false: nothing of the session was synced.  The mark may be
+     * cleared only once all of it is durable (else a crash of the host
+     * could leave a clean superblock over lost data): one sync, then
+     * the clean superblock and its own sync (ckpt_write_superblock),
+     * so that the next open need not verify the image.
+     */
+    if (r == 0 && ftl->no_sync)
+      r = media_sync_always (&ftl->media);
     if (r == 0)
       r = ckpt_write_superblock (ftl, FTL_SB_CLEAN, ftl->ckpt_gen);
   }

@@ -25,6 +25,15 @@
  * The next open finds no clean shutdown and rolls the log forward.
  * Everything a flush or a FUA write made durable was in the log before
  * the cut and is untouched by it.
+ *
+ * What the cut does not model is a crash of the host: every write the
+ * process completed stays in the file (the host's page cache keeps it
+ * whether or not it was synced).  So with sync=false, where flushes,
+ * barriers and checkpoints reach the page cache only, the cut is the
+ * death of the server, and loses exactly what it loses with sync=true:
+ * the drive's DRAM cache and the destage in flight.  A crash of the
+ * host during a sync=false session may lose any write since its open;
+ * tests/unit/test-crash.c enumerates that (test_crash_host).
  */
 
 #include <config.h>

@@ -113,6 +113,7 @@ struct fault;
 enum media_counter {
   MEDIA_PROGRAMS, MEDIA_READS, MEDIA_ERASES, MEDIA_SYNCS,
   MEDIA_SYNC_NS,                /* time spent in those syncs */
+  MEDIA_SYNCS_SKIPPED,          /* sync=false: syncs not done */
   MEDIA__NCTR
 };
 
@@ -160,6 +161,14 @@ struct media {
 
   /* Set by media_power_off: every operation fails with -EIO. */
   bool off;                     /* atomic */
+
+  /* sync=false (set at open, before any operation): media_sync does
+   * not sync and counts MEDIA_SYNCS_SKIPPED; only media_sync_always
+   * does.  Writes then reach the host's page cache only: they survive
+   * the death of the process (and power cuts emulated in it), not a
+   * crash of the host.
+   */
+  bool nosync;
 
   /* Optional (NULL: none), see media_attach. */
   struct timing *timing;
@@ -323,8 +332,14 @@ extern bool media_meta_is_hole (const struct media *m, uint32_t first,
 /* Erase a block: see the rules above.  seq is recorded in the header. */
 extern int media_erase (struct media *m, uint32_t blk, uint64_t seq);
 
-/* Make every completed write durable. */
+/* Make every completed write durable (with nosync: skipped, counted,
+ * and every completed write only survives the death of the process).
+ */
 extern int media_sync (struct media *m);
+/* Make every completed write durable, even with nosync (the superblock
+ * writes of a sync=false session: its mark at open, its close).
+ */
+extern int media_sync_always (struct media *m);
 
 /* Raw metadata-region I/O (superblocks, checkpoints): not NAND. */
 extern int media_pwrite_raw (struct media *m, const void *buf, size_t len,

@@ -81,6 +81,8 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     + media_count (&ftl->media, MEDIA_ERASES);
   st->media_syncs = media_count (&ftl->media, MEDIA_SYNCS);
   st->media_sync_ns = media_count (&ftl->media, MEDIA_SYNC_NS);
+  st->media_syncs_skipped = media_count (&ftl->media, MEDIA_SYNCS_SKIPPED);
+  st->media_lost_pages = ftl->recovered_lost;
   st->media_corrected_bits = ctr_get (ftl, FTL_CTR_CORRECTED_BITS);
   st->media_read_retries = ctr_get (ftl, FTL_CTR_READ_RETRIES);
   st->media_uncorrectable = __atomic_load_n (&ftl->em.uncorrectable,
@@ -241,6 +243,9 @@ render_image (struct ftl_stat_set *s, const struct stats_view *v)
   string (s, "state", ii->sb.state == FTL_SB_CLEAN ? "clean" : "dirty");
   boolean (s, "clean", ii->sb.state == FTL_SB_CLEAN, NULL);
   u64 (s, "generation", ii->sb.generation, NULL);
+  /* The mark of a sync=false session (format.h). */
+  boolean (s, "unsynced", ii->sb.flags & FTL_SB_UNSYNCED, NULL);
+  u64 (s, "pinned_checkpoint", ii->sb.pinned_ckpt_gen, NULL);
   end (s);
   ftl_inspect_checkpoint (v->ftl, &generation, &slot);
   begin (s, "checkpoint");
@@ -366,6 +371,15 @@ render_host_media (struct ftl_stat_set *s, const struct stats_view *v)
     u64 (s, "sync_ns", st->media_sync_ns,
          COUNTER_SCALED ("media_sync_seconds_total", 1e-9,
                          "Time the syncs of the backing file took."));
+  if (server)
+    u64 (s, "syncs_skipped", st->media_syncs_skipped,
+         COUNTER ("media_syncs_skipped_total",
+                  "Syncs not done (sync=false) since the server started."));
+  if (server)
+    u64 (s, "lost_pages", st->media_lost_pages,
+         GAUGE ("media_lost_pages",
+                "Logical pages found lost at open, after a crash of the "
+                "host during a sync=false session."));
   u64 (s, "corrected_bits", st->media_corrected_bits,
        COUNTER ("media_corrected_bits_total",
                 "Bit errors ECC corrected on host reads."));

@@ -58,6 +58,14 @@
  * been cut.  FTL_CRASH_SEED=N in the environment replays a run; the
  * seed is always printed.
  *
+ * A fourth runs with sync=false, where only the session's mark (at
+ * open) and its close are synced: a cut in order is then the death of
+ * the server (nothing completed may be lost, no page may fail), every
+ * other cut a crash of the host, which may lose or tear any write since
+ * the mark, in any order: each sector must read as it was when the
+ * session opened or as a value written since, or its page as an error
+ * (test_crash_host).
+ *
  * The creation of an image is cut the same way, at each of its events,
  * its writes also torn at every subset of their sectors and at chosen
  * bytes, and each file left opened again three ways
@@ -93,6 +101,7 @@ static uint64_t seed;
 static uint64_t cache_bytes;    /* the write cache of the variant run */
 static uint64_t slc_bytes;      /* its SLC cache's static part (and a
                                  * dynamic part as free space allows) */
+static bool no_sync;            /* sync=false (the host-crash variant) */
 static long only = -1;          /* FTL_CRASH_EVENT: check one point */
 
 static void
@@ -133,7 +142,7 @@ open_image (const char *path, const struct ftl_io *io, char *err,
     .pages_per_block = PPB, .op_percent = OP, .streams = 1,
     .wl_threshold = WL, .log = debug ? debug_log : unit_log, .io = io,
     .debug = debug ? ~0u : 0, .write_cache_bytes = cache_bytes,
-    .manual_background = true,
+    .manual_background = true, .no_sync = no_sync,
     /* Two bits per cell: 4 pages per SLC block; folds in every step
      * that has nothing else to do.
      */
@@ -380,6 +389,27 @@ model_complete (struct model *m, const struct op *o)
       model_set (m, s, v, o->flags & FTL_FUA);
 }
 
+/* The same for a crash of the host during a sync=false session: nothing
+ * that a session wrote is durable until it closes (a flush or FUA
+ * reaches the host's page cache only); a close, which syncs, makes
+ * everything durable.
+ */
+static void
+model_complete_host (struct model *m, const struct op *o)
+{
+  uint64_t v;
+
+  if (o->kind == OP_FLUSH)
+    return;
+  if (o->kind == OP_REOPEN) {
+    model_complete (m, o);
+    return;
+  }
+  for (uint32_t s = 0; s < NSECT; s++)
+    if (op_sets (o, s, &v))
+      model_set (m, s, v, false);
+}
+
 static bool
 model_allows (const struct model *m, const struct op *inflight, uint32_t s,
               uint64_t v)
@@ -512,16 +542,30 @@ synced (void *arg, size_t ev)
 
 /* ---- checking an image ---- */
 
+/* A sector of a page that read as an error (got[], eio). */
+#define GOT_EIO UINT64_MAX
+
+/* How check_image_how reads: may pages read as errors (lost in a crash
+ * of the host during a sync=false session), and did the open find the
+ * session's mark?
+ */
+struct check_how {
+  bool eio_ok;
+  unsigned eio_pages;           /* out: pages that read as errors */
+  bool mark;                    /* out: the open found the mark */
+};
+
 /* Open path (recording the recovery in rec, if given), read every
  * sector and check it against the model (ops completed so far, op
  * inflight in progress), and the erase counts against ec_min.  got
- * receives each sector's version.  Returns false with a message in
- * why if the image does not open.
+ * receives each sector's version (GOT_EIO if its page read as an
+ * error, which only how->eio_ok allows).
  */
 static void
-check_image (const char *path, struct unit_fault *rec,
-             const struct model *m, const struct op *inflight,
-             const uint32_t *ec_min, uint64_t *got, const char *what)
+check_image_how (const char *path, struct unit_fault *rec,
+                 const struct model *m, const struct op *inflight,
+                 const uint32_t *ec_min, uint64_t *got, const char *what,
+                 struct check_how *how)
 {
   static uint8_t buf[SIZE];
   struct ftl *ftl;
@@ -531,11 +575,34 @@ check_image (const char *path, struct unit_fault *rec,
   ftl = open_image (path, rec ? &rec->io : unit_nosync_io (), err,
                     sizeof err, &r);
   ck_assert_msg (r == 0, "%s: the image does not open: %s", what, err);
-  r = ftl_read (ftl, buf, SIZE, 0);
-  ck_assert_msg (r == 0, "%s: read failed: %s (%s)", what, strerror (-r),
-                 unit_last_error);
+  if (how) {
+    how->mark = ftl->unsynced_found;
+    how->eio_pages = 0;
+  }
+  if (how && how->eio_ok) {
+    /* Page by page: a page may read as an error, never as wrong data. */
+    memset (got, 0, NSECT * sizeof *got);
+    for (uint32_t p = 0; p < LP; p++) {
+      r = ftl_read (ftl, buf + (size_t) p * PS, PS, (uint64_t) p * PS);
+      if (r == -EIO) {
+        how->eio_pages++;
+        for (uint32_t i = 0; i < SPP; i++)
+          got[p * SPP + i] = GOT_EIO;
+        continue;
+      }
+      ck_assert_msg (r == 0, "%s: read of page %u failed: %s (%s)", what, p,
+                     strerror (-r), unit_last_error);
+    }
+  }
+  else {
+    r = ftl_read (ftl, buf, SIZE, 0);
+    ck_assert_msg (r == 0, "%s: read failed: %s (%s)", what, strerror (-r),
+                   unit_last_error);
+  }
   for (uint32_t s = 0; s < NSECT; s++) {
     uint64_t id = s, v = 0;
+    if (how && how->eio_ok && got[s] == GOT_EIO)
+      continue;                 /* its page read as an error */
     int k = unit_page_identify (buf + (size_t) s * SECT, SECT, &id, &v);
     /* ck_abort_msg, not ck_assert_msg, in the loops of this file: each
      * ck_assert records its location through a file, and these run
@@ -569,6 +636,118 @@ check_image (const char *path, struct unit_fault *rec,
     ck_assert_int_eq (ftl_close (ftl), 0);
 }
 
+static void
+check_image (const char *path, struct unit_fault *rec,
+             const struct model *m, const struct op *inflight,
+             const uint32_t *ec_min, uint64_t *got, const char *what)
+{
+  check_image_how (path, rec, m, inflight, ec_min, got, what, NULL);
+}
+
+/* ---- pages lost in a crash of the host (sync=false) ---- */
+
+/* Write page p whole, each sector at version v. */
+static int
+write_whole_page (struct ftl *ftl, uint32_t p, uint64_t v)
+{
+  uint8_t buf[PS];
+
+  for (uint32_t i = 0; i < SPP; i++)
+    unit_fill_page (buf + i * SECT, SECT, p * SPP + i, v);
+  return ftl_write (ftl, buf, PS, (uint64_t) p * PS, 0);
+}
+
+/* Page p must read with every sector at version v (0: zeros), or fail
+ * with EIO if v is GOT_EIO.
+ */
+static void
+expect_page (struct ftl *ftl, uint32_t p, uint64_t v, const char *what)
+{
+  uint8_t buf[PS];
+  int r = ftl_read (ftl, buf, PS, (uint64_t) p * PS);
+
+  if (v == GOT_EIO) {
+    if (r != -EIO)
+      ck_abort_msg ("%s: lost page %u: read gave %d, not EIO", what, p, r);
+    return;
+  }
+  if (r != 0)
+    ck_abort_msg ("%s: page %u: read failed: %s", what, p, strerror (-r));
+  for (uint32_t i = 0; i < SPP; i++) {
+    uint64_t id = p * SPP + i, got = 0;
+    if (unit_page_identify (buf + i * SECT, SECT, &id, &got) < 0 ||
+        got != v || (v && id != p * SPP + i))
+      ck_abort_msg ("%s: page %u sector %u reads version %" PRIu64 ", not %"
+                    PRIu64, what, p, i, got, v);
+  }
+}
+
+/* What a page that a crash of the host lost (it reads as EIO: got[]
+ * says which) does next, on path, a copy of the image: a whole-page
+ * write replaces it, a trim unmaps it, a write of part of it fails with
+ * EIO (the rest of the page is lost), garbage collection and wear
+ * leveling run past the others (every other page rewritten three times
+ * over), and a clean restart keeps each state.  Returns false if the
+ * image has fewer than three such pages.
+ */
+static bool
+exercise_lost (const char *path, const uint64_t *got, const char *what)
+{
+  uint64_t want[LP];
+  uint32_t lost[LP], n = 0;
+  struct ftl *ftl;
+  char err[256];
+  uint8_t sect[SECT];
+  int r;
+
+  for (uint32_t p = 0; p < LP; p++) {
+    want[p] = got[p * SPP];
+    if (want[p] == GOT_EIO)
+      lost[n++] = p;
+  }
+  if (n < 3)
+    return false;
+  ftl = open_image (path, unit_nosync_io (), err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s: the copy does not open: %s", what, err);
+  if ((r = write_whole_page (ftl, lost[0], 1u << 30)) != 0)
+    ck_abort_msg ("%s: writing lost page %u: %s", what, lost[0],
+                  strerror (-r));
+  want[lost[0]] = 1u << 30;
+  if ((r = ftl_trim (ftl, PS, (uint64_t) lost[1] * PS, 0)) != 0)
+    ck_abort_msg ("%s: trimming lost page %u: %s", what, lost[1],
+                  strerror (-r));
+  want[lost[1]] = 0;
+  unit_fill_page (sect, SECT, lost[2] * SPP, 1u << 30);
+  if ((r = ftl_write (ftl, sect, SECT, (uint64_t) lost[2] * PS, 0)) != -EIO)
+    ck_abort_msg ("%s: a sector written into lost page %u gave %d, not "
+                  "EIO", what, lost[2], r);
+  for (uint64_t k = 1; k <= 3; k++)
+    for (uint32_t p = 0; p < LP; p++) {
+      if (want[p] == GOT_EIO)
+        continue;
+      if ((r = write_whole_page (ftl, p, (1u << 30) + k)) != 0)
+        ck_abort_msg ("%s: writing page %u: %s", what, p, strerror (-r));
+      want[p] = (1u << 30) + k;
+      if (p % 8 == 0)
+        ck_assert_int_ge (ftl_background_step (ftl), 0);
+    }
+  want[lost[1]] = 0;            /* rewritten above: trim it again */
+  ck_assert_int_eq (ftl_trim (ftl, PS, (uint64_t) lost[1] * PS, 0), 0);
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint32_t p = 0; p < LP; p++)
+      expect_page (ftl, p, want[p], what);
+    ck_assert_int_eq (ftl_close (ftl), 0);
+    if (pass == 0) {
+      ftl = open_image (path, unit_nosync_io (), err, sizeof err, &r);
+      ck_assert_msg (r == 0, "%s: the copy does not open again: %s", what,
+                     err);
+      ck_assert_msg (!ftl->unsynced_found, "%s: the mark survived a clean "
+                     "close", what);
+    }
+  }
+  return true;
+}
+
 /* got[] must equal want[] sector for sector. */
 static void
 check_same (const uint64_t *want, const uint64_t *got, const char *what)
@@ -585,6 +764,10 @@ check_same (const uint64_t *want, const uint64_t *got, const char *what)
 struct counts {
   unsigned points, images, by_tag[NTAGS], second, second_images;
   unsigned torn, dropped, torn_writes, multi_torn, subsets;
+  /* sync=false: images left by a crash of the host, those with pages
+   * that read as errors (and how many), those whose open found the mark.
+   */
+  unsigned host, host_eio, eio_pages, marks, exercised;
 };
 
 /* The writes pending at a crash during event n: since the last sync
@@ -739,6 +922,7 @@ second_crash (struct unit_fault *rec, const uint64_t *want,
  */
 struct walk {
   struct model m;
+  struct model mh;              /* for a crash of the host (sync=false) */
   const struct op *ops;
   size_t nops, k, snap;
   const long *op_start, *op_end;
@@ -753,8 +937,10 @@ walk_to (struct walk *w, size_t n)
   /* Ops that returned before event n, and the one in progress: it has
    * issued event n or one before it.
    */
-  while (w->k < w->nops && w->op_end[w->k] <= (long) n)
+  while (w->k < w->nops && w->op_end[w->k] <= (long) n) {
+    model_complete_host (&w->mh, &w->ops[w->k]);
     model_complete (&w->m, &w->ops[w->k++]);
+  }
   w->inflight = w->k < w->nops && w->op_start[w->k] <= (long) n
     ? &w->ops[w->k] : NULL;
   /* Erase counts at the last sync completed before event n. */
@@ -781,6 +967,10 @@ struct variant {
   bool volatile_cache;          /* writes that completed in the cache
                                  * are lost at some cuts in order; with
                                  * none, never */
+  bool no_sync;                 /* sync=false: a cut in order is the
+                                 * death of the server (nothing written
+                                 * is lost), the others crashes of the
+                                 * host (see test_crash_host) */
 };
 
 /* Does a sector read other than the last write of data that completed
@@ -839,6 +1029,7 @@ crash_every_event (const struct variant *v)
           seed);
   cache_bytes = v->cache_bytes;
   slc_bytes = v->slc_bytes;
+  no_sync = v->no_sync;
   unit_fault_init (&f);
   unit_fault_init (&rec);
   ops = record (&f, &c, v->mix, &nops, &op_start, &op_end);
@@ -880,12 +1071,40 @@ crash_every_event (const struct variant *v)
       if (twice)
         unit_copy_file (img, img2);
       unit_fault_reset (&rec);
-      check_image (img, twice ? &rec : NULL, &w.m, w.inflight, w.ec_min,
-                   got, what);
+      /* sync=false: a cut in order is the death of the server, which
+       * loses nothing written (the host's page cache has it all); the
+       * others are crashes of the host, which may lose anything the
+       * session wrote: every sector reads as it was when the session
+       * opened, or as a value written since, or its page reads as an
+       * error, never as anything else.
+       */
+      bool host = v->no_sync && mode != UNIT_CUT_ORDER;
+      struct check_how how = { .eio_ok = host }, how2 = how;
+      check_image_how (img, twice ? &rec : NULL, host ? &w.mh : &w.m,
+                       w.inflight, w.ec_min, got, what, &how);
       if (twice)
         second_crash (&rec, got, w.ec_min, &rng, what, &cnt);
-      /* A clean restart gives the same content. */
-      check_image (img, NULL, NULL, NULL, w.ec_min, again, what);
+      if (v->no_sync) {
+        /* From the sync of the open's mark (or of a new pin) to the
+         * first sync of the close, the mark is on the media whatever
+         * was lost.
+         */
+        long ls = unit_fault_last_sync (&f, n);
+        if (ls >= 0 && !(f.ev[ls].tag & TAG_CLOSE) && !how.mark)
+          ck_abort_msg ("%s: the open did not find the mark of the "
+                        "sync=false session", what);
+        cnt.marks += how.mark;
+        cnt.host += host;
+        cnt.host_eio += how.eio_pages > 0;
+        cnt.eio_pages += how.eio_pages;
+        /* A sample of the images with lost pages: what they do next. */
+        if (how.eio_pages >= 3 && cnt.host_eio % 16 == 1) {
+          unit_copy_file (img, img2);
+          cnt.exercised += exercise_lost (img2, got, what);
+        }
+      }
+      /* A clean restart gives the same content (the same errors). */
+      check_image_how (img, NULL, NULL, NULL, w.ec_min, again, what, &how2);
       check_same (got, again, what);
       /* Every write issued reached the file, in order (but the one
        * in flight): only data still in a write cache can be missing.
@@ -935,6 +1154,27 @@ crash_every_event (const struct variant *v)
           v->name, cnt.second, cnt.second_images);
   printf ("%s: %u cuts with every issued write in the file lost a "
           "completed write (in a write cache)\n", v->name, lost_in_order);
+  if (v->no_sync) {
+    unsigned syncs = 0, repins = 0;
+    for (size_t i = 0; i < f.n; i++)
+      if (f.ev[i].kind == UNIT_EV_SYNC) {
+        syncs++;
+        repins += !(f.ev[i].tag & (TAG_OPEN | TAG_CLOSE));
+      }
+    printf ("%s: %u syncs, %u of them inside sessions (new pins: the trim "
+            "records kept took a quarter of the spare)\n", v->name, syncs,
+            repins);
+    printf ("%s: %u images opened with the mark of the session; %u left by "
+            "a crash of the host, %u of them with pages that read as "
+            "errors (%u pages in all; %u of those images written, trimmed "
+            "and collected after)\n", v->name, cnt.marks, cnt.host,
+            cnt.host_eio, cnt.eio_pages, cnt.exercised);
+    ck_assert (only >= 0 || cnt.exercised > 10);
+    /* Both outcomes, so that a check that never fires shows. */
+    ck_assert (only >= 0 || cnt.host_eio > 0);
+    ck_assert (only >= 0 || cnt.host_eio < cnt.host);
+    ck_assert (only >= 0 || cnt.marks > cnt.points / 2);
+  }
   for (int t = 0; t < NTAGS && only < 0; t++)
     ck_assert_msg (cnt.by_tag[t] > 0, "no crash point in %s", tag_names[t]);
   for (int k = BG_NONE + 1; k < BG_WORK__MAX && only < 0; k++)
@@ -953,11 +1193,13 @@ crash_every_event (const struct variant *v)
   unit_fault_free (&f);
   unit_fault_free (&rec);
   model_free (&w.m);
+  model_free (&w.mh);
   free (op_start);
   free (op_end);
   free (ops);
   free (c.snap_ev);
   free (c.snap_ec);
+  no_sync = false;
 }
 
 static const enum unit_cut_mode all_modes[] = {
@@ -1018,6 +1260,134 @@ START_TEST (test_crash_slc)
   };
   crash_every_event (&v);
   slc_bytes = 0;
+}
+END_TEST
+
+/* sync=false: the image is synced only to set the session's mark at its
+ * open and to clear it at its close, and everything between is cut two
+ * ways.  In order (every write issued reached the file, the one in
+ * flight torn): the death of the server, or a power cut emulated in it,
+ * which the host's page cache survives: nothing completed may be lost,
+ * and no page may read as an error.  A random subset of every write
+ * since the mark, in a random order, torn at random bytes or sectors,
+ * or none of them: a crash of the host.  The open must find the mark
+ * (recovery.c then never loads a checkpoint older than the one the
+ * session pinned, and verifies every mapped page), and each sector must
+ * read as it was when the session opened or as a value written since,
+ * or its page as an error; and the same after a clean restart.
+ */
+static const enum unit_cut_mode host_modes[] = {
+  UNIT_CUT_ORDER, UNIT_CUT_RANDOM, UNIT_CUT_SECTORS, UNIT_CUT_NONE,
+};
+
+START_TEST (test_crash_host)
+{
+  static const struct variant v = {
+    .name = "crash, sync=false", .mix = 220,
+    .modes = host_modes, .nmodes = sizeof host_modes / sizeof host_modes[0],
+    .must_cut = 1u << BG_GC | 1u << BG_CKPT | 1u << BG_ERASE,
+    .no_sync = true,
+  };
+  unit_quiet = true;            /* a message per page lost */
+  crash_every_event (&v);
+}
+END_TEST
+
+/* Syncs among the events recorded in f. */
+static unsigned
+count_syncs (const struct unit_fault *f)
+{
+  unsigned n = 0;
+
+  for (size_t i = 0; i < f->n; i++)
+    n += f->ev[i].kind == UNIT_EV_SYNC;
+  return n;
+}
+
+/* The format version of both superblock copies of path (0 if they
+ * differ or one does not decode).
+ */
+static uint32_t
+sb_versions (const char *path)
+{
+  uint8_t buf[FTL_SB_BYTES];
+  struct ftl_superblock sb[2];
+
+  for (int s = 0; s < 2; s++) {
+    unit_read_file (path, buf, sizeof buf, s * FTL_SB_SLOT);
+    if (fmt_sb_decode (buf, sizeof buf, &sb[s], NULL, 0) != FTL_FMT_OK)
+      return 0;
+  }
+  return sb[0].version == sb[1].version ? sb[0].version : 0;
+}
+
+/* sync=false on an image of format version 4 (no flags in its
+ * superblock): it opens, becomes version 5 in both superblock copies
+ * (so that a program that reads up to version 4 refuses it from then
+ * on), at the cost of one sync more at that open only; then each
+ * sync=false open syncs once (the mark), each close twice, and a
+ * session writes no sync between.
+ */
+START_TEST (test_unsynced_version_4)
+{
+  struct unit_fault f;
+  struct ftl *ftl;
+  uint8_t buf[FTL_SB_BYTES];
+  char err[256];
+  int r;
+
+  unit_fault_init (&f);
+  no_sync = false;
+  ftl = open_image (img, unit_nosync_io (), err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_int_eq (write_whole_page (ftl, 5, 1), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  /* Both copies as a version 4 program writes them. */
+  for (int s = 0; s < 2; s++) {
+    struct ftl_superblock sb;
+    unit_read_file (img, buf, sizeof buf, s * FTL_SB_SLOT);
+    ck_assert_int_eq (fmt_sb_decode (buf, sizeof buf, &sb, NULL, 0),
+                      FTL_FMT_OK);
+    sb.version = 4;
+    fmt_sb_encode (&sb, buf);
+    int fd = open (img, O_WRONLY | O_CLOEXEC);
+    ck_assert_int_eq (pwrite (fd, buf, sizeof buf, s * FTL_SB_SLOT),
+                      (ssize_t) sizeof buf);
+    close (fd);
+  }
+  ck_assert_uint_eq (sb_versions (img), 4);
+
+  no_sync = true;
+  for (unsigned round = 0; round < 2; round++) {
+    unit_fault_reset (&f);
+    ftl = open_image (img, &f.io, err, sizeof err, &r);
+    ck_assert_msg (r == 0, "%s", err);
+    ck_assert_uint_eq (count_syncs (&f), round == 0 ? 2 : 1);
+    ck_assert_uint_eq (sb_versions (img), FTL_FORMAT_VERSION);
+    ck_assert (ftl->sb.flags & FTL_SB_UNSYNCED);
+    expect_page (ftl, 5, round + 1, "version 4, sync=false");
+    unit_fault_reset (&f);
+    for (uint32_t p = 0; p < LP; p++)
+      ck_assert_int_eq (write_whole_page (ftl, p, round + 2), 0);
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+    ck_assert_int_eq (ftl_write (ftl, buf, SECT, 0, FTL_FUA), 0);
+    ck_assert_int_eq (ftl_trim (ftl, 2 * PS, 8 * PS, 0), 0);
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+    ck_assert_uint_eq (count_syncs (&f), 0);
+    ck_assert_uint_gt (f.n, LP);
+    unit_fault_reset (&f);
+    ck_assert_int_eq (write_whole_page (ftl, 5, round + 2), 0);
+    ck_assert_int_eq (ftl_close (ftl), 0);
+    ck_assert_uint_eq (count_syncs (&f), 2);
+  }
+  /* Cleanly closed: no mark, nothing to verify. */
+  ftl = open_image (img, unit_nosync_io (), err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert (!ftl->unsynced_found);
+  expect_page (ftl, 5, 3, "version 4, after sync=false");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  no_sync = false;
+  unit_fault_free (&f);
 }
 END_TEST
 
@@ -1759,6 +2129,14 @@ crash_suite (void)
   tcase_add_test (tc, test_crash_write_cache);
   tcase_add_test (tc, test_crash_slc);
   tcase_add_test (tc, test_damaged_newest_checkpoint);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("host");
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_add_checked_fixture (tc, setup, NULL);
+  tcase_set_timeout (tc, 600);
+  tcase_add_test (tc, test_crash_host);
+  tcase_add_test (tc, test_unsynced_version_4);
   suite_add_tcase (s, tc);
 
   tc = tcase_create ("creation");

@@ -86,6 +86,8 @@ assert_sb_eq (const struct ftl_superblock *a, const struct ftl_superblock *b)
   ck_assert_uint_eq (a->uuid[0], b->uuid[0]);
   ck_assert_uint_eq (a->uuid[1], b->uuid[1]);
   ck_assert_uint_eq (a->created, b->created);
+  ck_assert_uint_eq (a->flags, b->flags);
+  ck_assert_uint_eq (a->pinned_ckpt_gen, b->pinned_ckpt_gen);
 }
 
 /* Decode, checking that a rejected buffer leaves *out untouched. */
@@ -174,9 +176,10 @@ START_TEST (test_sb_regions)
 END_TEST
 
 /* Older versions: a version 3 superblock is FTL_SB_BYTES_V1 bytes and
- * decodes with meta_offset 0; a version 4 one may say meta_offset 0
- * too (an image upgraded from version 3).  Neither length is accepted
- * for the other version.
+ * decodes with meta_offset 0; a version 4 one (FTL_SB_BYTES_V4 bytes)
+ * may say meta_offset 0 too (an image upgraded from version 3), and so
+ * may a version 5 one (FTL_SB_BYTES).  No length is accepted for
+ * another version.
  */
 START_TEST (test_sb_older_versions)
 {
@@ -185,7 +188,9 @@ START_TEST (test_sb_older_versions)
 
   for (uint32_t v = 1; v <= FTL_FORMAT_VERSION; v++) {
     struct ftl_superblock sb = good_sb_interleaved (v);
-    uint32_t len = v < 4 ? FTL_SB_BYTES_V1 : FTL_SB_BYTES;
+    uint32_t len = v < 4 ? FTL_SB_BYTES_V1 : v == 4 ? FTL_SB_BYTES_V4
+      : FTL_SB_BYTES;
+    uint32_t other = v < 4 ? FTL_SB_BYTES : FTL_SB_BYTES_V1;
 
     memset (buf, 0xa5, sizeof buf);
     fmt_sb_encode (&sb, buf);
@@ -198,10 +203,10 @@ START_TEST (test_sb_older_versions)
                       FTL_FMT_BAD_LENGTH);
 
     /* The other version's length, resealed: refused. */
-    put32le (buf + 12, v < 4 ? FTL_SB_BYTES : FTL_SB_BYTES_V1);
+    ck_assert_uint_eq (fmt_sb_bytes (v), len);
+    put32le (buf + 12, other);
     put64le (buf + 16, 0);
-    put64le (buf + 16, fmt_checksum (buf, v < 4 ? FTL_SB_BYTES
-                                     : FTL_SB_BYTES_V1, 0));
+    put64le (buf + 16, fmt_checksum (buf, other, 0));
     ck_assert_int_eq (sb_decode_checked (buf, sizeof buf, NULL, NULL, 0),
                       FTL_FMT_BAD_LENGTH);
   }
@@ -213,6 +218,62 @@ START_TEST (test_sb_older_versions)
                     FTL_FMT_OK);
   ck_assert_uint_ne (out.meta_offset, 0);
   assert_sb_eq (&sb, &out);
+}
+END_TEST
+
+/* The mark of a sync=false session (version 5): FTL_SB_UNSYNCED with
+ * the generation of the checkpoint it pinned, on a superblock in use
+ * (dirty).  Refused: the flag on a clean superblock or without a pinned
+ * checkpoint, a pinned checkpoint without the flag, flags this program
+ * does not know (a newer program's: refused, never ignored).
+ */
+START_TEST (test_sb_unsynced_mark)
+{
+  uint8_t buf[FTL_SB_SLOT];
+  struct ftl_superblock sb = good_sb (), out;
+  char why[128];
+  static const struct { uint32_t state, flags; uint64_t pinned; } bad[] = {
+    { FTL_SB_CLEAN, FTL_SB_UNSYNCED, 7 },
+    { FTL_SB_DIRTY, FTL_SB_UNSYNCED, 0 },
+    { FTL_SB_DIRTY, 0, 7 },
+    { FTL_SB_DIRTY, 0x2, 0 },
+    { FTL_SB_DIRTY, FTL_SB_UNSYNCED | 0x80000000u, 7 },
+  };
+
+  sb.state = FTL_SB_DIRTY;
+  sb.flags = FTL_SB_UNSYNCED;
+  sb.pinned_ckpt_gen = 0x0a0b0c0d0e0f1011ULL;
+  fmt_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, &out, NULL, 0),
+                    FTL_FMT_OK);
+  assert_sb_eq (&sb, &out);
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    sb.state = bad[i].state;
+    sb.flags = bad[i].flags;
+    sb.pinned_ckpt_gen = bad[i].pinned;
+    fmt_sb_encode (&sb, buf);
+    ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, NULL, why,
+                                         sizeof why), FTL_FMT_BAD_FIELD);
+    ck_assert_msg (strstr (why, "flag") != NULL, "case %zu: %s", i, why);
+  }
+  /* The 4 bytes after the flags are reserved: zeros. */
+  sb.state = FTL_SB_DIRTY;
+  sb.flags = FTL_SB_UNSYNCED;
+  sb.pinned_ckpt_gen = 7;
+  fmt_sb_encode (&sb, buf);
+  buf[142] = 4;
+  put64le (buf + 16, 0);
+  put64le (buf + 16, fmt_checksum (buf, FTL_SB_BYTES, 0));
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, NULL, why,
+                                       sizeof why), FTL_FMT_BAD_FIELD);
+  ck_assert_msg (strstr (why, "reserved") != NULL, "%s", why);
+  /* A version 4 superblock has no flags: its bytes there are not read. */
+  sb = good_sb_interleaved (4);
+  fmt_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES_V4, &out, NULL, 0),
+                    FTL_FMT_OK);
+  ck_assert_uint_eq (out.flags, 0);
+  ck_assert_uint_eq (out.pinned_ckpt_gen, 0);
 }
 END_TEST
 
@@ -796,7 +857,14 @@ START_TEST (test_ckpt_validity_rule)
   ck_assert (fmt_ckpt_map_check (&h, 0));
   ck_assert (fmt_ckpt_map_check (&h, phys - 1));
   ck_assert (!fmt_ckpt_map_check (&h, phys));
-  ck_assert (!fmt_ckpt_map_check (&h, FTL_PAGES_LIMIT));
+  /* FTL_LOST (version 5): a logical page whose data a crash of the
+   * host lost; not a page in a version 4 checkpoint.
+   */
+  ck_assert_uint_eq (FTL_LOST, FTL_PAGES_LIMIT);
+  ck_assert (fmt_ckpt_map_check (&h, FTL_LOST));
+  h.version = 4;
+  ck_assert (!fmt_ckpt_map_check (&h, FTL_LOST));
+  h.version = FTL_FORMAT_VERSION;
 
   for (size_t i = 0; i < sizeof blocks / sizeof blocks[0]; i++) {
     bool ok = fmt_ckpt_block_check (&blocks[i].b, 256, why, sizeof why);
@@ -1294,6 +1362,7 @@ format_suite (void)
   tcase_add_test (tc, test_sb_round_trip);
   tcase_add_test (tc, test_sb_regions);
   tcase_add_test (tc, test_sb_older_versions);
+  tcase_add_test (tc, test_sb_unsynced_mark);
   tcase_add_test (tc, test_durable_record);
   tcase_add_test (tc, test_sb_empty_and_short);
   tcase_add_test (tc, test_sb_flipped_bytes);
