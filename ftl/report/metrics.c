@@ -663,6 +663,97 @@ render_histogram (const struct ftl_stat_set *set, size_t obj, FILE *fp)
   value (fp, total);
 }
 
+/* One series of a latency histogram: the buckets array at b (counts
+ * per power of 2 of microseconds, ftl.h: FTL_LAT_BUCKETS), plus zeros
+ * in the first bucket (the requests without time in a stage), made
+ * cumulative with le in seconds; +Inf and _count are count.  le=2^i us
+ * holds the values below it (they are whole microseconds, truncated):
+ * within 1 us of the Prometheus rule, "at most le".
+ */
+static void
+duration_series (const struct ftl_stat_set *set, const char *name,
+                 const char *op, const char *stage, double count,
+                 double zeros, size_t b, double sum_us, FILE *fp)
+{
+  size_t end = end_of (set, b), j = b + 1;
+  double cum = zeros;
+
+  for (unsigned i = 0; i < FTL_LAT_BUCKETS; i++) {
+    if (j < end && set->v[j].kind == FTL_STAT_NUMBER)
+      cum += set->v[j++].num;
+    fprintf (fp, "nbdkit_ftl_%s_bucket{op=", name);
+    label_value (fp, op);
+    if (stage) {
+      fputs (",stage=", fp);
+      label_value (fp, stage);
+    }
+    fprintf (fp, ",le=\"%.9g\"} ", ldexp (1e-6, i));
+    value (fp, cum < count ? cum : count);
+  }
+  fprintf (fp, "nbdkit_ftl_%s_bucket{op=", name);
+  label_value (fp, op);
+  if (stage) {
+    fputs (",stage=", fp);
+    label_value (fp, stage);
+  }
+  fputs (",le=\"+Inf\"} ", fp);
+  value (fp, count);
+  for (int k = 0; k < 2; k++) {
+    fprintf (fp, "nbdkit_ftl_%s_%s{op=", name, k ? "count" : "sum");
+    label_value (fp, op);
+    if (stage) {
+      fputs (",stage=", fp);
+      label_value (fp, stage);
+    }
+    fputs ("} ", fp);
+    value (fp, k ? count : sum_us * 1e-6);
+  }
+}
+
+/* The request latencies of the summary at obj as histograms in
+ * seconds: each request kind's total, then its stages (the objects
+ * with buckets inside it) in a family of their own with a stage label,
+ * so that summing a stage family over its stages gives the totals.
+ * Every series of a kind has its request count as _count.
+ */
+static void
+render_durations (const struct ftl_stat_set *set, size_t obj, FILE *fp)
+{
+  static const char total[] = "request_duration_seconds";
+  static const char stages[] = "request_stage_duration_seconds";
+  size_t end = end_of (set, obj);
+  const struct ftl_stat *b;
+
+  fprintf (fp, "# HELP nbdkit_ftl_%s Request latency.\n"
+           "# TYPE nbdkit_ftl_%s histogram\n", total, total);
+  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1)
+    if (set->v[j].kind == FTL_STAT_OBJECT &&
+        (b = member (set, j, "buckets")) && b->kind == FTL_STAT_ARRAY)
+      duration_series (set, total, set->v[j].key, NULL,
+                       member_num (set, j, "count", 0), 0, b - set->v,
+                       member_num (set, j, "sum", 0), fp);
+  fprintf (fp, "# HELP nbdkit_ftl_%s Request latency by stage (queue, "
+           "cache, gc, media, sync, other; they add up to the total).\n"
+           "# TYPE nbdkit_ftl_%s histogram\n", stages, stages);
+  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1) {
+    double count = member_num (set, j, "count", 0);
+    size_t oend = end_of (set, j);
+
+    if (set->v[j].kind != FTL_STAT_OBJECT)
+      continue;
+    for (size_t k = j + 1; k < oend; k = end_of (set, k) + 1) {
+      double n;
+      if (set->v[k].kind != FTL_STAT_OBJECT ||
+          !(b = member (set, k, "buckets")) || b->kind != FTL_STAT_ARRAY)
+        continue;
+      n = member_num (set, k, "count", 0);
+      duration_series (set, stages, set->v[j].key, set->v[k].key, count,
+                       count > n ? count - n : 0, b - set->v,
+                       member_num (set, k, "sum", 0), fp);
+    }
+  }
+}
+
 /* Members sorted by a key (a metric name, or the object holding a
  * string), ties in document order: the families below are found by
  * sorting, never by comparing every pair, so a large input renders in
@@ -757,8 +848,10 @@ render_families (const struct ftl_stat_set *set, FILE *fp)
       render_histogram (set, i, fp);
   for (size_t i = 0; i < set->n; i++)
     if (set->v[i].kind == FTL_STAT_OBJECT &&
-        set->v[i].metric.type == FTL_METRIC_SUMMARY)
+        set->v[i].metric.type == FTL_METRIC_SUMMARY) {
       render_summary (set, i, fp);
+      render_durations (set, i, fp);
+    }
 }
 
 int
