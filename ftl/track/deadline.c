@@ -34,9 +34,11 @@ static FTL_TLS bool tls_committed;
 static FTL_TLS unsigned tls_hold;
 /* Its stages: a request is being served, the stage being timed (1 +
  * the stage; 0: none), the stages timed so far (bits) and their times.
+ * Stages nest (a token of dl_stage_begin holds the outer one).
  */
 static FTL_TLS bool tls_req;
 static FTL_TLS unsigned tls_timing;
+static FTL_TLS uint64_t tls_t0;         /* when its current span began */
 static FTL_TLS unsigned tls_mask;
 static FTL_TLS uint64_t tls_stage[FTL_STAGE__MAX];
 
@@ -362,6 +364,7 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
   tls_slot = NULL;
   tls_committed = false;
   tls_req = false;
+  tls_timing = 0;               /* (every stage has ended: a safeguard) */
   if (s) {
     uint64_t c = CTL (t->gen, S_ACTIVE);
     if (!__atomic_compare_exchange_n (&s->ctl, &c, CTL (t->gen, S_DONE),
@@ -393,47 +396,71 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
   return r;
 }
 
+/* Which of two nested stages owns the inner span: the higher.  GC is
+ * the reason for whatever waits on it; a sync or a full cache, for the
+ * programs and lock waits they contain; the media, least.
+ */
+static const unsigned char stage_rank[FTL_STAGE__MAX] = {
+  [FTL_STAGE_MEDIA] = 1, [FTL_STAGE_QUEUE] = 2, [FTL_STAGE_CACHE] = 3,
+  [FTL_STAGE_SYNC] = 4, [FTL_STAGE_GC] = 5,
+};
+
+static void
+charge (unsigned st, uint64_t from, uint64_t now)
+{
+  if (now > from) {
+    tls_stage[st] += now - from;
+    tls_mask |= 1u << st;
+  }
+}
+
 uint64_t
 dl_stage_begin_at (enum ftl_stage st, uint64_t now)
 {
-  if (!tls_req || tls_timing)
+  unsigned cur = tls_timing;
+
+  if (!tls_req || (cur && stage_rank[st] <= stage_rank[cur - 1]))
     return 0;
+  /* The outer stage, if any, pauses: its span so far is charged. */
+  if (cur)
+    charge (cur - 1, tls_t0, now);
   tls_timing = 1 + st;
+  tls_t0 = now;
   if (tls_slot)
     __atomic_store_n (&tls_slot->stage, 1 + st, __ATOMIC_RELAXED);
-  return now ? now : 1;
+  return 1 << 16 | cur << 8 | (1 + st);
 }
 
 uint64_t
 dl_stage_begin (enum ftl_stage st)
 {
-  if (!tls_req || tls_timing)
+  unsigned cur = tls_timing;
+
+  if (!tls_req || (cur && stage_rank[st] <= stage_rank[cur - 1]))
     return 0;
   return dl_stage_begin_at (st, clock_now ());
 }
 
 void
-dl_stage_end_at (uint64_t t0, uint64_t now)
+dl_stage_end_at (uint64_t token, uint64_t now)
 {
-  unsigned st;
+  unsigned outer = (token >> 8) & 0xff;
 
-  if (!t0 || !tls_timing)
+  if (!token || tls_timing != (token & 0xff))
     return;
-  st = tls_timing - 1;
-  tls_timing = 0;
+  charge (tls_timing - 1, tls_t0, now);
+  /* The outer stage resumes. */
+  tls_timing = outer;
+  tls_t0 = now;
   if (tls_slot)
-    __atomic_store_n (&tls_slot->stage, 0, __ATOMIC_RELAXED);
-  if (now > t0) {
-    tls_stage[st] += now - t0;
-    tls_mask |= 1u << st;
-  }
+    __atomic_store_n (&tls_slot->stage, outer, __ATOMIC_RELAXED);
 }
 
 void
-dl_stage_end (uint64_t t0)
+dl_stage_end (uint64_t token)
 {
-  if (t0)
-    dl_stage_end_at (t0, clock_now ());
+  if (token)
+    dl_stage_end_at (token, clock_now ());
 }
 
 int

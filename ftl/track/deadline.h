@@ -49,17 +49,21 @@
  * cache, foreground GC, a modeled or stalled media wait, a sync):
  *
  *   t = dl_stage_begin (FTL_STAGE_GC);   0 if no request is served on
- *   ... gc_make_room ...                 this thread, or an outer
- *   dl_stage_end (t);                    stage is being timed
+ *   ... gc_make_room ...                 this thread, or an outer stage
+ *   dl_stage_end (t);                    of higher rank owns the span
  *
- * The outermost stage owns a span (no double count, so the stages add
- * up), and "other" is the total minus the stages timed.  A request that
- * timed nothing (the fast path) adds to its total histogram and to the
- * total of its latency octave's split, as before plus one add; one that
- * did also adds each of its stages (the slow path of dl_end).  The slot
- * shows the stage being timed to the watchdog, which records it (with
- * the resets) when it resets or aborts the request: what it was waiting
- * on, for the slow log.
+ * Stages nest, and a span belongs to one stage: an inner stage of
+ * higher rank (gc > sync > cache > queue > media) pauses the outer one
+ * until it ends (GC run by a writer whose cache shard is full is gc,
+ * the rest of its wait cache); one of lower rank is part of the outer
+ * (the programs of GC are gc, not media).  So the stages never overlap,
+ * and "other" is the total minus the stages timed: they add up.  A
+ * request that timed nothing (the fast path) adds to its total
+ * histogram and to the total of its latency octave's split, one add
+ * more than without stages; one that did also adds each of its stages
+ * (the slow path of dl_end).  The slot shows the stage being timed to
+ * the watchdog, which records it (with the resets) when it resets or
+ * aborts the request: what it was waiting on, for the slow log.
  *
  * The slow log: requests longer than slow_ns, and those the watchdog
  * reset or aborted, are copied at their end into a ring (a mutex, taken
@@ -218,8 +222,8 @@ extern unsigned dl_slow_fetch (struct deadline *dl,
                                uint64_t wait_ns);
 
 /* Time a stage of the request this thread serves (see above): returns
- * the start, or 0 if it is not timed.  The _at forms take the time the
- * caller has just read.
+ * a token for dl_stage_end, 0 if the stage is not timed.  The _at
+ * forms take the time the caller has just read.
  */
 extern uint64_t dl_stage_begin (enum ftl_stage s);
 extern uint64_t dl_stage_begin_at (enum ftl_stage s, uint64_t now);
