@@ -656,6 +656,17 @@ struct ftl_stats {
      */
     double split[3][FTL_STAGE__MAX];
   } latency[FTL_OP__MAX];
+  /* With the timing model: requests that waited for it, and by how
+   * much those that ended after their last modeled end did (the host
+   * stall: real work the model's time did not cover).
+   */
+  struct ftl_host_stall {
+    uint64_t requests;
+    uint64_t count;             /* stalled (by 1 ns or more) */
+    uint64_t p50, p99, p999, max;   /* microseconds, over those */
+    uint64_t sum_ns;
+    uint64_t buckets[FTL_LAT_BUCKETS];
+  } host_stall;
   struct {
     uint64_t slow;              /* requests kept for the slow log */
     uint64_t dropped;           /* ... lost: the ring was full */

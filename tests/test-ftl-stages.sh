@@ -60,8 +60,11 @@ set_faults ()
 
 # 1. queue and media: four writes of the same page at once, each
 #    programmed for 5 ms by the timing model on one die without a write
-#    cache; three of each four wait for the page's stripe lock.
+#    cache; three of each four wait for the page's stripe lock.  Then
+#    the host stall: 3 writes whose reply the fault file delays by
+#    30 ms, which the model does not cover.
 start_server "$sock" "$pid" file="$disk" size=64M stats="$stats" \
+    metrics="$prom" debug-faults="$faults" \
     write-cache=0 program-latency=5ms read-latency=0 erase-latency=0 \
     channels=1 dies=1 planes=1 nand-page=4K slc-static=0
 timeout 60 nbdsh -u "$uri" -c '
@@ -72,11 +75,34 @@ for r in range(5):
     while h.aio_in_flight() > 0:
         h.poll(-1)
 '
+set_faults 'reply-delay 30ms'
+timeout 60 nbdsh -u "$uri" -c '
+for i in range(3):
+    h.pwrite(b"r" * 4096, 4096 * (i + 1))
+'
+set_faults ''
 stop_server "$pid"
 jq -c '.latency_us.write | {count, sum, split}' "$stats"
-check '.latency_us.write.count == 20'
+jq -c '.timing.host_stall_us' "$stats"
+check '.timing.host_stall_us.requests == 23 and .timing.host_stall_us.count >= 3'
+check '.timing.host_stall_us.max >= 30000 and
+       .timing.host_stall_us.sum >= 90000 and .timing.host_stall_us.p50 < 30000'
+"$py" - "$prom" "$stats" <<'PY'
+import json, sys
+from prometheus_client.parser import text_string_to_metric_families
+fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
+h = json.load(open(sys.argv[2]))["timing"]["host_stall_us"]
+f = fams["nbdkit_ftl_timing_host_stall_seconds"]
+assert f.type == "histogram"
+v = {(s.name, s.labels.get("le")): s.value for s in f.samples}
+assert v[("nbdkit_ftl_timing_host_stall_seconds_bucket", "+Inf")] == h["count"]
+assert v[("nbdkit_ftl_timing_host_stall_seconds_count", None)] == h["count"]
+assert abs(v[("nbdkit_ftl_timing_host_stall_seconds_sum", None)] - h["sum"] * 1e-6) < 1e-6
+assert v[("nbdkit_ftl_timing_host_stall_seconds_bucket", "0.016384")] <= h["count"] - 3
+PY
+check '.latency_us.write.count == 23'
 check '.latency_us.write.queue.count >= 5 and .latency_us.write.queue.max >= 3000'
-check '.latency_us.write.media.count == 20 and .latency_us.write.media.p50 >= 4000'
+check '.latency_us.write.media.count == 23 and .latency_us.write.media.p50 >= 4000'
 add_up
 rm -f "$disk"
 

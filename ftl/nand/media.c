@@ -284,6 +284,8 @@ model_wait (struct media *m, uint64_t end, uint32_t n)
   uint64_t now = clock_now ();
   uint64_t t = dl_stage_begin_at (FTL_STAGE_MEDIA, now);
 
+  dl_model_end (end);
+
   for (;;) {
     if (should_abort (m)) {
       dl_stage_end_at (t, now);

@@ -561,7 +561,8 @@ family_members (const struct ftl_stat_set *set)
 
     if (v->kind == FTL_STAT_OBJECT &&
         (v->metric.type == FTL_METRIC_SUMMARY ||
-         v->metric.type == FTL_METRIC_HISTOGRAM)) {
+         v->metric.type == FTL_METRIC_HISTOGRAM ||
+         v->metric.type == FTL_METRIC_DURATION)) {
       size_t end = end_of (set, i);
 
       for (size_t j = i; j <= end; j++)
@@ -663,6 +664,31 @@ render_histogram (const struct ftl_stat_set *set, size_t obj, FILE *fp)
   value (fp, total);
 }
 
+/* The labels of a duration series: none, op, or op and stage; then
+ * le if given.
+ */
+static void
+duration_labels (FILE *fp, const char *op, const char *stage,
+                 const char *le)
+{
+  bool any = false;
+
+  if (op) {
+    fputs ("{op=", fp);
+    label_value (fp, op);
+    any = true;
+  }
+  if (stage) {
+    fputs (",stage=", fp);
+    label_value (fp, stage);
+  }
+  if (le)
+    fprintf (fp, "%sle=\"%s\"", any ? "," : "{", le);
+  if (any || le)
+    fputc ('}', fp);
+  fputc (' ', fp);
+}
+
 /* One series of a latency histogram: the buckets array at b (counts
  * per power of 2 of microseconds, ftl.h: FTL_LAT_BUCKETS), plus zeros
  * in the first bucket (the requests without time in a stage), made
@@ -679,35 +705,38 @@ duration_series (const struct ftl_stat_set *set, const char *name,
   double cum = zeros;
 
   for (unsigned i = 0; i < FTL_LAT_BUCKETS; i++) {
+    char le[32];
     if (j < end && set->v[j].kind == FTL_STAT_NUMBER)
       cum += set->v[j++].num;
-    fprintf (fp, "nbdkit_ftl_%s_bucket{op=", name);
-    label_value (fp, op);
-    if (stage) {
-      fputs (",stage=", fp);
-      label_value (fp, stage);
-    }
-    fprintf (fp, ",le=\"%.9g\"} ", ldexp (1e-6, i));
+    snprintf (le, sizeof le, "%.9g", ldexp (1e-6, i));
+    fprintf (fp, "nbdkit_ftl_%s_bucket", name);
+    duration_labels (fp, op, stage, le);
     value (fp, cum < count ? cum : count);
   }
-  fprintf (fp, "nbdkit_ftl_%s_bucket{op=", name);
-  label_value (fp, op);
-  if (stage) {
-    fputs (",stage=", fp);
-    label_value (fp, stage);
-  }
-  fputs (",le=\"+Inf\"} ", fp);
+  fprintf (fp, "nbdkit_ftl_%s_bucket", name);
+  duration_labels (fp, op, stage, "+Inf");
   value (fp, count);
-  for (int k = 0; k < 2; k++) {
-    fprintf (fp, "nbdkit_ftl_%s_%s{op=", name, k ? "count" : "sum");
-    label_value (fp, op);
-    if (stage) {
-      fputs (",stage=", fp);
-      label_value (fp, stage);
-    }
-    fputs ("} ", fp);
-    value (fp, k ? count : sum_us * 1e-6);
-  }
+  fprintf (fp, "nbdkit_ftl_%s_sum", name);
+  duration_labels (fp, op, stage, NULL);
+  value (fp, sum_us * 1e-6);
+  fprintf (fp, "nbdkit_ftl_%s_count", name);
+  duration_labels (fp, op, stage, NULL);
+  value (fp, count);
+}
+
+/* A histogram of durations (FTL_METRIC_DURATION at obj). */
+static void
+render_duration (const struct ftl_stat_set *set, size_t obj, FILE *fp)
+{
+  const struct ftl_metric *m = &set->v[obj].metric;
+  const struct ftl_stat *b = member (set, obj, "buckets");
+
+  if (b == NULL || b->kind != FTL_STAT_ARRAY)
+    return;
+  fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
+           "# TYPE nbdkit_ftl_%s histogram\n", m->name, m->help, m->name);
+  duration_series (set, m->name, NULL, NULL, member_num (set, obj, "count", 0),
+                   0, b - set->v, member_num (set, obj, "sum", 0), fp);
 }
 
 /* The request latencies of the summary at obj as histograms in
@@ -846,6 +875,10 @@ render_families (const struct ftl_stat_set *set, FILE *fp)
     if (set->v[i].kind == FTL_STAT_OBJECT &&
         set->v[i].metric.type == FTL_METRIC_HISTOGRAM)
       render_histogram (set, i, fp);
+  for (size_t i = 0; i < set->n; i++)
+    if (set->v[i].kind == FTL_STAT_OBJECT &&
+        set->v[i].metric.type == FTL_METRIC_DURATION)
+      render_duration (set, i, fp);
   for (size_t i = 0; i < set->n; i++)
     if (set->v[i].kind == FTL_STAT_OBJECT &&
         set->v[i].metric.type == FTL_METRIC_SUMMARY) {

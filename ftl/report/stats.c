@@ -750,6 +750,26 @@ render_timing_util (struct ftl_stat_set *s, const struct timing *t)
                 "(busy plus waiting time over the time elapsed)."));
 }
 
+/* How much the requests under the model ended after their modeled
+ * time: a histogram of its own in Prometheus.
+ */
+static void
+render_host_stall (struct ftl_stat_set *s, const struct ftl_host_stall *h)
+{
+  ftl_stats_begin_object (s, "host_stall_us", &(const struct ftl_metric) {
+      "timing_host_stall_seconds", FTL_METRIC_DURATION, 1e-6,
+      "Time requests ended after their modeled end (real work the "
+      "model's time did not cover)." });
+  u64 (s, "requests", h->requests, NULL);
+  u64 (s, "count", h->count, NULL);
+  u64 (s, "p50", h->p50, NULL);
+  u64 (s, "p99", h->p99, NULL);
+  u64 (s, "p999", h->p999, NULL);
+  u64 (s, "max", h->max, NULL);
+  render_latency_hist (s, h->sum_ns, h->buckets);
+  end (s);
+}
+
 /* The timing model's effective parameters (the preset's values with
  * the keys given over them), and its counters.
  */
@@ -780,6 +800,7 @@ render_timing (struct ftl_stat_set *s, const struct stats_view *v)
        COUNTER ("timing_suspends_total",
                 "Programs and erases suspended by a read."));
   render_timing_util (s, t);
+  render_host_stall (s, &v->st.host_stall);
   end (s);
 }
 

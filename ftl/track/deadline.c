@@ -41,6 +41,12 @@ static FTL_TLS unsigned tls_timing;
 static FTL_TLS uint64_t tls_t0;         /* when its current span began */
 static FTL_TLS unsigned tls_mask;
 static FTL_TLS uint64_t tls_stage[FTL_STAGE__MAX];
+/* With the timing model: the latest modeled end the request waited
+ * for (dl_model_end), and its bit in tls_mask.
+ */
+static FTL_TLS uint64_t tls_model_end;
+#define MASK_MODELED (1u << 8)
+#define MASK_STAGES ((1u << FTL_STAGE_OTHER) - 1)
 
 static inline struct dl_shard *
 my_shard (struct deadline *dl)
@@ -332,7 +338,18 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
   uint64_t us = total / 1000, other = total;
   unsigned o = octave (us);
 
-  if (tls_mask) {
+  if (tls_mask & MASK_MODELED) {
+    /* Host stall: how long after its last modeled end it ended. */
+    uint64_t done = t->start + total;
+    uint64_t stall = done > tls_model_end ? done - tls_model_end : 0;
+    __atomic_fetch_add (&sh->modeled, 1, __ATOMIC_RELAXED);
+    if (stall > 0) {
+      dl_hist_add (&sh->stall, stall / 1000);
+      __atomic_fetch_add (&sh->stall_ns, stall, __ATOMIC_RELAXED);
+    }
+    tls_model_end = 0;
+  }
+  if (tls_mask & MASK_STAGES) {
     dl_hist_add (&l->mixed, us);
     for (unsigned i = 0; i < FTL_STAGE_OTHER; i++) {
       if (!(tls_mask & (1u << i)))
@@ -429,6 +446,16 @@ dl_stage_begin_at (enum ftl_stage st, uint64_t now)
   if (tls_slot)
     __atomic_store_n (&tls_slot->stage, 1 + st, __ATOMIC_RELAXED);
   return 1 << 16 | cur << 8 | (1 + st);
+}
+
+void
+dl_model_end (uint64_t end)
+{
+  if (!tls_req)
+    return;
+  tls_mask |= MASK_MODELED;
+  if (end > tls_model_end)
+    tls_model_end = end;
 }
 
 uint64_t
@@ -860,6 +887,26 @@ op_stats (struct deadline *dl, unsigned op, struct ftl_latency *out)
   free (h);
 }
 
+/* The host stalls of the requests under the timing model. */
+static void
+stall_stats (struct deadline *dl, struct ftl_host_stall *out)
+{
+  struct dl_hist *h = calloc (1, sizeof *h);
+
+  memset (out, 0, sizeof *out);
+  for (unsigned i = 0; i < FTL_SHARDS; i++) {
+    out->requests += __atomic_load_n (&dl->shards[i].modeled,
+                                      __ATOMIC_RELAXED);
+    out->sum_ns += __atomic_load_n (&dl->shards[i].stall_ns,
+                                    __ATOMIC_RELAXED);
+    if (h)
+      dl_hist_merge (h, &dl->shards[i].stall);
+  }
+  if (h)
+    FILL_HIST (out, h);
+  free (h);
+}
+
 void
 dl_get_stats (struct deadline *dl, struct ftl_stats *st)
 {
@@ -886,4 +933,5 @@ dl_get_stats (struct deadline *dl, struct ftl_stats *st)
   st->slow.threshold_ns = dl->slow ? dl->slow_ns : 0;
   for (unsigned op = 0; op < FTL_OP__MAX; op++)
     op_stats (dl, op, &st->latency[op]);
+  stall_stats (dl, &st->host_stall);
 }

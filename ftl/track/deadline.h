@@ -65,6 +65,11 @@
  * the watchdog, which records it (with the resets) when it resets or
  * aborts the request: what it was waiting on, for the slow log.
  *
+ * Host stall: with the timing model, a request notes each modeled end it
+ * waits for (dl_model_end), and at its end the time past the latest is
+ * its host stall (a histogram of its own): the real work (the backing
+ * file, copies, locks) that the modeled time did not cover.
+ *
  * The slow log: requests longer than slow_ns, and those the watchdog
  * reset or aborted, are copied at their end into a ring (a mutex, taken
  * only then) that one reader drains (dl_slow_fetch): the plugin's
@@ -159,6 +164,9 @@ struct dl_shard {
   uint64_t requests;            /* requests tracked (atomic) */
   struct dl_hist hist[FTL_OP__MAX];
   struct dl_lat lat[FTL_OP__MAX];
+  /* Timing model: requests that waited for it, their host stalls. */
+  uint64_t modeled, stall_ns;
+  struct dl_hist stall;
 } __attribute__ ((aligned (64)));
 
 struct deadline {
@@ -229,6 +237,13 @@ extern uint64_t dl_stage_begin (enum ftl_stage s);
 extern uint64_t dl_stage_begin_at (enum ftl_stage s, uint64_t now);
 extern void dl_stage_end (uint64_t t0);
 extern void dl_stage_end_at (uint64_t t0, uint64_t now);
+
+/* With the timing model: the request waits for a modeled end (media.c,
+ * every modeled wait).  At its end, the time by which it ended after the
+ * latest such end is its host stall: real work that the modeled time
+ * did not cover.
+ */
+extern void dl_model_end (uint64_t end);
 
 /* Take a lock, a wait for it counted as the queue stage. */
 static inline void
