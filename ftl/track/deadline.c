@@ -22,6 +22,9 @@
  */
 #define DL_STALL_MIN_NS (100 * UINT64_C (1000000))
 
+/* The watchdog reads every slot each tick: one cache line each. */
+_Static_assert (sizeof (struct dl_slot) == 64, "a slot is one cache line");
+
 enum { S_FREE = 0, S_SETUP = 1, S_ACTIVE = 2, S_DONE = 3, S_ABORTED = 4 };
 #define CTL(gen, state) (((gen) << 3) | (state))
 #define CTL_GEN(c) ((c) >> 3)
@@ -313,7 +316,7 @@ slow_keep (struct deadline *dl, const struct dl_ticket *t, int r,
   q.stage_ns[FTL_STAGE_OTHER] = other;
   if (flag) {
     q.resets = (flag >> 8) & 0xff;
-    q.waiting_on = (int) (flag & 0xff) - 1;
+    q.waiting_on = (int) (flag & 0x7f) - 1;
   }
   pthread_mutex_lock (&dl->slow_lock);
   if (dl->slow_count == FTL_SLOW_RING)
@@ -393,7 +396,7 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
       __atomic_store_n (&s->ctl, CTL (t->gen, S_DONE), __ATOMIC_RELEASE);
     }
     flag = __atomic_load_n (&s->w_flag, __ATOMIC_ACQUIRE);
-    if ((flag >> 16) != t->gen)
+    if ((flag >> 16) != (t->gen & 0xffff))
       flag = 0;                 /* of an earlier request in the slot */
   }
   /* An injected slow reply: the work is done, the slot still held. */
@@ -612,8 +615,9 @@ flag_slot (struct dl_slot *s, uint64_t gen)
 {
   uint64_t st = __atomic_load_n (&s->stage, __ATOMIC_RELAXED);
 
-  __atomic_store_n (&s->w_flag, gen << 16 | (uint64_t) MIN (s->w_resets, 255)
-                    << 8 | (st & 0xff), __ATOMIC_RELEASE);
+  __atomic_store_n (&s->w_flag, (uint32_t) (gen & 0xffff) << 16
+                    | (uint32_t) MIN (s->w_resets, 255) << 8
+                    | 0x80 | (st & 0x7f), __ATOMIC_RELEASE);
 }
 
 /* Abort a request if it is still running; true if it was. */

@@ -127,19 +127,21 @@ extern uint64_t dl_hist_quantile (const struct dl_hist *h, double q);
 
 struct dl_slot {
   uint64_t ctl;                 /* generation << 3 | state (atomic) */
-  unsigned stage;               /* 1 + the stage being timed, 0: none
-                                 * (atomic) */
-  uint64_t w_flag;              /* written by the watchdog when it resets
-                                 * or aborts the request: generation
-                                 * << 16 | resets << 8 | 1 + the stage it
-                                 * waited on (atomic) */
   uint64_t deadline;            /* CLOCK_MONOTONIC ns (atomic) */
   uint64_t progress;            /* pages moved by the request (atomic) */
   unsigned op;                  /* enum ftl_op (atomic: the watchdog
                                  * reads it while the slot is reused) */
+  unsigned stage;               /* 1 + the stage being timed, 0: none
+                                 * (atomic) */
+  uint32_t w_flag;              /* written by the watchdog when it resets
+                                 * or aborts the request: the low 16 bits
+                                 * of its generation << 16 | resets << 8
+                                 * | 0x80 | 1 + the stage it waited on
+                                 * (0: none; atomic;
+                                 * 32 bits keep the slot in 64 bytes) */
   /* The watchdog's own. */
-  uint64_t w_gen, w_progress, w_global;
   unsigned w_resets;
+  uint64_t w_gen, w_progress, w_global;
 } __attribute__ ((aligned (64)));
 
 /* Per request kind, of the requests that timed a stage. */
