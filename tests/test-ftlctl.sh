@@ -171,7 +171,7 @@ $info[0] as $i | $stats[0] as $s | ($i | members) as $mi |
       "gc.slices", "gc.yields", "gc.syncs", "gc.erases_unsynced",
       "wl.threshold", "wear.endurance", "wear.last_cycle_blocks", "readonly",
       "deadline", "cache", "media.syncs", "media.uncorrectable",
-      "gc.reclaimed_blocks", "scrub", "errors", "latency_us",
+      "gc.reclaimed_blocks", "scrub", "errors", "latency_us", "slow",
       "slc.size_pages", "slc.folded_pages", "slc.exhausted"])) ] as [$stray_info, $stray_stats] |
 [ $both[] | . as $p | select(name | IN("checkpoints", "blocks.open",
       "blocks.full", "blocks.free") | not) |

@@ -601,19 +601,16 @@ render_cache_errors (struct ftl_stat_set *s, const struct stats_view *v)
 }
 
 /* A latency histogram's sum (us, to the ns) and its buckets (ftl.h:
- * FTL_LAT_BUCKETS, not cumulative), up to the last that is not empty.
+ * FTL_LAT_BUCKETS, not cumulative), all of them: the document has the
+ * same members whatever the requests.
  */
 static void
 render_latency_hist (struct ftl_stat_set *s, uint64_t sum_ns,
                      const uint64_t *buckets)
 {
-  unsigned n = FTL_LAT_BUCKETS;
-
-  while (n > 0 && buckets[n - 1] == 0)
-    n--;
   fixed (s, "sum", sum_ns / 1e3, NULL);
   ftl_stats_begin_array (s, "buckets");
-  for (unsigned i = 0; i < n; i++)
+  for (unsigned i = 0; i < FTL_LAT_BUCKETS; i++)
     u64 (s, NULL, buckets[i], NULL);
   end (s);
 }
