@@ -56,6 +56,24 @@ new_entry (struct ftl_stat_set *set, char *path, enum ftl_stat_kind kind)
   return v;
 }
 
+/* a, then sep (may be ""), then b, in a new string (NULL if out of
+ * memory).  Every entry's path is made so: without printf, as a set of
+ * a thousand members is built for every statistics file.
+ */
+static char *
+join3 (const char *a, const char *sep, const char *b)
+{
+  size_t la = strlen (a), ls = strlen (sep), lb = strlen (b);
+  char *p = malloc (la + ls + lb + 1);
+
+  if (p) {
+    memcpy (p, a, la);
+    memcpy (p + la, sep, ls);
+    memcpy (p + la + ls, b, lb + 1);
+  }
+  return p;
+}
+
 /* Append a member to the innermost open object or array, or the top
  * value.
  */
@@ -77,18 +95,23 @@ append (struct ftl_stat_set *set, const char *key, enum ftl_stat_kind kind)
   }
   parent = &set->v[set->open[set->depth - 1]];
   if (parent->kind == FTL_STAT_ARRAY) {
-    if (asprintf (&path, "%s[%zu]", parent->path,
-                  set->elements[set->depth - 1]) == -1)
-      path = NULL;
+    char idx[32], *q = idx + sizeof idx;
+    size_t e = set->elements[set->depth - 1];
+    *--q = '\0';
+    *--q = ']';
+    do
+      *--q = '0' + e % 10;
+    while ((e /= 10) > 0);
+    *--q = '[';
+    path = join3 (parent->path, "", q);
     key = NULL;
   }
   else if (key == NULL) {
     set->error = -EINVAL;
     return NULL;
   }
-  else if (asprintf (&path, "%s%s%s", parent->path,
-                     parent->path[0] ? "." : "", key) == -1)
-    path = NULL;
+  else
+    path = join3 (parent->path, parent->path[0] ? "." : "", key);
   v = new_entry (set, path, kind);
   if (v == NULL)
     return NULL;
@@ -338,6 +361,21 @@ json_quoted (const char *s, FILE *fp)
   fputc ('"', fp);
 }
 
+/* An unsigned integer in decimal (without printf: most members are
+ * counters, and a statistics file has a thousand of them).
+ */
+static void
+json_uint (uint64_t u, FILE *fp)
+{
+  char b[24], *q = b + sizeof b;
+
+  *--q = '\0';
+  do
+    *--q = '0' + u % 10;
+  while ((u /= 10) > 0);
+  fputs (q, fp);
+}
+
 static void
 json_scalar (const struct ftl_stat *v, FILE *fp)
 {
@@ -353,7 +391,7 @@ json_scalar (const struct ftl_stat *v, FILE *fp)
     break;
   case FTL_STAT_NUMBER:
     switch (v->format) {
-    case FTL_STAT_UINT:  fprintf (fp, "%" PRIu64, v->u); break;
+    case FTL_STAT_UINT:  json_uint (v->u, fp); break;
     case FTL_STAT_INT:   fprintf (fp, "%" PRId64, v->i); break;
     case FTL_STAT_FIXED: fprintf (fp, "%.4f", v->num); break;
     case FTL_STAT_REAL:  fprintf (fp, "%.17g", v->num); break;
@@ -395,10 +433,14 @@ ftl_render_json (const struct ftl_stat_set *set, bool compact, FILE *fp)
         fputs (compact ? "," : ", ", fp);
     }
     else if (depth > 0) {
+      static const char spaces[2 * FTL_STATS_MAX_DEPTH + 1] =
+        "                                                                ";
       if (compact)
         fputs (first[depth] ? "" : ",", fp);
-      else
-        fprintf (fp, "%s%*s", first[depth] ? "\n" : ",\n", 2 * depth, "");
+      else {
+        fputs (first[depth] ? "\n" : ",\n", fp);
+        fwrite (spaces, 1, 2 * depth, fp);
+      }
       json_quoted (v->key, fp);
       fputs (compact ? ":" : ": ", fp);
     }

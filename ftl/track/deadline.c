@@ -354,6 +354,7 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
   }
   if (tls_mask & MASK_STAGES) {
     dl_hist_add (&l->mixed, us);
+    __atomic_fetch_add (&l->nmixed, 1, __ATOMIC_RELAXED);
     for (unsigned i = 0; i < FTL_STAGE_OTHER; i++) {
       if (!(tls_mask & (1u << i)))
         continue;
@@ -827,7 +828,8 @@ fold_buckets (const struct dl_hist *h, uint64_t *out)
 
 /* The quantiles, maximum and buckets of a merged histogram. */
 #define FILL_HIST(dst, h) do {                          \
-    (dst)->count = dl_hist_count (h);                   \
+    if (((dst)->count = dl_hist_count (h)) == 0)        \
+      break;                                            \
     (dst)->p50 = dl_hist_quantile ((h), 0.50);          \
     (dst)->p99 = dl_hist_quantile ((h), 0.99);          \
     (dst)->p999 = dl_hist_quantile ((h), 0.999);        \
@@ -853,12 +855,18 @@ op_stats (struct deadline *dl, unsigned op, struct ftl_latency *out)
   for (unsigned i = 0; i < FTL_SHARDS; i++) {
     const struct dl_lat *l = &dl->shards[i].lat[op];
     dl_hist_merge (h, &dl->shards[i].hist[op]);
+    /* (A request counted in nmixed has added to its histograms
+     * before: one that ends meanwhile may be half in the snapshot.)
+     */
+    bool any = __atomic_load_n (&l->nmixed, __ATOMIC_RELAXED) != 0;
+    for (unsigned o = 0; o < DL_OCTAVES; o++)
+      for (unsigned s = any ? 0 : FTL_STAGE__MAX; s <= FTL_STAGE__MAX; s++)
+        split[o][s] += __atomic_load_n (&l->split[o][s], __ATOMIC_RELAXED);
+    if (!any)
+      continue;
     dl_hist_merge (mixed, &l->mixed);
     for (unsigned s = 0; s < FTL_STAGE__MAX; s++)
       dl_hist_merge (&stage[s], &l->stage[s]);
-    for (unsigned o = 0; o < DL_OCTAVES; o++)
-      for (unsigned s = 0; s <= FTL_STAGE__MAX; s++)
-        split[o][s] += __atomic_load_n (&l->split[o][s], __ATOMIC_RELAXED);
   }
   /* The requests that timed no stage: all other.  (A snapshot taken
    * while requests end may see one in hist and not yet in mixed: a
@@ -903,7 +911,7 @@ stall_stats (struct deadline *dl, struct ftl_host_stall *out)
                                       __ATOMIC_RELAXED);
     out->sum_ns += __atomic_load_n (&dl->shards[i].stall_ns,
                                     __ATOMIC_RELAXED);
-    if (h)
+    if (h && __atomic_load_n (&dl->shards[i].modeled, __ATOMIC_RELAXED))
       dl_hist_merge (h, &dl->shards[i].stall);
   }
   if (h)

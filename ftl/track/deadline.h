@@ -155,6 +155,9 @@ struct dl_lat {
   struct dl_hist mixed;         /* totals of the requests that timed a
                                  * stage (the others: hist - mixed) */
   struct dl_hist stage[FTL_STAGE__MAX];   /* non-zero stage times (us) */
+  uint64_t nmixed;              /* requests in mixed (atomic): a
+                                 * snapshot skips the histograms above
+                                 * while it is 0 */
 };
 
 struct dl_shard {
