@@ -36,7 +36,11 @@
 # (mean over them) and host link were busy (the statistics' timing.*
 # before and after the run, over fio's job runtime): a corner held by
 # the dies or the link shows it near 1; one below its figure with both
-# low was held back by this machine.  --repeat N runs each preset's
+# low was held back by this machine.  "host stall us" is the mean time
+# by which the run's requests ended after their modeled end
+# (timing.host_stall_us): real work of this machine (the backing file,
+# copies, waking up) that the model's time did not cover; a figure
+# spoiled by the host shows it large.  --repeat N runs each preset's
 # corners N times on a fresh image and gives the median, the range and
 # max/min.
 #
@@ -197,9 +201,11 @@ stop_server ()
     server_pid=
 }
 
-# util_snapshot: "DIE_BUSY_NS HOST_BUSY_NS DIES" from the statistics
-# once they stopped changing (the file is rewritten every second while
-# the counters move); "0 0 0" without the timing model.
+# util_snapshot: "DIE_BUSY_NS HOST_BUSY_NS DIES STALL_US MODELED" from
+# the statistics once they stopped changing (the file is rewritten every
+# second while the counters move): STALL_US is the sum of the requests'
+# host stalls (timing.host_stall_us), MODELED the requests that waited
+# for the model; "0 0 0 0 0" without the timing model.
 util_snapshot ()
 {
     local prev= cur
@@ -207,17 +213,22 @@ util_snapshot ()
         sleep 1.1
         cur="$(jq -r '(.timing.die_busy_ns // 0 | tostring) + " "
                       + (.timing.host_busy_ns // 0 | tostring) + " "
-                      + (.timing.dies // 0 | tostring)' "$work/stats.json")"
+                      + (.timing.dies // 0 | tostring) + " "
+                      + (.timing.host_stall_us.sum // 0 | tostring) + " "
+                      + (.timing.host_stall_us.requests // 0 | tostring)' \
+                  "$work/stats.json")"
         [ "$cur" = "$prev" ] && break
         prev="$cur"
     done
     echo "$cur"
 }
 
-# fio_run OPTIONS...: prints "IOPS BW_BYTES_PER_S DIE_UTIL HOST_UTIL" of
-# the run: the dies' and the host link's busy time in the model over
-# the run's time (fio's job runtime), from the statistics before and
-# after it.
+# fio_run OPTIONS...: prints "IOPS BW_BYTES_PER_S DIE_UTIL HOST_UTIL
+# STALL" of the run: the dies' and the host link's busy time in the
+# model over the run's time (fio's job runtime), from the statistics
+# before and after it, and the mean host stall of its requests in us
+# (how long after its modeled end a request ended: "-" without the
+# model).
 fio_run ()
 {
     local out="$work/fio.json" before after
@@ -238,11 +249,14 @@ fio_run ()
            else "-" end) + " "
         + (if $a[2] > 0 and $ns > 0
            then (($a[1] - $b[1]) / $ns * 100 | floor / 100 | tostring)
+           else "-" end) + " "
+        + (if $a[4] > $b[4]
+           then (($a[3] - $b[3]) / ($a[4] - $b[4]) * 10 | floor / 10 | tostring)
            else "-" end)' "$out"
 }
 
-iops () { fio_run "$@" | awk '{ printf "%.0f %s %s", $1, $3, $4 }'; }
-mbs () { fio_run "$@" | awk '{ printf "%.1f %s %s", $2 / 1e6, $3, $4 }'; }
+iops () { fio_run "$@" | awk '{ printf "%.0f %s %s %s", $1, $3, $4, $5 }'; }
+mbs () { fio_run "$@" | awk '{ printf "%.1f %s %s %s", $2 / 1e6, $3, $4, $5 }'; }
 
 tb=(--time_based --runtime="$runtime")
 
@@ -322,8 +336,8 @@ order=(seq-read seq-write rand-read-qd1 rand-read-qd32 rand-write-qd1
 
 table="$work/table"
 {
-    echo "| preset | corner | unit | measured | range (max/min) | model only | published | ratio | die util | host util | note |"
-    echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"
+    echo "| preset | corner | unit | measured | range (max/min) | model only | published | ratio | die util | host util | host stall us | note |"
+    echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
 } >"$table"
 
 for p in "${run_presets[@]}"; do
@@ -348,6 +362,9 @@ for p in "${run_presets[@]}"; do
         [ "$repeat" -gt 1 ] || range=
         mapfile -t dv < <(awk -v k="$c" '$1 == k && $3 != "-" { print $3 }' "$work/runs")
         mapfile -t hv < <(awk -v k="$c" '$1 == k && $4 != "-" { print $4 }' "$work/runs")
+        mapfile -t sv < <(awk -v k="$c" '$1 == k && $5 != "-" && $5 != "" { print $5 }' "$work/runs")
+        su=
+        [ ${#sv[@]} -gt 0 ] && su="$(stats_of "${sv[@]}" | cut -d' ' -f1)"
         du=; hu=
         [ ${#dv[@]} -gt 0 ] && du="$(stats_of "${dv[@]}" | cut -d' ' -f1)"
         [ ${#hv[@]} -gt 0 ] && hu="$(stats_of "${hv[@]}" | cut -d' ' -f1)"
@@ -377,9 +394,9 @@ for p in "${run_presets[@]}"; do
         if [ "$c" = seq-write ] && [ -n "$post" ] && [ "$post" != 0 ]; then
             note="published figure is the SLC cache's; after it: $post MB/s, ratio $(awk -v m="$m" -v p="$post" 'BEGIN { printf "%.2f", m / p }')"
         fi
-        echo "| $p | $c | $unit | $m | $range | $only | $pub | $ratio | $du | $hu | $note |" >>"$table"
+        echo "| $p | $c | $unit | $m | $range | $only | $pub | $ratio | $du | $hu | $su | $note |" >>"$table"
     done
-    echo "| $p | deadline aborts | | $aborts | | | 0 | | | | default timeout, all runs |" >>"$table"
+    echo "| $p | deadline aborts | | $aborts | | | 0 | | | | | default timeout, all runs |" >>"$table"
 done
 
 echo

@@ -250,6 +250,58 @@ enum ftl_op {
 };
 extern const char *ftl_op_name (enum ftl_op op);
 
+/* Where a request's time goes, measured once on the path it takes
+ * (track/deadline.h).  A span of work counts for the outermost stage
+ * that times it: the programs of a garbage collection that a write runs
+ * are gc, not media.  The stages of a request add up to its total.
+ *   QUEUE  waits for a lock another request or the checkpoint holds
+ *          (the map's stripes, a log frontier, ckpt_rw)
+ *   CACHE  waits for room in the write cache (a writer whose shard is
+ *          full destages a batch itself, or waits for one), or for a
+ *          page being programmed from it
+ *   GC     foreground garbage collection: a write that found too few
+ *          free erase blocks collects before it goes on
+ *   MEDIA  the modeled time of reads and programs (timing model), and
+ *          waits for a slowed or stalled backing file (fault file)
+ *   SYNC   flushes and FUA: the cache destaged, barriers, syncs,
+ *          durable-point records; a checkpoint run by a request
+ *   OTHER  the remainder: the copies, checksums and the backing file's
+ *          own reads and writes (not timed one by one: a clock read
+ *          pair per request would cost more than the rest of a cached
+ *          read)
+ */
+enum ftl_stage {
+  FTL_STAGE_QUEUE, FTL_STAGE_CACHE, FTL_STAGE_GC, FTL_STAGE_MEDIA,
+  FTL_STAGE_SYNC, FTL_STAGE_OTHER,
+  FTL_STAGE__MAX
+};
+extern const char *ftl_stage_name (enum ftl_stage s);
+
+/* Latency histograms in the statistics: bucket i counts values in
+ * [2^(i-1), 2^i) microseconds (bucket 0: below 1 us), i < FTL_LAT_BUCKETS;
+ * longer ones count only in the total.
+ */
+#define FTL_LAT_BUCKETS 27
+
+/* A request that took longer than ftl_options.slow_threshold_ns, or that
+ * the deadline handler reset or aborted (ftl_slow_requests).
+ */
+struct ftl_slow_request {
+  uint64_t time_ns;             /* CLOCK_REALTIME at its end */
+  enum ftl_op op;
+  uint64_t offset, count;
+  unsigned flags;               /* FTL_FUA */
+  int result;                   /* 0 or a negative errno */
+  uint64_t total_ns;
+  uint64_t stage_ns[FTL_STAGE__MAX];
+  unsigned resets;              /* deadline resets */
+  bool aborted;                 /* the deadline handler aborted it */
+  int waiting_on;               /* the stage it was in when the handler
+                                 * last reset or aborted it (enum
+                                 * ftl_stage; -1: none timed, or not
+                                 * reset or aborted) */
+};
+
 /* Parse a duration: a decimal number followed by us, ms or s ("500ms",
  * "1.5s", "200us"); a plain "0" is also accepted.  Returns 0 and sets
  * *ns, or a negative errno and writes why into err (if errlen > 0).
@@ -318,6 +370,13 @@ struct ftl_options {
                                  * would; 0: never */
   struct ftl_errors errors;     /* media that ages (off by default) */
   struct ftl_slc slc;           /* the SLC cache (off by default) */
+  uint64_t slow_threshold_ns;   /* with slow_log: requests at least this
+                                 * long are kept for ftl_slow_requests
+                                 * (0: timeout_ns / 4, or
+                                 * FTL_SLOW_DEFAULT_NS without a
+                                 * deadline) */
+  bool slow_log;                /* keep slow requests (ring of
+                                 * FTL_SLOW_RING records) */
   bool manual_background;       /* ftl_start_background starts no thread:
                                  * the caller runs the background work
                                  * with ftl_background_step (tests) */
@@ -590,10 +649,39 @@ struct ftl_stats {
     uint64_t rejected;          /* requests refused while it was stalled */
     bool stalled;
   } deadline;
-  struct {
+  struct ftl_latency {
     uint64_t count;
     uint64_t p50, p99, p999, max;   /* microseconds */
+    uint64_t sum_ns;
+    uint64_t buckets[FTL_LAT_BUCKETS];
+    struct {
+      uint64_t count;               /* requests with time in the stage */
+      uint64_t p50, p99, p999, max; /* microseconds, over those */
+      uint64_t sum_ns;
+      uint64_t buckets[FTL_LAT_BUCKETS];  /* of those */
+    } stage[FTL_STAGE__MAX];
+    /* The stages' shares of the time of the requests whose total lies
+     * in the same power of 2 of microseconds as the p50, p99 and p999:
+     * what the median and the tail requests wait for.
+     */
+    double split[3][FTL_STAGE__MAX];
   } latency[FTL_OP__MAX];
+  /* With the timing model: requests that waited for it, and by how
+   * much those that ended after their last modeled end did (the host
+   * stall: real work the model's time did not cover).
+   */
+  struct ftl_host_stall {
+    uint64_t requests;
+    uint64_t count;             /* stalled (by 1 ns or more) */
+    uint64_t p50, p99, p999, max;   /* microseconds, over those */
+    uint64_t sum_ns;
+    uint64_t buckets[FTL_LAT_BUCKETS];
+  } host_stall;
+  struct {
+    uint64_t slow;              /* requests kept for the slow log */
+    uint64_t dropped;           /* ... lost: the ring was full */
+    uint64_t threshold_ns;
+  } slow;
   struct {                      /* the write cache, since open */
     uint64_t size_bytes;        /* 0: none */
     uint64_t dirty_bytes;       /* not yet in the log */
@@ -610,6 +698,16 @@ struct ftl_stats {
   struct ftl_health health;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);
+
+/* Up to max slow requests (oldest first) into out, waiting up to
+ * wait_ns for the first.  Returns how many; 0 without slow_log.  One
+ * reader at a time (the plugin's slow-log writer).
+ */
+#define FTL_SLOW_RING 1024
+#define FTL_SLOW_DEFAULT_NS (100 * UINT64_C (1000000))
+extern unsigned ftl_slow_requests (struct ftl *ftl,
+                                   struct ftl_slow_request *out,
+                                   unsigned max, uint64_t wait_ns);
 
 /* Erase-count histogram: counts[i] (i < n) is the number of erase blocks
  * (retired ones included) whose erase count is in [first + i * width,

@@ -16,7 +16,7 @@
  *
  * Keys: size, op, page-size, pages-per-block, preallocate, sync, streams, gc,
  * gc-mode, hot-cold, wl-threshold, endurance, timeout, timeout-retries,
- * write-cache, write-cache-bypass; the timing model's timing, model,
+ * slow-threshold, write-cache, write-cache-bypass; the timing model's timing, model,
  * read-latency, program-latency, erase-latency, channels, dies,
  * planes, nand-page, nand-block, channel-rate, host-rate,
  * command-overhead, suspend, suspend-latency, plp-buffer; the error
@@ -87,6 +87,7 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "endurance=<N>                  Erases after which an erase block is retired (default 3000).\n" \
   "timeout=<DURATION>             Request deadline, e.g. 500ms (default 30s, 0 = off).\n" \
   "timeout-retries=<N>            Deadline resets of a progressing request (default 3).\n" \
+  "slow-threshold=<DURATION>      Slow log: requests at least this long (default timeout/4).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
   "write-cache-bypass=<SIZE>      Writes of whole pages this large or larger go\n" \

@@ -22,8 +22,9 @@
  *     end in _total, gauges carry their unit); a member without one is
  *     exported as a gauge named after its path, so that a new statistic
  *     shows up without a change here.  Strings become info gauges; the
- *     erase-count histogram and the request latencies are families of
- *     their own.
+ *     erase-count histogram, the request latencies (a summary, and
+ *     histograms per kind and per stage) and the timing model's host
+ *     stalls are families of their own.
  *
  * Nothing here parses JSON: ftlctl reads the files the plugin writes
  * with json-glib and builds the same kind of set (without descriptions)
@@ -77,6 +78,10 @@ enum ftl_metric_type {
    * width)); the sum is the sibling member erase_mean times the count.
    */
   FTL_METRIC_HISTOGRAM,
+  /* A histogram of durations: an object with count, sum (microseconds)
+   * and buckets (ftl.h: FTL_LAT_BUCKETS), rendered in seconds.
+   */
+  FTL_METRIC_DURATION,
 };
 
 struct ftl_metric {

@@ -30,6 +30,7 @@
 #include "ftl.h"
 #include "powercut.h"
 #include "keys.h"
+#include "slow-log.h"
 #include "stats-thread.h"
 
 /* Debug flags: -D ftl.gc=1 and so on. */
@@ -57,6 +58,7 @@ ftl_plugin_unload (void)
   free (stats_path);
   free (fault_file);
   stats_unload ();
+  slowlog_unload ();
 }
 
 static void
@@ -111,6 +113,8 @@ ftl_plugin_config (const char *key, const char *value)
     return b;
   else if (stats_config (key, value, &b))
     return b;
+  else if (slowlog_config (key, value, &b))
+    return b;
   else if (strcmp (key, "debug-faults") == 0) {
     free (fault_file);
     fault_file = nbdkit_absolute_path (value);
@@ -158,6 +162,8 @@ ftl_plugin_config_complete (void)
     }
   }
 
+  if (slowlog_config_complete () == -1)
+    return -1;
   return stats_config_complete ();
 }
 
@@ -168,6 +174,7 @@ ftl_plugin_config_complete (void)
   "stats-interval=<SECS>          Rewrite them this often while busy (default 1).\n" \
   "rotational=<BOOL>              Advertise a rotating disk (default false).\n" \
   STATS_CONFIG_HELP \
+  SLOWLOG_CONFIG_HELP \
   POWERCUT_CONFIG_HELP
 
 /* Pass the library's messages to nbdkit. */
@@ -202,6 +209,7 @@ ftl_plugin_get_ready (void)
   opts.log = log_message;
   opts.log_opaque = NULL;
   opts.fault_file = fault_file;
+  opts.slow_log = slowlog_wanted ();
   r = ftl_open (&opts, &ftl, errbuf, sizeof errbuf);
   if (r < 0) {
     nbdkit_error ("%s: %s", filename,
@@ -237,6 +245,8 @@ ftl_plugin_after_fork (void)
                   filename, strerror (-r));
     return -1;
   }
+  if (slowlog_start (ftl) == -1)
+    return -1;
   return stats_start ();
 }
 
@@ -260,6 +270,7 @@ ftl_plugin_cleanup (void)
     nbdkit_error ("%s: writing the write cache to the log: %s", filename,
                   strerror (-r));
   stats_stop ();
+  slowlog_stop ();
   r = ftl_close (ftl);
   ftl = NULL;
   if (r < 0)

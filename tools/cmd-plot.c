@@ -2,11 +2,13 @@
  *
  *   ftlctl plot [--output PNG] TIMELINE
  *
- * One PNG of five panels against the elapsed time: host throughput
+ * One PNG of seven panels against the elapsed time: host throughput
  * (pages per second written and read, GC copies), write amplification
  * (over each interval and cumulative), free erase blocks, request
  * latency percentiles (p50, p99, p99.9 of reads and writes, log
- * scale), and the erase-count histogram of the last line.  The columns
+ * scale), the stages' shares of the writes' and of the reads' time in
+ * each interval (stacked), and the erase-count histogram of the last
+ * line.  The columns
  * go to a temporary directory that gnuplot reads; gnuplot gets its
  * script on its standard input.
  */
@@ -14,6 +16,7 @@
 #include <config.h>
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +28,17 @@
 #include "ftlctl.h"
 #include "timeline.h"
 
+/* The kinds whose stages are drawn. */
+static const enum ftl_op stage_ops[] = { FTL_OP_WRITE, FTL_OP_READ };
+#define NSTAGE_OPS G_N_ELEMENTS (stage_ops)
+
 struct plot {
   FILE *data;
+  /* The previous line's stage sums: [op][stage], [op][FTL_STAGE__MAX]
+   * the total (us; NAN before the first line).
+   */
+  double sums[NSTAGE_OPS][FTL_STAGE__MAX + 1];
+  double t_first, t_last;       /* elapsed_s of the first and last line */
   /* The histogram of the last line. */
   double first, width;
   GArray *counts;               /* of double */
@@ -46,6 +58,40 @@ column (FILE *fp, const struct ftl_stat_set *set, const char *path,
     fputs (" ?", fp);
 }
 
+/* The stages' shares of each drawn kind's time over the interval since
+ * the previous line, in percent, stacked (column g holds the shares of
+ * stages 0..g), so that filled curves show each stage as a band.
+ */
+static void
+stage_columns (struct plot *p, const struct ftl_stat_set *set)
+{
+  for (size_t k = 0; k < NSTAGE_OPS; k++) {
+    const char *op = ftl_op_name (stage_ops[k]);
+    double now[FTL_STAGE__MAX + 1], d, acc = 0;
+    char path[96];
+
+    for (int g = 0; g <= FTL_STAGE__MAX; g++) {
+      if (g < FTL_STAGE__MAX)
+        snprintf (path, sizeof path, "stats.latency_us.%s.%s.sum", op,
+                  ftl_stage_name (g));
+      else
+        snprintf (path, sizeof path, "stats.latency_us.%s.sum", op);
+      now[g] = ftl_stats_num (set, path, NAN);
+    }
+    d = now[FTL_STAGE__MAX] - p->sums[k][FTL_STAGE__MAX];
+    for (int g = 0; g < FTL_STAGE__MAX; g++) {
+      double share = (now[g] - p->sums[k][g]) / d;
+      if (!(d > 0) || isnan (share))
+        fputs (" ?", p->data);
+      else {
+        acc += 100 * share;
+        fprintf (p->data, " %.4g", acc);
+      }
+    }
+    memcpy (p->sums[k], now, sizeof now);
+  }
+}
+
 static bool
 add_line (void *opaque, const struct ftl_stat_set *set, unsigned long lineno)
 {
@@ -59,9 +105,13 @@ add_line (void *opaque, const struct ftl_stat_set *set, unsigned long lineno)
     "stats.latency_us.write.p99", "stats.latency_us.write.p999",
   };
 
+  p->t_last = ftl_stats_num (set, "elapsed_s", 0);
+  if (p->lines == 0)
+    p->t_first = p->t_last;
   column (p->data, set, "elapsed_s", 1);
   for (size_t i = 0; i < G_N_ELEMENTS (cols); i++)
     column (p->data, set, cols[i], 1);
+  stage_columns (p, set);
   fputc ('\n', p->data);
   /* Keep the last line's histogram: the elements of its counts. */
   p->first = ftl_stats_num (set, "stats.wear.histogram.first", 0);
@@ -81,11 +131,29 @@ add_line (void *opaque, const struct ftl_stat_set *set, unsigned long lineno)
   return true;
 }
 
+/* A kind's stage shares (its stacked columns), a band per stage, the
+ * largest sum drawn first.  The x range is the timeline's (two format
+ * arguments): a kind with no request has no point to scale it on.
+ */
+#define STAGES_PLOT(kind, queue, cache, gc, media, sync, other) \
+  "set title '" kind " time by stage (share of each interval)'\n"\
+  "set ylabel '%%'\n"\
+  "set yrange [0:100]\n"\
+  "set xrange [%g:%g]\n"\
+  "set style fill solid 0.6 noborder\n"\
+  "plot d u 1:" #other " w filledcurves x1 t 'other', "\
+  "d u 1:" #sync " w filledcurves x1 t 'sync', "\
+  "d u 1:" #media " w filledcurves x1 t 'media', "\
+  "d u 1:" #gc " w filledcurves x1 t 'gc', "\
+  "d u 1:" #cache " w filledcurves x1 t 'cache', "\
+  "d u 1:" #queue " w filledcurves x1 t 'queue'\n"\
+  "set autoscale xy\n"
+
 #define SCRIPT \
-  "set terminal pngcairo size 1200,1500 noenhanced font ',10'\n"\
+  "set terminal pngcairo size 1200,2100 noenhanced font ',10'\n"\
   "set output '%s'\n"\
   "set datafile missing '?'\n"\
-  "set multiplot layout 5,1 title '%s'\n"\
+  "set multiplot layout 7,1 title '%s'\n"\
   "set grid\n"\
   "set key outside right\n"\
   "set xlabel 'elapsed (s)'\n"\
@@ -109,6 +177,8 @@ add_line (void *opaque, const struct ftl_stat_set *set, unsigned long lineno)
   "d u 1:($10>0?$10:1/0) w l t 'read p99.9', d u 1:($11>0?$11:1/0) w l t 'write p50', "\
   "d u 1:($12>0?$12:1/0) w l t 'write p99', d u 1:($13>0?$13:1/0) w l t 'write p99.9'\n"\
   "unset logscale y\n"\
+  STAGES_PLOT ("Write", 14, 15, 16, 17, 18, 19) \
+  STAGES_PLOT ("Read", 20, 21, 22, 23, 24, 25) \
   "set title 'Erase counts (last line)'\n"\
   "set xlabel 'erase count'\n"\
   "set ylabel 'erase blocks'\n"\
@@ -140,8 +210,8 @@ cmd_plot (int argc, char **argv)
   g_option_context_set_summary (ctx,
     "Draw a timeline written by the plugin's stats-log= (or by ftlctl\n"
     "replay --stats-log) as a PNG with gnuplot: throughput, write\n"
-    "amplification, free erase blocks, latency percentiles and the\n"
-    "erase-count histogram.");
+    "amplification, free erase blocks, latency percentiles, the shares\n"
+    "of the stages of write and read time, and the erase-count histogram.");
   if (!parse_options (ctx, &argc, &argv)) {
     status = FTLCTL_EXIT_USAGE;
     goto out;
@@ -170,6 +240,9 @@ cmd_plot (int argc, char **argv)
   }
   datafile = g_build_filename (dir, "timeline.dat", NULL);
   histfile = g_build_filename (dir, "histogram.dat", NULL);
+  for (size_t k = 0; k < NSTAGE_OPS; k++)
+    for (int g = 0; g <= FTL_STAGE__MAX; g++)
+      p.sums[k][g] = NAN;
   p.data = fopen (datafile, "w");
   if (p.data == NULL) {
     ftlctl_error ("%s: %s", datafile, strerror (errno));
@@ -209,7 +282,10 @@ cmd_plot (int argc, char **argv)
     goto out;
   }
   title = g_path_get_basename (argv[1]);
-  fprintf (gp, SCRIPT, output, title, dir, first - width,
+  if (!(p.t_last > p.t_first))
+    p.t_last = p.t_first + 1;   /* one line: gnuplot wants a range */
+  fprintf (gp, SCRIPT, output, title, dir, p.t_first, p.t_last,
+           p.t_first, p.t_last, first - width,
            first + (nbuckets + 0.5) * width, width * 0.9, dir);
   g_free (title);
   int r = pclose (gp);

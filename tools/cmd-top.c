@@ -5,7 +5,9 @@
  * FILE is the plugin's stats= file or its stats-log= timeline (or a
  * replay's).  Every interval the screen is redrawn with write
  * amplification, throughput, erase blocks, GC, the write cache,
- * deadlines, latency percentiles, wear and health.  Rates come from the
+ * deadlines, latency percentiles, where the time of each kind of
+ * request goes (its stages' shares of all its time, and of its p50 and
+ * p99.9 requests), wear and health.  Rates come from the
  * timeline's last line, or, for a stats file, from the change since the
  * previous reading.  --once prints one screen without terminal control
  * codes and exits (for scripts and tests).  Every health.* member is
@@ -96,6 +98,59 @@ human_bytes (double b, char *buf, size_t n)
   return buf;
 }
 
+/* Where each kind's time goes: the stages' shares of all its time
+ * (from the sums), and of the requests at its p50 and p99.9.
+ */
+static void
+draw_stages (const struct view *v)
+{
+  static const char *const rows[][2] = {
+    { "all", NULL }, { "p50", "p50" }, { "p99.9", "p999" },
+  };
+  bool header = false;
+
+  for (int op = 0; op < FTL_OP__MAX; op++) {
+    const char *name = ftl_op_name (op);
+    char path[96];
+    double count, sum;
+
+    snprintf (path, sizeof path, "latency_us.%s.count", name);
+    count = st (v, path);
+    snprintf (path, sizeof path, "latency_us.%s.sum", name);
+    sum = st (v, path);
+    if (isnan (count) || count == 0 || isnan (sum))
+      continue;                 /* none, or a file without stages */
+    if (!header) {
+      printf ("stages %%  ");
+      for (int g = 0; g < FTL_STAGE__MAX; g++)
+        printf (" %7s", ftl_stage_name (g));
+      printf ("\n");
+      header = true;
+    }
+    for (size_t r = 0; r < G_N_ELEMENTS (rows); r++) {
+      printf ("  %-8s%-6s", r == 0 ? name : "", rows[r][0]);
+      for (int g = 0; g < FTL_STAGE__MAX; g++) {
+        double share;
+        if (rows[r][1] == NULL) {
+          snprintf (path, sizeof path, "latency_us.%s.%s.sum", name,
+                    ftl_stage_name (g));
+          share = sum > 0 ? st (v, path) / sum : NAN;
+        }
+        else {
+          snprintf (path, sizeof path, "latency_us.%s.split.%s.%s", name,
+                    rows[r][1], ftl_stage_name (g));
+          share = st (v, path);
+        }
+        if (isnan (share))
+          printf (" %7s", "-");
+        else
+          printf (" %7.1f", 100 * share);
+      }
+      printf ("\n");
+    }
+  }
+}
+
 static void
 draw (const struct view *v, const char *file)
 {
@@ -173,6 +228,7 @@ draw (const struct view *v, const char *file)
     snprintf (path, sizeof path, "latency_us.%s.max", name);
     num (st (v, path), "\n");
   }
+  draw_stages (v);
   printf ("wear       ");
   num (st (v, "wear.erase_min"), " min");
   num (st (v, "wear.erase_mean"), " mean");

@@ -321,7 +321,7 @@ cache_write (struct ftl *ftl, uint64_t lpn, uint32_t in, uint32_t len,
   int r = 0;
 
   assert (lpn < ftl->logical_pages && in + len <= ftl->page_size);
-  pthread_mutex_lock (&s->lock);
+  dl_lock (&s->lock);
   for (;;) {
     slot = lookup (c, s, lpn);
     if (slot == NONE || !(c->flags[slot] & SLOT_FLIGHT))
@@ -331,7 +331,9 @@ cache_write (struct ftl *ftl, uint64_t lpn, uint32_t in, uint32_t len,
       r = -ETIMEDOUT;
       goto out;
     }
+    uint64_t t = dl_stage_begin (FTL_STAGE_CACHE);
     wait_shard (s);
+    dl_stage_end (t);
   }
   if (slot != NONE) {
     assert (c->flags[slot] == SLOT_DIRTY);

@@ -147,6 +147,7 @@ cache_write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
 {
   uint64_t pos = offset, end = offset + count;
   bool waited = false;
+  uint64_t t = 0;
 
   while (pos < end) {
     uint64_t lpn = pos >> ftl->page_shift;
@@ -160,16 +161,19 @@ cache_write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
       if (!waited) {
         __atomic_fetch_add (&ftl->cache.write_waits, 1, __ATOMIC_RELAXED);
         waited = true;
+        t = dl_stage_begin (FTL_STAGE_CACHE);
       }
       /* The shard is full: destage a batch from it here, or wait for
        * one in flight to complete.
        */
       r = destage_batch (ftl, UINT64_MAX, shard, ALLOC_PROGRAM_MAX);
-      if (r < 0)
-        return r;
       if (r == 0 && !cache_wait_slot (ftl, shard))
-        return -ETIMEDOUT;
+        r = -ETIMEDOUT;
+      if (r < 0)
+        break;
     }
+    dl_stage_end (t);
+    t = 0;
     if (r < 0)
       return r;
     dl_commit ();
@@ -218,7 +222,7 @@ host_write (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   if (ftl->cache.nslots && !bypasses (ftl, buf, count, offset))
     r = cache_write_range (ftl, buf, count, offset);
   else if (ftl->cache.nslots) {
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    dl_rdlock (&ftl->ckpt_rw);
     r = write_bypass (ftl, buf, count, offset);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
     if (r == 0)
@@ -226,7 +230,7 @@ host_write (struct ftl *ftl, const uint8_t *buf, uint64_t count,
                           __ATOMIC_RELAXED);
   }
   else {
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    dl_rdlock (&ftl->ckpt_rw);
     r = write_through (ftl, buf, count, offset);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
   }
@@ -251,7 +255,7 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
   ckpt_maybe_held (ftl);
   r = host_write (ftl, buf, count, offset);
   if (r == 0 && (flags & FTL_FUA)) {
-    uint64_t durable;
+    uint64_t durable, t = dl_stage_begin (FTL_STAGE_SYNC);
     if (ftl->cache.nslots)
       r = cache_flush (ftl);
     durable = durable_sample (ftl);
@@ -261,6 +265,7 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
       durable_synced (ftl, durable);
       r = durable_commit (ftl);
     }
+    dl_stage_end (t);
   }
   if (r == 0) {
     ctr_add (ftl, FTL_CTR_HOST_WRITE_CMDS, 1);
@@ -298,9 +303,11 @@ ckpt_maybe_held (struct ftl *ftl)
     ftl_bell_ring (&ftl->bell);
     return;
   }
+  uint64_t t = dl_stage_begin (FTL_STAGE_SYNC);
   dl_hold ();
   ckpt_maybe (ftl);
   dl_release ();
+  dl_stage_end (t);
 }
 
 static int
@@ -316,7 +323,7 @@ do_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
     return r;
   whole_pages (ftl, count, offset, &first, &end);
   ckpt_maybe_held (ftl);
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  dl_rdlock (&ftl->ckpt_rw);
   if (first < end)
     r = write_unmap (ftl, first, end - first);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
@@ -347,7 +354,7 @@ do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
     if (offset < a)
       r = host_write (ftl, NULL, a - offset, offset);
     if (r == 0) {
-      pthread_rwlock_rdlock (&ftl->ckpt_rw);
+      dl_rdlock (&ftl->ckpt_rw);
       r = write_unmap (ftl, first, end - first);
       pthread_rwlock_unlock (&ftl->ckpt_rw);
     }
@@ -370,18 +377,20 @@ do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
 static int
 sync_fua (struct ftl *ftl)
 {
+  uint64_t t = dl_stage_begin (FTL_STAGE_SYNC);
   int r = 0;
 
   if (ftl->cache.nslots)
     r = cache_flush (ftl);
   if (r == 0) {
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    dl_rdlock (&ftl->ckpt_rw);
     r = write_barrier (ftl);
     pthread_rwlock_unlock (&ftl->ckpt_rw);
   }
   /* Recovery must know that these pages were durable (durable.c). */
   if (r == 0)
     r = durable_commit (ftl);
+  dl_stage_end (t);
   return r;
 }
 
@@ -463,8 +472,12 @@ do_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
 
 /* After a power cut (powercut.c) the disk answers nothing. */
 static int
-begin (struct ftl *ftl, enum ftl_op op, struct dl_ticket *t)
+begin (struct ftl *ftl, enum ftl_op op, struct dl_ticket *t,
+       uint64_t count, uint64_t offset, unsigned flags)
 {
+  t->count = count;
+  t->offset = offset;
+  t->flags = flags;
   if (powered_off (ftl))
     return -EIO;
   return dl_begin (&ftl->dl, op, t);
@@ -487,7 +500,7 @@ int
 ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
 {
   struct dl_ticket t;
-  int r = begin (ftl, FTL_OP_READ, &t);
+  int r = begin (ftl, FTL_OP_READ, &t, count, offset, 0);
 
   if (r < 0)
     return r;
@@ -495,11 +508,11 @@ ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
     /* The page reads of all its runs are issued at once; the request
      * sleeps once, for them and the host side.
      */
-    uint64_t t0 = clock_now ();
     media_defer (&ftl->media);
     r = do_read (ftl, buf, count, offset);
     uint64_t done = media_deferred (&ftl->media);
-    return dl_end (&ftl->dl, &t, host_side (ftl, t0, done, count, true, r));
+    return dl_end (&ftl->dl, &t,
+                   host_side (ftl, t.start, done, count, true, r));
   }
   return dl_end (&ftl->dl, &t, do_read (ftl, buf, count, offset));
 }
@@ -509,14 +522,14 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
            unsigned flags)
 {
   struct dl_ticket t;
-  int r = begin (ftl, FTL_OP_WRITE, &t);
+  int r = begin (ftl, FTL_OP_WRITE, &t, count, offset, flags);
 
   if (r < 0)
     return r;
   if (ftl->timing.enabled) {
-    uint64_t t0 = clock_now ();
     r = do_write (ftl, buf, count, offset, flags);
-    return dl_end (&ftl->dl, &t, host_side (ftl, t0, 0, count, false, r));
+    return dl_end (&ftl->dl, &t,
+                   host_side (ftl, t.start, 0, count, false, r));
   }
   return dl_end (&ftl->dl, &t, do_write (ftl, buf, count, offset, flags));
 }
@@ -525,7 +538,7 @@ int
 ftl_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
 {
   struct dl_ticket t;
-  int r = begin (ftl, FTL_OP_TRIM, &t);
+  int r = begin (ftl, FTL_OP_TRIM, &t, count, offset, flags);
 
   if (r < 0)
     return r;
@@ -536,7 +549,7 @@ int
 ftl_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
 {
   struct dl_ticket t;
-  int r = begin (ftl, FTL_OP_WRITE, &t);
+  int r = begin (ftl, FTL_OP_WRITE, &t, count, offset, flags);
 
   if (r < 0)
     return r;
@@ -547,7 +560,7 @@ int
 ftl_flush (struct ftl *ftl)
 {
   struct dl_ticket t;
-  int r = begin (ftl, FTL_OP_FLUSH, &t);
+  int r = begin (ftl, FTL_OP_FLUSH, &t, 0, 0, 0);
 
   if (r < 0)
     return r;
@@ -586,7 +599,7 @@ ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
              ftl_extent_fn fn, void *opaque)
 {
   struct dl_ticket t;
-  int r = begin (ftl, FTL_OP_EXTENTS, &t);
+  int r = begin (ftl, FTL_OP_EXTENTS, &t, count, offset, 0);
 
   if (r < 0)
     return r;

@@ -77,7 +77,7 @@ host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask)
      */
     r = gc_make_room (ftl, collected);
     map_lock_mask (ftl, mask);
-    pthread_mutex_lock (&f->lock);
+    dl_lock (&f->lock);
     if (r < 0)
       return r;
     collected = true;
@@ -143,7 +143,7 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   int r = 0;
 
   map_lock_mask (ftl, mask);
-  pthread_mutex_lock (&f->lock);
+  dl_lock (&f->lock);
   while (pos < end) {
     uint64_t lpn = pos >> ftl->page_shift;
     uint32_t in = pos & (ftl->page_size - 1);

@@ -252,7 +252,7 @@ map_lock_mask (struct ftl *ftl, uint64_t mask)
 {
   for (unsigned i = 0; i < FTL_STRIPES; i++)
     if (mask & (UINT64_C (1) << i))
-      pthread_mutex_lock (&ftl->stripe[i]);
+      dl_lock (&ftl->stripe[i]);
 }
 
 void

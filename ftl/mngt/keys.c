@@ -263,6 +263,12 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
       return fail (err, errlen, "timeout must be 0 (off) or at least 1ms: "
                    "%s", v);
   }
+  else if (strcmp (key, "slow-threshold") == 0) {
+    if (parse_dur (key, v, &o->slow_threshold_ns, err, errlen) == -1)
+      return -1;
+    if (o->slow_threshold_ns == 0)
+      return fail (err, errlen, "slow-threshold must be more than 0: %s", v);
+  }
   else if (strcmp (key, "timeout-retries") == 0)
     return parse_unsigned (key, v, 0, 1000000, &o->timeout_retries,
                            err, errlen);

@@ -369,8 +369,17 @@ undo_fault (struct ftl *ftl)
 static int
 step_deadline (struct ftl *ftl, struct open_ctx *c)
 {
-  return dl_init (&ftl->dl, c->o->timeout_ns, c->o->timeout_retries,
-                  &ftl->fault, c->o->log, c->o->log_opaque);
+  const struct ftl_options *o = c->o;
+  uint64_t slow = o->slow_threshold_ns;
+  int r = dl_init (&ftl->dl, o->timeout_ns, o->timeout_retries,
+                   &ftl->fault, o->log, o->log_opaque);
+
+  if (r == 0 && o->slow_log) {
+    if (slow == 0)
+      slow = o->timeout_ns ? o->timeout_ns / 4 : FTL_SLOW_DEFAULT_NS;
+    r = dl_slow_init (&ftl->dl, slow);
+  }
+  return r;
 }
 
 static void

@@ -256,6 +256,24 @@ wait_until (struct media *m, uint64_t t)
  * that the request has not been aborted.
  */
 static int
+gate_wait (struct media *m, uint64_t d)
+{
+  if (d > 0) {
+    int r = wait_until (m, clock_now () + d);
+    if (r < 0)
+      return r;
+  }
+  while (fault_stalled (m->fault)) {
+    if (should_abort (m))
+      return -ETIMEDOUT;
+    clock_sleep_until (clock_now () + 1000000);
+    fault_refresh (m->fault);
+  }
+  return 0;
+}
+
+/* The waits count as the request's media stage (deadline.h). */
+static int
 gate (struct media *m)
 {
   if (__atomic_load_n (&m->off, __ATOMIC_ACQUIRE))
@@ -263,16 +281,12 @@ gate (struct media *m)
   if (m->fault) {
     fault_refresh (m->fault);
     uint64_t d = fault_delay (m->fault);
-    if (d > 0) {
-      int r = wait_until (m, clock_now () + d);
+    if (d > 0 || fault_stalled (m->fault)) {
+      uint64_t t = dl_stage_begin (FTL_STAGE_MEDIA);
+      int r = gate_wait (m, d);
+      dl_stage_end (t);
       if (r < 0)
         return r;
-    }
-    while (fault_stalled (m->fault)) {
-      if (should_abort (m))
-        return -ETIMEDOUT;
-      clock_sleep_until (clock_now () + 1000000);
-      fault_refresh (m->fault);
     }
   }
   return should_abort (m) ? -ETIMEDOUT : 0;
@@ -288,16 +302,25 @@ gate (struct media *m)
 static int
 model_wait (struct media *m, uint64_t end, uint32_t n)
 {
+  uint64_t now = clock_now ();
+  uint64_t t = dl_stage_begin_at (FTL_STAGE_MEDIA, now);
+
+  dl_model_end (end);
+
   for (;;) {
-    if (should_abort (m))
+    if (should_abort (m)) {
+      dl_stage_end_at (t, now);
       return -ETIMEDOUT;
-    uint64_t now = clock_now ();
+    }
     if (now + clock_early () >= end)
       break;
     clock_sleep_until (MIN (end, now + 1000000));
     if (m->dl && end - now > 1000000)
       dl_progress (m->dl, 1);
+    now = clock_now ();
   }
+  /* The media stage is the time slept (the clock reads of the loop). */
+  dl_stage_end_at (t, now);
   if (m->dl)
     dl_progress (m->dl, n ? n : 1);
   return 0;

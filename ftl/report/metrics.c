@@ -56,6 +56,24 @@ new_entry (struct ftl_stat_set *set, char *path, enum ftl_stat_kind kind)
   return v;
 }
 
+/* a, then sep (may be ""), then b, in a new string (NULL if out of
+ * memory).  Every entry's path is made so: without printf, as a set of
+ * a thousand members is built for every statistics file.
+ */
+static char *
+join3 (const char *a, const char *sep, const char *b)
+{
+  size_t la = strlen (a), ls = strlen (sep), lb = strlen (b);
+  char *p = malloc (la + ls + lb + 1);
+
+  if (p) {
+    memcpy (p, a, la);
+    memcpy (p + la, sep, ls);
+    memcpy (p + la + ls, b, lb + 1);
+  }
+  return p;
+}
+
 /* Append a member to the innermost open object or array, or the top
  * value.
  */
@@ -77,18 +95,23 @@ append (struct ftl_stat_set *set, const char *key, enum ftl_stat_kind kind)
   }
   parent = &set->v[set->open[set->depth - 1]];
   if (parent->kind == FTL_STAT_ARRAY) {
-    if (asprintf (&path, "%s[%zu]", parent->path,
-                  set->elements[set->depth - 1]) == -1)
-      path = NULL;
+    char idx[32], *q = idx + sizeof idx;
+    size_t e = set->elements[set->depth - 1];
+    *--q = '\0';
+    *--q = ']';
+    do
+      *--q = '0' + e % 10;
+    while ((e /= 10) > 0);
+    *--q = '[';
+    path = join3 (parent->path, "", q);
     key = NULL;
   }
   else if (key == NULL) {
     set->error = -EINVAL;
     return NULL;
   }
-  else if (asprintf (&path, "%s%s%s", parent->path,
-                     parent->path[0] ? "." : "", key) == -1)
-    path = NULL;
+  else
+    path = join3 (parent->path, parent->path[0] ? "." : "", key);
   v = new_entry (set, path, kind);
   if (v == NULL)
     return NULL;
@@ -338,6 +361,21 @@ json_quoted (const char *s, FILE *fp)
   fputc ('"', fp);
 }
 
+/* An unsigned integer in decimal (without printf: most members are
+ * counters, and a statistics file has a thousand of them).
+ */
+static void
+json_uint (uint64_t u, FILE *fp)
+{
+  char b[24], *q = b + sizeof b;
+
+  *--q = '\0';
+  do
+    *--q = '0' + u % 10;
+  while ((u /= 10) > 0);
+  fputs (q, fp);
+}
+
 static void
 json_scalar (const struct ftl_stat *v, FILE *fp)
 {
@@ -353,7 +391,7 @@ json_scalar (const struct ftl_stat *v, FILE *fp)
     break;
   case FTL_STAT_NUMBER:
     switch (v->format) {
-    case FTL_STAT_UINT:  fprintf (fp, "%" PRIu64, v->u); break;
+    case FTL_STAT_UINT:  json_uint (v->u, fp); break;
     case FTL_STAT_INT:   fprintf (fp, "%" PRId64, v->i); break;
     case FTL_STAT_FIXED: fprintf (fp, "%.4f", v->num); break;
     case FTL_STAT_REAL:  fprintf (fp, "%.17g", v->num); break;
@@ -395,10 +433,14 @@ ftl_render_json (const struct ftl_stat_set *set, bool compact, FILE *fp)
         fputs (compact ? "," : ", ", fp);
     }
     else if (depth > 0) {
+      static const char spaces[2 * FTL_STATS_MAX_DEPTH + 1] =
+        "                                                                ";
       if (compact)
         fputs (first[depth] ? "" : ",", fp);
-      else
-        fprintf (fp, "%s%*s", first[depth] ? "\n" : ",\n", 2 * depth, "");
+      else {
+        fputs (first[depth] ? "\n" : ",\n", fp);
+        fwrite (spaces, 1, 2 * depth, fp);
+      }
       json_quoted (v->key, fp);
       fputs (compact ? ":" : ": ", fp);
     }
@@ -561,7 +603,8 @@ family_members (const struct ftl_stat_set *set)
 
     if (v->kind == FTL_STAT_OBJECT &&
         (v->metric.type == FTL_METRIC_SUMMARY ||
-         v->metric.type == FTL_METRIC_HISTOGRAM)) {
+         v->metric.type == FTL_METRIC_HISTOGRAM ||
+         v->metric.type == FTL_METRIC_DURATION)) {
       size_t end = end_of (set, i);
 
       for (size_t j = i; j <= end; j++)
@@ -663,6 +706,125 @@ render_histogram (const struct ftl_stat_set *set, size_t obj, FILE *fp)
   value (fp, total);
 }
 
+/* The labels of a duration series: none, op, or op and stage; then
+ * le if given.
+ */
+static void
+duration_labels (FILE *fp, const char *op, const char *stage,
+                 const char *le)
+{
+  bool any = false;
+
+  if (op) {
+    fputs ("{op=", fp);
+    label_value (fp, op);
+    any = true;
+  }
+  if (stage) {
+    fputs (",stage=", fp);
+    label_value (fp, stage);
+  }
+  if (le)
+    fprintf (fp, "%sle=\"%s\"", any ? "," : "{", le);
+  if (any || le)
+    fputc ('}', fp);
+  fputc (' ', fp);
+}
+
+/* One series of a latency histogram: the buckets array at b (counts
+ * per power of 2 of microseconds, ftl.h: FTL_LAT_BUCKETS), plus zeros
+ * in the first bucket (the requests without time in a stage), made
+ * cumulative with le in seconds; +Inf and _count are count.  le=2^i us
+ * holds the values below it (they are whole microseconds, truncated):
+ * within 1 us of the Prometheus rule, "at most le".
+ */
+static void
+duration_series (const struct ftl_stat_set *set, const char *name,
+                 const char *op, const char *stage, double count,
+                 double zeros, size_t b, double sum_us, FILE *fp)
+{
+  size_t end = end_of (set, b), j = b + 1;
+  double cum = zeros;
+
+  for (unsigned i = 0; i < FTL_LAT_BUCKETS; i++) {
+    char le[32];
+    if (j < end && set->v[j].kind == FTL_STAT_NUMBER)
+      cum += set->v[j++].num;
+    snprintf (le, sizeof le, "%.9g", ldexp (1e-6, i));
+    fprintf (fp, "nbdkit_ftl_%s_bucket", name);
+    duration_labels (fp, op, stage, le);
+    value (fp, cum < count ? cum : count);
+  }
+  fprintf (fp, "nbdkit_ftl_%s_bucket", name);
+  duration_labels (fp, op, stage, "+Inf");
+  value (fp, count);
+  fprintf (fp, "nbdkit_ftl_%s_sum", name);
+  duration_labels (fp, op, stage, NULL);
+  value (fp, sum_us * 1e-6);
+  fprintf (fp, "nbdkit_ftl_%s_count", name);
+  duration_labels (fp, op, stage, NULL);
+  value (fp, count);
+}
+
+/* A histogram of durations (FTL_METRIC_DURATION at obj). */
+static void
+render_duration (const struct ftl_stat_set *set, size_t obj, FILE *fp)
+{
+  const struct ftl_metric *m = &set->v[obj].metric;
+  const struct ftl_stat *b = member (set, obj, "buckets");
+
+  if (b == NULL || b->kind != FTL_STAT_ARRAY)
+    return;
+  fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
+           "# TYPE nbdkit_ftl_%s histogram\n", m->name, m->help, m->name);
+  duration_series (set, m->name, NULL, NULL, member_num (set, obj, "count", 0),
+                   0, b - set->v, member_num (set, obj, "sum", 0), fp);
+}
+
+/* The request latencies of the summary at obj as histograms in
+ * seconds: each request kind's total, then its stages (the objects
+ * with buckets inside it) in a family of their own with a stage label,
+ * so that summing a stage family over its stages gives the totals.
+ * Every series of a kind has its request count as _count.
+ */
+static void
+render_durations (const struct ftl_stat_set *set, size_t obj, FILE *fp)
+{
+  static const char total[] = "request_duration_seconds";
+  static const char stages[] = "request_stage_duration_seconds";
+  size_t end = end_of (set, obj);
+  const struct ftl_stat *b;
+
+  fprintf (fp, "# HELP nbdkit_ftl_%s Request latency.\n"
+           "# TYPE nbdkit_ftl_%s histogram\n", total, total);
+  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1)
+    if (set->v[j].kind == FTL_STAT_OBJECT &&
+        (b = member (set, j, "buckets")) && b->kind == FTL_STAT_ARRAY)
+      duration_series (set, total, set->v[j].key, NULL,
+                       member_num (set, j, "count", 0), 0, b - set->v,
+                       member_num (set, j, "sum", 0), fp);
+  fprintf (fp, "# HELP nbdkit_ftl_%s Request latency by stage (queue, "
+           "cache, gc, media, sync, other; they add up to the total).\n"
+           "# TYPE nbdkit_ftl_%s histogram\n", stages, stages);
+  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1) {
+    double count = member_num (set, j, "count", 0);
+    size_t oend = end_of (set, j);
+
+    if (set->v[j].kind != FTL_STAT_OBJECT)
+      continue;
+    for (size_t k = j + 1; k < oend; k = end_of (set, k) + 1) {
+      double n;
+      if (set->v[k].kind != FTL_STAT_OBJECT ||
+          !(b = member (set, k, "buckets")) || b->kind != FTL_STAT_ARRAY)
+        continue;
+      n = member_num (set, k, "count", 0);
+      duration_series (set, stages, set->v[j].key, set->v[k].key, count,
+                       count > n ? count - n : 0, b - set->v,
+                       member_num (set, k, "sum", 0), fp);
+    }
+  }
+}
+
 /* Members sorted by a key (a metric name, or the object holding a
  * string), ties in document order: the families below are found by
  * sorting, never by comparing every pair, so a large input renders in
@@ -757,8 +919,14 @@ render_families (const struct ftl_stat_set *set, FILE *fp)
       render_histogram (set, i, fp);
   for (size_t i = 0; i < set->n; i++)
     if (set->v[i].kind == FTL_STAT_OBJECT &&
-        set->v[i].metric.type == FTL_METRIC_SUMMARY)
+        set->v[i].metric.type == FTL_METRIC_DURATION)
+      render_duration (set, i, fp);
+  for (size_t i = 0; i < set->n; i++)
+    if (set->v[i].kind == FTL_STAT_OBJECT &&
+        set->v[i].metric.type == FTL_METRIC_SUMMARY) {
       render_summary (set, i, fp);
+      render_durations (set, i, fp);
+    }
 }
 
 int

@@ -63,6 +63,13 @@ get_health (struct ftl *ftl, const struct ftl_stats *st,
     h->critical_warning |= FTL_CW_READ_ONLY;
 }
 
+unsigned
+ftl_slow_requests (struct ftl *ftl, struct ftl_slow_request *out,
+                   unsigned max, uint64_t wait_ns)
+{
+  return dl_slow_fetch (&ftl->dl, out, max, wait_ns);
+}
+
 void
 ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
 {
@@ -612,6 +619,37 @@ render_cache_errors (struct ftl_stat_set *s, const struct stats_view *v)
   end (s);
 }
 
+/* A latency histogram's sum (us, to the ns) and its buckets (ftl.h:
+ * FTL_LAT_BUCKETS, not cumulative), all of them: the document has the
+ * same members whatever the requests.
+ */
+static void
+render_latency_hist (struct ftl_stat_set *s, uint64_t sum_ns,
+                     const uint64_t *buckets)
+{
+  fixed (s, "sum", sum_ns / 1e3, NULL);
+  ftl_stats_begin_array (s, "buckets");
+  for (unsigned i = 0; i < FTL_LAT_BUCKETS; i++)
+    u64 (s, NULL, buckets[i], NULL);
+  end (s);
+}
+
+/* The stages' shares at the p50, p99 and p999 of the total. */
+static void
+render_split (struct ftl_stat_set *s, const struct ftl_latency *l)
+{
+  static const char *const qs[3] = { "p50", "p99", "p999" };
+
+  begin (s, "split");
+  for (unsigned q = 0; q < 3; q++) {
+    begin (s, qs[q]);
+    for (unsigned g = 0; g < FTL_STAGE__MAX; g++)
+      fixed (s, ftl_stage_name (g), l->split[q][g], NULL);
+    end (s);
+  }
+  end (s);
+}
+
 /* FTL_STATS_SERVER: request deadlines and latencies. */
 static void
 render_requests (struct ftl_stat_set *s, const struct stats_view *v)
@@ -650,16 +688,37 @@ render_requests (struct ftl_stat_set *s, const struct stats_view *v)
       "request_latency_seconds", FTL_METRIC_SUMMARY, 1e-6,
       "Request latency (log-scale histogram, within 12.5%)." });
   for (unsigned op = 0; op < FTL_OP__MAX; op++) {
+    const struct ftl_latency *l = &st->latency[op];
     begin (s, ftl_op_name (op));
-    u64 (s, "count", st->latency[op].count, NULL);
-    u64 (s, "p50", st->latency[op].p50, NULL);
-    u64 (s, "p99", st->latency[op].p99, NULL);
-    u64 (s, "p999", st->latency[op].p999, NULL);
-    u64 (s, "max", st->latency[op].max,
+    u64 (s, "count", l->count, NULL);
+    u64 (s, "p50", l->p50, NULL);
+    u64 (s, "p99", l->p99, NULL);
+    u64 (s, "p999", l->p999, NULL);
+    u64 (s, "max", l->max,
          GAUGE_SCALED ("request_latency_max_seconds", 1e-6,
                        "Longest request."));
+    render_latency_hist (s, l->sum_ns, l->buckets);
+    for (unsigned g = 0; g < FTL_STAGE__MAX; g++) {
+      begin (s, ftl_stage_name (g));
+      u64 (s, "count", l->stage[g].count, NULL);
+      u64 (s, "p50", l->stage[g].p50, NULL);
+      u64 (s, "p99", l->stage[g].p99, NULL);
+      u64 (s, "p999", l->stage[g].p999, NULL);
+      u64 (s, "max", l->stage[g].max, NULL);
+      render_latency_hist (s, l->stage[g].sum_ns, l->stage[g].buckets);
+      end (s);
+    }
+    render_split (s, l);
     end (s);
   }
+  end (s);
+  begin (s, "slow");
+  u64 (s, "threshold_us", st->slow.threshold_ns / 1000, NULL);
+  u64 (s, "requests", st->slow.slow,
+       COUNTER ("slow_requests_total", "Requests kept for the slow log."));
+  u64 (s, "dropped", st->slow.dropped,
+       COUNTER ("slow_dropped_total",
+                "Slow requests lost: the slow log's ring was full."));
   end (s);
 }
 
@@ -707,6 +766,26 @@ render_timing_util (struct ftl_stat_set *s, const struct timing *t)
                 "(busy plus waiting time over the time elapsed)."));
 }
 
+/* How much the requests under the model ended after their modeled
+ * time: a histogram of its own in Prometheus.
+ */
+static void
+render_host_stall (struct ftl_stat_set *s, const struct ftl_host_stall *h)
+{
+  ftl_stats_begin_object (s, "host_stall_us", &(const struct ftl_metric) {
+      "timing_host_stall_seconds", FTL_METRIC_DURATION, 1e-6,
+      "Time requests ended after their modeled end (real work the "
+      "model's time did not cover)." });
+  u64 (s, "requests", h->requests, NULL);
+  u64 (s, "count", h->count, NULL);
+  u64 (s, "p50", h->p50, NULL);
+  u64 (s, "p99", h->p99, NULL);
+  u64 (s, "p999", h->p999, NULL);
+  u64 (s, "max", h->max, NULL);
+  render_latency_hist (s, h->sum_ns, h->buckets);
+  end (s);
+}
+
 /* The timing model's effective parameters (the preset's values with
  * the keys given over them), and its counters.
  */
@@ -737,6 +816,7 @@ render_timing (struct ftl_stat_set *s, const struct stats_view *v)
        COUNTER ("timing_suspends_total",
                 "Programs and erases suspended by a read."));
   render_timing_util (s, t);
+  render_host_stall (s, &v->st.host_stall);
   end (s);
 }
 

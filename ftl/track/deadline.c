@@ -22,6 +22,9 @@
  */
 #define DL_STALL_MIN_NS (100 * UINT64_C (1000000))
 
+/* The watchdog reads every slot each tick: one cache line each. */
+_Static_assert (sizeof (struct dl_slot) == 64, "a slot is one cache line");
+
 enum { S_FREE = 0, S_SETUP = 1, S_ACTIVE = 2, S_DONE = 3, S_ABORTED = 4 };
 #define CTL(gen, state) (((gen) << 3) | (state))
 #define CTL_GEN(c) ((c) >> 3)
@@ -32,6 +35,21 @@ static FTL_TLS struct dl_slot *tls_slot;
 static FTL_TLS uint64_t tls_gen;
 static FTL_TLS bool tls_committed;
 static FTL_TLS unsigned tls_hold;
+/* Its stages: a request is being served, the stage being timed (1 +
+ * the stage; 0: none), the stages timed so far (bits) and their times.
+ * Stages nest (a token of dl_stage_begin holds the outer one).
+ */
+static FTL_TLS bool tls_req;
+static FTL_TLS unsigned tls_timing;
+static FTL_TLS uint64_t tls_t0;         /* when its current span began */
+static FTL_TLS unsigned tls_mask;
+static FTL_TLS uint64_t tls_stage[FTL_STAGE__MAX];
+/* With the timing model: the latest modeled end the request waited
+ * for (dl_model_end), and its bit in tls_mask.
+ */
+static FTL_TLS uint64_t tls_model_end;
+#define MASK_MODELED (1u << 8)
+#define MASK_STAGES ((1u << FTL_STAGE_OTHER) - 1)
 
 static inline struct dl_shard *
 my_shard (struct deadline *dl)
@@ -65,6 +83,18 @@ const char *
 ftl_op_name (enum ftl_op op)
 {
   return op < FTL_OP__MAX ? op_names[op] : "unknown";
+}
+
+static const char *const stage_names[FTL_STAGE__MAX] = {
+  [FTL_STAGE_QUEUE] = "queue", [FTL_STAGE_CACHE] = "cache",
+  [FTL_STAGE_GC] = "gc", [FTL_STAGE_MEDIA] = "media",
+  [FTL_STAGE_SYNC] = "sync", [FTL_STAGE_OTHER] = "other",
+};
+
+const char *
+ftl_stage_name (enum ftl_stage s)
+{
+  return s < FTL_STAGE__MAX ? stage_names[s] : "unknown";
 }
 
 /* ---- histograms ---- */
@@ -171,11 +201,18 @@ dl_init (struct deadline *dl, uint64_t timeout_ns, unsigned retries,
   pthread_condattr_init (&ca);
   pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
   pthread_cond_init (&dl->cond, &ca);
+  pthread_cond_init (&dl->slow_cond, &ca);
   pthread_condattr_destroy (&ca);
-  dl->shards = aligned_alloc (64, FTL_SHARDS * sizeof *dl->shards);
-  if (!dl->shards)
+  pthread_mutex_init (&dl->slow_lock, NULL);
+  dl->slow_ns = UINT64_MAX;
+  /* A few MiB, most of which stays untouched (the histograms of the
+   * stages of slow requests): calloc maps zero pages; aligned by hand.
+   */
+  dl->shards_mem = calloc (1, FTL_SHARDS * sizeof *dl->shards + 64);
+  if (!dl->shards_mem)
     return -ENOMEM;
-  memset (dl->shards, 0, FTL_SHARDS * sizeof *dl->shards);
+  dl->shards = (struct dl_shard *)
+    (((uintptr_t) dl->shards_mem + 63) & ~(uintptr_t) 63);
   if (timeout_ns) {
     dl->slots = aligned_alloc (64, DL_SLOTS * sizeof *dl->slots);
     if (!dl->slots)
@@ -190,11 +227,16 @@ dl_free (struct deadline *dl)
 {
   dl_stop (dl);
   free (dl->slots);
-  free (dl->shards);
+  free (dl->shards_mem);
+  free (dl->slow);
   dl->slots = NULL;
   dl->shards = NULL;
+  dl->shards_mem = NULL;
+  dl->slow = NULL;
   pthread_mutex_destroy (&dl->lock);
   pthread_cond_destroy (&dl->cond);
+  pthread_mutex_destroy (&dl->slow_lock);
+  pthread_cond_destroy (&dl->slow_cond);
 }
 
 int
@@ -207,10 +249,12 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
   t->start = clock_now ();
   tls_slot = NULL;
   tls_committed = false;
+  tls_req = true;
   if (!dl->timeout_ns)
     return 0;
   if (__atomic_load_n (&dl->stalled, __ATOMIC_ACQUIRE)) {
     __atomic_fetch_add (&dl->rejected, 1, __ATOMIC_RELAXED);
+    tls_req = false;
     return -ETIMEDOUT;
   }
 
@@ -226,6 +270,7 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
                                       __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       continue;
     __atomic_store_n (&s->op, op, __ATOMIC_RELAXED);
+    __atomic_store_n (&s->stage, 0, __ATOMIC_RELAXED);
     __atomic_store_n (&s->progress, 0, __ATOMIC_RELAXED);
     __atomic_store_n (&s->deadline, t->start + dl->timeout_ns,
                       __ATOMIC_RELAXED);
@@ -241,14 +286,106 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
   return 0;
 }
 
+/* The octave of a total in microseconds: its split row. */
+static inline unsigned
+octave (uint64_t us)
+{
+  return log2_u64 (us | 1);
+}
+
+/* Copy a request into the slow ring (dropped if it is full). */
+static void
+slow_keep (struct deadline *dl, const struct dl_ticket *t, int r,
+           uint64_t total, bool aborted, uint64_t flag)
+{
+  struct ftl_slow_request q = {
+    .op = t->op, .offset = t->offset, .count = t->count,
+    .flags = t->flags, .result = r, .total_ns = total,
+    .aborted = aborted, .waiting_on = -1,
+  };
+  struct timespec ts;
+  uint64_t other = total;
+
+  clock_gettime (CLOCK_REALTIME, &ts);
+  q.time_ns = (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+  for (unsigned i = 0; i < FTL_STAGE_OTHER; i++)
+    if (tls_mask & (1u << i)) {
+      q.stage_ns[i] = MIN (tls_stage[i], other);
+      other -= q.stage_ns[i];
+    }
+  q.stage_ns[FTL_STAGE_OTHER] = other;
+  if (flag) {
+    q.resets = (flag >> 8) & 0xff;
+    q.waiting_on = (int) (flag & 0x7f) - 1;
+  }
+  pthread_mutex_lock (&dl->slow_lock);
+  if (dl->slow_count == FTL_SLOW_RING)
+    dl->slow_dropped++;
+  else {
+    dl->slow[(dl->slow_head + dl->slow_count) % FTL_SLOW_RING] = q;
+    dl->slow_count++;
+    dl->slow_kept++;
+    pthread_cond_signal (&dl->slow_cond);
+  }
+  pthread_mutex_unlock (&dl->slow_lock);
+}
+
+/* The end of a request that timed a stage, or is slow, or was reset or
+ * aborted: its stages into the histograms, itself into the slow ring.
+ */
+static void
+end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
+          int r, uint64_t total, bool aborted, uint64_t flag)
+{
+  struct dl_lat *l = &sh->lat[t->op];
+  uint64_t us = total / 1000, other = total;
+  unsigned o = octave (us);
+
+  if (tls_mask & MASK_MODELED) {
+    /* Host stall: how long after its last modeled end it ended. */
+    uint64_t done = t->start + total;
+    uint64_t stall = done > tls_model_end ? done - tls_model_end : 0;
+    __atomic_fetch_add (&sh->modeled, 1, __ATOMIC_RELAXED);
+    if (stall > 0) {
+      dl_hist_add (&sh->stall, stall / 1000);
+      __atomic_fetch_add (&sh->stall_ns, stall, __ATOMIC_RELAXED);
+    }
+    tls_model_end = 0;
+  }
+  if (tls_mask & MASK_STAGES) {
+    dl_hist_add (&l->mixed, us);
+    __atomic_fetch_add (&l->nmixed, 1, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < FTL_STAGE_OTHER; i++) {
+      if (!(tls_mask & (1u << i)))
+        continue;
+      /* Within the total (clock reads of one thread are monotonic). */
+      uint64_t v = MIN (tls_stage[i], other);
+      other -= v;
+      dl_hist_add (&l->stage[i], v / 1000);
+      __atomic_fetch_add (&l->split[o][i], v, __ATOMIC_RELAXED);
+    }
+    if (other > 0)
+      dl_hist_add (&l->stage[FTL_STAGE_OTHER], other / 1000);
+  }
+  if (dl->slow && (total >= dl->slow_ns || aborted || flag))
+    slow_keep (dl, t, r, total, aborted, flag);
+  for (unsigned i = 0; i < FTL_STAGE_OTHER; i++)
+    tls_stage[i] = 0;
+  tls_mask = 0;
+}
+
 int
 dl_end (struct deadline *dl, struct dl_ticket *t, int r)
 {
   struct dl_slot *s = t->slot;
-  uint64_t delay;
+  uint64_t delay, flag = 0, total, us;
+  bool aborted = false;
+  struct dl_shard *sh;
 
   tls_slot = NULL;
   tls_committed = false;
+  tls_req = false;
+  tls_timing = 0;               /* (every stage has ended: a safeguard) */
   if (s) {
     uint64_t c = CTL (t->gen, S_ACTIVE);
     if (!__atomic_compare_exchange_n (&s->ctl, &c, CTL (t->gen, S_DONE),
@@ -256,17 +393,140 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
                                       __ATOMIC_ACQUIRE)) {
       /* The watchdog aborted it first: the reply is the timeout. */
       r = -ETIMEDOUT;
+      aborted = true;
       __atomic_store_n (&s->ctl, CTL (t->gen, S_DONE), __ATOMIC_RELEASE);
     }
+    flag = __atomic_load_n (&s->w_flag, __ATOMIC_ACQUIRE);
+    if ((flag >> 16) != (t->gen & 0xffff))
+      flag = 0;                 /* of an earlier request in the slot */
   }
   /* An injected slow reply: the work is done, the slot still held. */
   if (dl->fault && (delay = fault_reply_delay (dl->fault)) > 0)
     clock_sleep_until (clock_now () + delay);
   if (s)
     __atomic_store_n (&s->ctl, CTL (t->gen, S_FREE), __ATOMIC_RELEASE);
-  dl_hist_add (&my_shard (dl)->hist[t->op],
-               (clock_now () - t->start) / 1000);
+  total = clock_now () - t->start;
+  us = total / 1000;
+  sh = my_shard (dl);
+  dl_hist_add (&sh->hist[t->op], us);
+  __atomic_fetch_add (&sh->lat[t->op].split[octave (us)][FTL_STAGE__MAX],
+                      total, __ATOMIC_RELAXED);
+  if (__builtin_expect (tls_mask != 0 || total >= dl->slow_ns || flag ||
+                        aborted, 0))
+    end_slow (dl, sh, t, r, total, aborted, flag);
   return r;
+}
+
+/* Which of two nested stages owns the inner span: the higher.  GC is
+ * the reason for whatever waits on it; a sync or a full cache, for the
+ * programs and lock waits they contain; the media, least.
+ */
+static const unsigned char stage_rank[FTL_STAGE__MAX] = {
+  [FTL_STAGE_MEDIA] = 1, [FTL_STAGE_QUEUE] = 2, [FTL_STAGE_CACHE] = 3,
+  [FTL_STAGE_SYNC] = 4, [FTL_STAGE_GC] = 5,
+};
+
+static void
+charge (unsigned st, uint64_t from, uint64_t now)
+{
+  if (now > from) {
+    tls_stage[st] += now - from;
+    tls_mask |= 1u << st;
+  }
+}
+
+uint64_t
+dl_stage_begin_at (enum ftl_stage st, uint64_t now)
+{
+  unsigned cur = tls_timing;
+
+  if (!tls_req || (cur && stage_rank[st] <= stage_rank[cur - 1]))
+    return 0;
+  /* The outer stage, if any, pauses: its span so far is charged. */
+  if (cur)
+    charge (cur - 1, tls_t0, now);
+  tls_timing = 1 + st;
+  tls_t0 = now;
+  if (tls_slot)
+    __atomic_store_n (&tls_slot->stage, 1 + st, __ATOMIC_RELAXED);
+  return 1 << 16 | cur << 8 | (1 + st);
+}
+
+void
+dl_model_end (uint64_t end)
+{
+  if (!tls_req)
+    return;
+  tls_mask |= MASK_MODELED;
+  if (end > tls_model_end)
+    tls_model_end = end;
+}
+
+uint64_t
+dl_stage_begin (enum ftl_stage st)
+{
+  unsigned cur = tls_timing;
+
+  if (!tls_req || (cur && stage_rank[st] <= stage_rank[cur - 1]))
+    return 0;
+  return dl_stage_begin_at (st, clock_now ());
+}
+
+void
+dl_stage_end_at (uint64_t token, uint64_t now)
+{
+  unsigned outer = (token >> 8) & 0xff;
+
+  if (!token || tls_timing != (token & 0xff))
+    return;
+  charge (tls_timing - 1, tls_t0, now);
+  /* The outer stage resumes. */
+  tls_timing = outer;
+  tls_t0 = now;
+  if (tls_slot)
+    __atomic_store_n (&tls_slot->stage, outer, __ATOMIC_RELAXED);
+}
+
+void
+dl_stage_end (uint64_t token)
+{
+  if (token)
+    dl_stage_end_at (token, clock_now ());
+}
+
+int
+dl_slow_init (struct deadline *dl, uint64_t threshold_ns)
+{
+  dl->slow = calloc (FTL_SLOW_RING, sizeof *dl->slow);
+  if (!dl->slow)
+    return -ENOMEM;
+  dl->slow_ns = threshold_ns;
+  return 0;
+}
+
+unsigned
+dl_slow_fetch (struct deadline *dl, struct ftl_slow_request *out,
+               unsigned max, uint64_t wait_ns)
+{
+  unsigned n = 0;
+
+  if (!dl->slow)
+    return 0;
+  pthread_mutex_lock (&dl->slow_lock);
+  if (dl->slow_count == 0 && wait_ns > 0) {
+    uint64_t wake = clock_now () + wait_ns;
+    struct timespec ts = {
+      .tv_sec = wake / 1000000000, .tv_nsec = wake % 1000000000,
+    };
+    pthread_cond_timedwait (&dl->slow_cond, &dl->slow_lock, &ts);
+  }
+  for (; n < max && dl->slow_count > 0; n++) {
+    out[n] = dl->slow[dl->slow_head];
+    dl->slow_head = (dl->slow_head + 1) % FTL_SLOW_RING;
+    dl->slow_count--;
+  }
+  pthread_mutex_unlock (&dl->slow_lock);
+  return n;
 }
 
 void
@@ -348,12 +608,26 @@ dl_earliest (struct deadline *dl)
 
 /* ---- the watchdog ---- */
 
+/* Note for the request's end (the slow log) that it was reset or
+ * aborted, and the stage it was waiting on.
+ */
+static void
+flag_slot (struct dl_slot *s, uint64_t gen)
+{
+  uint64_t st = __atomic_load_n (&s->stage, __ATOMIC_RELAXED);
+
+  __atomic_store_n (&s->w_flag, (uint32_t) (gen & 0xffff) << 16
+                    | (uint32_t) MIN (s->w_resets, 255) << 8
+                    | 0x80 | (st & 0x7f), __ATOMIC_RELEASE);
+}
+
 /* Abort a request if it is still running; true if it was. */
 static bool
 abort_slot (struct deadline *dl, struct dl_slot *s, uint64_t gen)
 {
   uint64_t c = CTL (gen, S_ACTIVE);
 
+  flag_slot (s, gen);
   if (!__atomic_compare_exchange_n (&s->ctl, &c, CTL (gen, S_ABORTED), false,
                                     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
     return false;
@@ -383,6 +657,7 @@ handle_expired (struct deadline *dl, struct dl_slot *s, uint64_t c,
   if (moved && s->w_resets < dl->retries) {
     s->w_resets++;
     ctr_inc (dl, DLC_RESET);
+    flag_slot (s, gen);
     __atomic_compare_exchange_n (&s->deadline, &when, now + dl->timeout_ns,
                                  false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     return;
@@ -530,6 +805,120 @@ dl_stop (struct deadline *dl)
   __atomic_store_n (&dl->stalled, false, __ATOMIC_RELEASE);
 }
 
+/* Histogram bucket i's power of 2 in the statistics (ftl.h:
+ * FTL_LAT_BUCKETS): 0 below 1 us, b for [2^(b-1), 2^b) us.
+ */
+static unsigned
+lat_bucket (unsigned i)
+{
+  if (i < (1u << DL_HIST_SUB_BITS))
+    return i ? log2_u64 (i) + 1 : 0;
+  return (i >> DL_HIST_SUB_BITS) + 1;
+}
+
+static void
+fold_buckets (const struct dl_hist *h, uint64_t *out)
+{
+  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++) {
+    unsigned b = lat_bucket (i);
+    if (b < FTL_LAT_BUCKETS)
+      out[b] += h->b[i];
+  }
+}
+
+/* The quantiles, maximum and buckets of a merged histogram. */
+#define FILL_HIST(dst, h) do {                          \
+    if (((dst)->count = dl_hist_count (h)) == 0)        \
+      break;                                            \
+    (dst)->p50 = dl_hist_quantile ((h), 0.50);          \
+    (dst)->p99 = dl_hist_quantile ((h), 0.99);          \
+    (dst)->p999 = dl_hist_quantile ((h), 0.999);        \
+    (dst)->max = (h)->max;                              \
+    fold_buckets ((h), (dst)->buckets);                 \
+  } while (0)
+
+/* One kind of request: its histograms merged over the shards, the
+ * stages' ("other": the requests that timed nothing, whose total is
+ * all other, plus the rest of the others), the split.
+ */
+static void
+op_stats (struct deadline *dl, unsigned op, struct ftl_latency *out)
+{
+  static const double qs[3] = { 0.50, 0.99, 0.999 };
+  struct dl_hist *h = calloc (2 + FTL_STAGE__MAX, sizeof *h);
+  struct dl_hist *mixed = h + 1, *stage = h + 2;
+  uint64_t split[DL_OCTAVES][FTL_STAGE__MAX + 1] = { { 0 } };
+
+  memset (out, 0, sizeof *out);
+  if (h == NULL)
+    return;
+  for (unsigned i = 0; i < FTL_SHARDS; i++) {
+    const struct dl_lat *l = &dl->shards[i].lat[op];
+    dl_hist_merge (h, &dl->shards[i].hist[op]);
+    /* (A request counted in nmixed has added to its histograms
+     * before: one that ends meanwhile may be half in the snapshot.)
+     */
+    bool any = __atomic_load_n (&l->nmixed, __ATOMIC_RELAXED) != 0;
+    for (unsigned o = 0; o < DL_OCTAVES; o++)
+      for (unsigned s = any ? 0 : FTL_STAGE__MAX; s <= FTL_STAGE__MAX; s++)
+        split[o][s] += __atomic_load_n (&l->split[o][s], __ATOMIC_RELAXED);
+    if (!any)
+      continue;
+    dl_hist_merge (mixed, &l->mixed);
+    for (unsigned s = 0; s < FTL_STAGE__MAX; s++)
+      dl_hist_merge (&stage[s], &l->stage[s]);
+  }
+  /* The requests that timed no stage: all other.  (A snapshot taken
+   * while requests end may see one in hist and not yet in mixed: a
+   * bucket never goes below zero.)
+   */
+  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
+    stage[FTL_STAGE_OTHER].b[i] += h->b[i] - MIN (h->b[i], mixed->b[i]);
+  if (dl_hist_count (h) > dl_hist_count (mixed))
+    stage[FTL_STAGE_OTHER].max = MAX (stage[FTL_STAGE_OTHER].max, h->max);
+  FILL_HIST (out, h);
+  for (unsigned s = 0; s < FTL_STAGE__MAX; s++)
+    FILL_HIST (&out->stage[s], &stage[s]);
+  for (unsigned o = 0; o < DL_OCTAVES; o++) {
+    uint64_t timed = 0;
+    out->sum_ns += split[o][FTL_STAGE__MAX];
+    for (unsigned s = 0; s < FTL_STAGE_OTHER; s++) {
+      out->stage[s].sum_ns += split[o][s];
+      timed += split[o][s];
+    }
+    split[o][FTL_STAGE_OTHER] = split[o][FTL_STAGE__MAX]
+      - MIN (timed, split[o][FTL_STAGE__MAX]);
+    out->stage[FTL_STAGE_OTHER].sum_ns += split[o][FTL_STAGE_OTHER];
+  }
+  for (unsigned q = 0; q < 3; q++) {
+    unsigned o = octave (dl_hist_quantile (h, qs[q]));
+    double t = split[o][FTL_STAGE__MAX];
+    for (unsigned s = 0; s < FTL_STAGE__MAX; s++)
+      out->split[q][s] = t > 0 ? split[o][s] / t : 0;
+  }
+  free (h);
+}
+
+/* The host stalls of the requests under the timing model. */
+static void
+stall_stats (struct deadline *dl, struct ftl_host_stall *out)
+{
+  struct dl_hist *h = calloc (1, sizeof *h);
+
+  memset (out, 0, sizeof *out);
+  for (unsigned i = 0; i < FTL_SHARDS; i++) {
+    out->requests += __atomic_load_n (&dl->shards[i].modeled,
+                                      __ATOMIC_RELAXED);
+    out->sum_ns += __atomic_load_n (&dl->shards[i].stall_ns,
+                                    __ATOMIC_RELAXED);
+    if (h && __atomic_load_n (&dl->shards[i].modeled, __ATOMIC_RELAXED))
+      dl_hist_merge (h, &dl->shards[i].stall);
+  }
+  if (h)
+    FILL_HIST (out, h);
+  free (h);
+}
+
 void
 dl_get_stats (struct deadline *dl, struct ftl_stats *st)
 {
@@ -549,14 +938,12 @@ dl_get_stats (struct deadline *dl, struct ftl_stats *st)
                                             __ATOMIC_RELAXED);
   st->deadline.rejected = __atomic_load_n (&dl->rejected, __ATOMIC_RELAXED);
   st->deadline.stalled = __atomic_load_n (&dl->stalled, __ATOMIC_RELAXED);
-  for (unsigned op = 0; op < FTL_OP__MAX; op++) {
-    struct dl_hist h = { .max = 0 };
-    for (unsigned i = 0; i < FTL_SHARDS; i++)
-      dl_hist_merge (&h, &dl->shards[i].hist[op]);
-    st->latency[op].count = dl_hist_count (&h);
-    st->latency[op].p50 = dl_hist_quantile (&h, 0.50);
-    st->latency[op].p99 = dl_hist_quantile (&h, 0.99);
-    st->latency[op].p999 = dl_hist_quantile (&h, 0.999);
-    st->latency[op].max = h.max;
-  }
+  pthread_mutex_lock (&dl->slow_lock);
+  st->slow.slow = dl->slow_kept;
+  st->slow.dropped = dl->slow_dropped;
+  pthread_mutex_unlock (&dl->slow_lock);
+  st->slow.threshold_ns = dl->slow ? dl->slow_ns : 0;
+  for (unsigned op = 0; op < FTL_OP__MAX; op++)
+    op_stats (dl, op, &st->latency[op]);
+  stall_stats (dl, &st->host_stall);
 }

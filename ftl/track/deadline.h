@@ -42,6 +42,39 @@
  * reply is the error, so that an aborted write is applied entirely or
  * not at all.
  *
+ * Stages (enum ftl_stage, ftl.h).  The tracker also splits each
+ * request's time into stages, at the least cost on the fast path: the
+ * start and end it reads anyway give the total, and only the slow paths
+ * time themselves (a lock that trylock could not take, a full write
+ * cache, foreground GC, a modeled or stalled media wait, a sync):
+ *
+ *   t = dl_stage_begin (FTL_STAGE_GC);   0 if no request is served on
+ *   ... gc_make_room ...                 this thread, or an outer stage
+ *   dl_stage_end (t);                    of higher rank owns the span
+ *
+ * Stages nest, and a span belongs to one stage: an inner stage of
+ * higher rank (gc > sync > cache > queue > media) pauses the outer one
+ * until it ends (GC run by a writer whose cache shard is full is gc,
+ * the rest of its wait cache); one of lower rank is part of the outer
+ * (the programs of GC are gc, not media).  So the stages never overlap,
+ * and "other" is the total minus the stages timed: they add up.  A
+ * request that timed nothing (the fast path) adds to its total
+ * histogram and to the total of its latency octave's split, one add
+ * more than without stages; one that did also adds each of its stages
+ * (the slow path of dl_end).  The slot shows the stage being timed to
+ * the watchdog, which records it (with the resets) when it resets or
+ * aborts the request: what it was waiting on, for the slow log.
+ *
+ * Host stall: with the timing model, a request notes each modeled end it
+ * waits for (dl_model_end), and at its end the time past the latest is
+ * its host stall (a histogram of its own): the real work (the backing
+ * file, copies, locks) that the modeled time did not cover.
+ *
+ * The slow log: requests longer than slow_ns, and those the watchdog
+ * reset or aborted, are copied at their end into a ring (a mutex, taken
+ * only then) that one reader drains (dl_slow_fetch): the plugin's
+ * writer thread, so the request path never waits for the file.
+ *
  * Concurrency: no lock on the request path.  Each slot's control word
  * (generation << 3 | state) is changed by compare-and-swap; the
  * watchdog's own bookkeeping of a slot (w_*) is touched by the watchdog
@@ -98,10 +131,34 @@ struct dl_slot {
   uint64_t progress;            /* pages moved by the request (atomic) */
   unsigned op;                  /* enum ftl_op (atomic: the watchdog
                                  * reads it while the slot is reused) */
+  unsigned stage;               /* 1 + the stage being timed, 0: none
+                                 * (atomic) */
+  uint32_t w_flag;              /* written by the watchdog when it resets
+                                 * or aborts the request: the low 16 bits
+                                 * of its generation << 16 | resets << 8
+                                 * | 0x80 | 1 + the stage it waited on
+                                 * (0: none; atomic;
+                                 * 32 bits keep the slot in 64 bytes) */
   /* The watchdog's own. */
-  uint64_t w_gen, w_progress, w_global;
   unsigned w_resets;
+  uint64_t w_gen, w_progress, w_global;
 } __attribute__ ((aligned (64)));
+
+/* Per request kind, of the requests that timed a stage. */
+#define DL_OCTAVES 64           /* powers of 2 of microseconds */
+struct dl_lat {
+  /* ns per octave of the total (log2 (us | 1)): [s] the time of stage
+   * s (OTHER unused: it is the rest), [FTL_STAGE__MAX] the total of
+   * every request in the octave (the fast path's one add).
+   */
+  uint64_t split[DL_OCTAVES][FTL_STAGE__MAX + 1];
+  struct dl_hist mixed;         /* totals of the requests that timed a
+                                 * stage (the others: hist - mixed) */
+  struct dl_hist stage[FTL_STAGE__MAX];   /* non-zero stage times (us) */
+  uint64_t nmixed;              /* requests in mixed (atomic): a
+                                 * snapshot skips the histograms above
+                                 * while it is 0 */
+};
 
 struct dl_shard {
   uint64_t progress;            /* pages moved by the media (atomic) */
@@ -111,6 +168,10 @@ struct dl_shard {
                                  * flight) */
   uint64_t requests;            /* requests tracked (atomic) */
   struct dl_hist hist[FTL_OP__MAX];
+  struct dl_lat lat[FTL_OP__MAX];
+  /* Timing model: requests that waited for it, their host stalls. */
+  uint64_t modeled, stall_ns;
+  struct dl_hist stall;
 } __attribute__ ((aligned (64)));
 
 struct deadline {
@@ -123,12 +184,21 @@ struct deadline {
   void *probe_opaque;
 
   struct dl_shard *shards;       /* FTL_SHARDS of them */
+  void *shards_mem;              /* their allocation */
+  uint64_t slow_ns;             /* slow log threshold; UINT64_MAX: off */
   bool stalled __attribute__ ((aligned (64)));
 
   uint64_t ctr[6];              /* (requests: in the shards), expired,
                                  * handled, reset, aborted, abort_all
                                  * (atomic) */
   uint64_t rejected;            /* failed at once while stalled */
+
+  /* The slow-request ring (slow_lock; empty without a slow log). */
+  pthread_mutex_t slow_lock;
+  pthread_cond_t slow_cond;
+  struct ftl_slow_request *slow;  /* FTL_SLOW_RING, or NULL */
+  unsigned slow_head, slow_count;
+  uint64_t slow_kept, slow_dropped;
 
   /* The watchdog thread. */
   pthread_t thread;
@@ -145,12 +215,61 @@ struct dl_ticket {
   uint64_t gen;
   uint64_t start;
   unsigned op;
+  unsigned flags;               /* for the slow log: */
+  uint64_t offset, count;
 };
 
 extern int dl_init (struct deadline *dl, uint64_t timeout_ns,
                     unsigned retries, struct fault *fault,
                     ftl_log_fn log, void *log_opaque);
 extern void dl_free (struct deadline *dl);
+
+/* Keep the requests of at least threshold_ns, and those the watchdog
+ * resets or aborts, for dl_slow_fetch.  Before any request.  Returns 0
+ * or -ENOMEM.
+ */
+extern int dl_slow_init (struct deadline *dl, uint64_t threshold_ns);
+/* Up to max of them, oldest first, waiting up to wait_ns for one. */
+extern unsigned dl_slow_fetch (struct deadline *dl,
+                               struct ftl_slow_request *out, unsigned max,
+                               uint64_t wait_ns);
+
+/* Time a stage of the request this thread serves (see above): returns
+ * a token for dl_stage_end, 0 if the stage is not timed.  The _at
+ * forms take the time the caller has just read.
+ */
+extern uint64_t dl_stage_begin (enum ftl_stage s);
+extern uint64_t dl_stage_begin_at (enum ftl_stage s, uint64_t now);
+extern void dl_stage_end (uint64_t t0);
+extern void dl_stage_end_at (uint64_t t0, uint64_t now);
+
+/* With the timing model: the request waits for a modeled end (media.c,
+ * every modeled wait).  At its end, the time by which it ended after the
+ * latest such end is its host stall: real work that the modeled time
+ * did not cover.
+ */
+extern void dl_model_end (uint64_t end);
+
+/* Take a lock, a wait for it counted as the queue stage. */
+static inline void
+dl_lock (pthread_mutex_t *m)
+{
+  if (pthread_mutex_trylock (m) != 0) {
+    uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
+    pthread_mutex_lock (m);
+    dl_stage_end (t);
+  }
+}
+
+static inline void
+dl_rdlock (pthread_rwlock_t *rw)
+{
+  if (pthread_rwlock_tryrdlock (rw) != 0) {
+    uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
+    pthread_rwlock_rdlock (rw);
+    dl_stage_end (t);
+  }
+}
 
 /* Register a request.  Returns 0, or -ETIMEDOUT while the media is
  * stalled (the request must fail at once, without doing anything).

@@ -11,14 +11,6 @@
 #include "util/clock.h"
 #include "util/util.h"
 
-uint64_t
-clock_now (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* Waking from clock_nanosleep takes time (tens of microseconds on a
  * loaded virtual machine, even with a timer slack of 1 us), which would
  * add to every modeled wait; and a precise timer costs CPU time for

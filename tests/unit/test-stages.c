@@ -1,0 +1,184 @@
+/* nbdkit-ftl: unit tests of the request stages and the slow-request
+ * ring of the deadline tracker (deadline.c), driven directly: requests
+ * whose stages are slept through by hand, so that what each stage must
+ * hold is known.
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+
+#define MS (UINT64_C (1000000))
+/* A sleep may end late on a loaded machine, never early. */
+#define SLACK (20 * MS)
+
+static void
+nap (uint64_t ns)
+{
+  uint64_t end = clock_now () + ns;
+
+  while (clock_now () < end)
+    clock_sleep_until (end);
+}
+
+static void
+stats_of (struct deadline *dl, struct ftl_stats *st)
+{
+  memset (st, 0, sizeof *st);
+  dl_get_stats (dl, st);
+}
+
+/* GC inside a cache wait pauses it; media inside GC is GC's; the rest
+ * of the request is other; and the stages add up to the total.
+ */
+START_TEST (test_nested)
+{
+  static struct deadline dl;
+  struct dl_ticket t = { 0 };
+  struct ftl_stats st;
+  const struct ftl_latency *l;
+  uint64_t c, g, m, sum = 0;
+
+  ck_assert_int_eq (dl_init (&dl, 0, 0, NULL, NULL, NULL), 0);
+  /* Outside a request nothing is timed. */
+  ck_assert_uint_eq (dl_stage_begin (FTL_STAGE_GC), 0);
+
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  c = dl_stage_begin (FTL_STAGE_CACHE);
+  ck_assert_uint_ne (c, 0);
+  nap (2 * MS);
+  g = dl_stage_begin (FTL_STAGE_GC);
+  ck_assert_uint_ne (g, 0);
+  nap (3 * MS);
+  m = dl_stage_begin (FTL_STAGE_MEDIA);
+  ck_assert_uint_eq (m, 0);     /* lower rank: part of gc */
+  nap (1 * MS);
+  dl_stage_end (m);
+  dl_stage_end (g);
+  nap (1 * MS);
+  dl_stage_end (c);
+  nap (1 * MS);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  /* A request that times nothing. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+
+  stats_of (&dl, &st);
+  l = &st.latency[FTL_OP_WRITE];
+  ck_assert_uint_eq (l->count, 2);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_GC].count, 1);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_GC].sum_ns, 4 * MS);
+  ck_assert_uint_lt (l->stage[FTL_STAGE_GC].sum_ns, 4 * MS + SLACK);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_CACHE].count, 1);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_CACHE].sum_ns, 3 * MS);
+  ck_assert_uint_lt (l->stage[FTL_STAGE_CACHE].sum_ns, 3 * MS + SLACK);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_MEDIA].count, 0);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_QUEUE].count, 0);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_SYNC].count, 0);
+  /* Both requests have other time; the first at least 1 ms. */
+  ck_assert_uint_eq (l->stage[FTL_STAGE_OTHER].count, 2);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_OTHER].sum_ns, 1 * MS);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_OTHER].max, 1000);
+  for (unsigned s = 0; s < FTL_STAGE__MAX; s++) {
+    uint64_t n = 0;
+    sum += l->stage[s].sum_ns;
+    for (unsigned b = 0; b < FTL_LAT_BUCKETS; b++)
+      n += l->stage[s].buckets[b];
+    ck_assert_uint_eq (n, l->stage[s].count);
+  }
+  ck_assert_uint_eq (sum, l->sum_ns);
+  ck_assert_uint_ge (l->sum_ns, 8 * MS);
+  /* The slow request is the p999: its split is its own. */
+  ck_assert_double_gt (l->split[2][FTL_STAGE_GC], 0.3);
+  ck_assert_double_gt (l->split[2][FTL_STAGE_CACHE], 0.2);
+  ck_assert_double_eq (l->split[2][FTL_STAGE_MEDIA], 0);
+  {
+    double total = 0;
+    for (unsigned s = 0; s < FTL_STAGE__MAX; s++)
+      total += l->split[2][s];
+    ck_assert_double_eq_tol (total, 1, 1e-9);
+  }
+  dl_free (&dl);
+}
+END_TEST
+
+/* The ring keeps the slow requests only, with what the ticket says
+ * and stages that add up; a full ring counts what it drops.
+ */
+START_TEST (test_slow_ring)
+{
+  static struct deadline dl;
+  static struct ftl_slow_request q[FTL_SLOW_RING + 8];
+  struct dl_ticket t = { 0 };
+  struct ftl_stats st;
+  uint64_t s, sum = 0;
+
+  ck_assert_int_eq (dl_init (&dl, 0, 0, NULL, NULL, NULL), 0);
+  ck_assert_int_eq (dl_slow_init (&dl, 2 * MS), 0);
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_READ, &t), 0);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  t = (struct dl_ticket) { .offset = 8192, .count = 4096, .flags = FTL_FUA };
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  s = dl_stage_begin (FTL_STAGE_SYNC);
+  nap (3 * MS);
+  dl_stage_end (s);
+  ck_assert_int_eq (dl_end (&dl, &t, -EIO), -EIO);
+
+  ck_assert_uint_eq (dl_slow_fetch (&dl, q, 8, 0), 1);
+  ck_assert_int_eq (q[0].op, FTL_OP_WRITE);
+  ck_assert_uint_eq (q[0].offset, 8192);
+  ck_assert_uint_eq (q[0].count, 4096);
+  ck_assert_uint_eq (q[0].flags, FTL_FUA);
+  ck_assert_int_eq (q[0].result, -EIO);
+  ck_assert_uint_ge (q[0].stage_ns[FTL_STAGE_SYNC], 3 * MS);
+  ck_assert (!q[0].aborted);
+  ck_assert_int_eq (q[0].waiting_on, -1);
+  for (unsigned i = 0; i < FTL_STAGE__MAX; i++)
+    sum += q[0].stage_ns[i];
+  ck_assert_uint_eq (sum, q[0].total_ns);
+  ck_assert_uint_eq (dl_slow_fetch (&dl, q, 8, 0), 0);
+
+  /* Overflow: every request is slow at 1 ns. */
+  dl.slow_ns = 1;
+  for (unsigned i = 0; i < FTL_SLOW_RING + 5; i++) {
+    ck_assert_int_eq (dl_begin (&dl, FTL_OP_READ, &t), 0);
+    nap (1000);
+    dl_end (&dl, &t, 0);
+  }
+  stats_of (&dl, &st);
+  ck_assert_uint_eq (st.slow.slow, 1 + FTL_SLOW_RING);
+  ck_assert_uint_eq (st.slow.dropped, 5);
+  ck_assert_uint_eq (dl_slow_fetch (&dl, q, FTL_SLOW_RING + 8, 0),
+                     FTL_SLOW_RING);
+  dl_free (&dl);
+}
+END_TEST
+
+static Suite *
+stages_suite (void)
+{
+  Suite *s = suite_create ("stages");
+  TCase *tc = tcase_create ("stages");
+
+  tcase_add_test (tc, test_nested);
+  tcase_add_test (tc, test_slow_ring);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (stages_suite ());
+  int failed;
+
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
