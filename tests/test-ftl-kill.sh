@@ -51,14 +51,19 @@ cached_rounds=4                 # then write-cache=0
 # event: "W first count version" before a write is sent (count sectors
 # from first; version 0 is zeros), "A" when it was acknowledged, "D
 # first count version" when a FUA write was acknowledged, "F" when a
-# flush was acknowledged.
+# flush was acknowledged, "E errno message" if a request failed while
+# the server was up (never allowed: the test fails).
 #
 # verify.py SOCK NCLIENTS ROUND BASE LOGS...: read the disk and check
 # it against BASE (the versions read after the previous round) and the
 # logs; write the versions read back to BASE.
 cat > "$tmp/kill.py" <<'EOF_PY'
-import random, struct, sys
+import errno, random, struct, sys
 import nbd
+
+# What a request gets when the server is killed under it.
+GONE = (None, errno.ENOTCONN, errno.ECONNRESET, errno.EPIPE,
+        errno.ESHUTDOWN, errno.ECONNABORTED)
 
 SECT = 512
 SIZE = 4 * 1024 * 1024
@@ -108,8 +113,11 @@ def client(sock, cid, n, rnd, seed, logname):
             log.write("A\n")
             if flags:
                 log.write("D %d %d %d\n" % (first, count, version))
-    except nbd.Error:
-        pass                            # the server is gone
+    except nbd.Error as e:
+        # The server is gone (killed), or it failed a request, which it
+        # never may here: the disk is not full, the media do not fail.
+        if e.errnum not in GONE:
+            log.write("E %s %s\n" % (e.errno, e.string))
     finally:
         log.close()
 
@@ -127,6 +135,9 @@ def verify(sock, n, base_name, logs):
         lo, hi = region(cid, n)
         for line in open(name):
             f = line.split()
+            if f[0] == "E":
+                sys.exit("round %d: client %d: a request failed: %s" %
+                         (rnd, cid, line[2:].strip()))
             if f[0] == "A":
                 acked[cid] += 1
                 if pending:
