@@ -43,7 +43,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "ftl-internal.h"
 
@@ -262,13 +261,12 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   if (!nonzero)
     return -ENOMEM;
 
-  /* Mapped, not malloc'd: the buffer is as large as the map, and
-   * unmapping gives it back to the system at once, where malloc would
-   * keep it in its heap between checkpoints.
+  /* Lazy, not malloc'd: the buffer is as large as the map, but the
+   * snapshot stores only mapped entries, and freeing it gives it back
+   * to the system at once, where malloc would keep it in its heap.
    */
-  buf = mmap (NULL, bytes, PROT_READ | PROT_WRITE,
-              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (buf == MAP_FAILED) {
+  buf = ftl_lazy_alloc (bytes);
+  if (!buf) {
     free (nonzero);
     return -ENOMEM;
   }
@@ -349,7 +347,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
  out:
   if (r < 0)
     log_msg (ftl, FTL_LOG_ERROR, "writing a checkpoint: %s", strerror (-r));
-  munmap (buf, bytes);
+  ftl_lazy_free (buf, bytes);
   free (nonzero);
   return r;
 }

@@ -37,7 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -141,9 +140,8 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
    * written: the map is zeros, and the new file holds zeros there
    * (ckpt_write_chunks).  The buffer's untouched pages take no memory.
    */
-  ck = mmap (NULL, sb->ckpt_bytes, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (ck == MAP_FAILED)
+  ck = ftl_lazy_alloc (sb->ckpt_bytes);
+  if (!ck)
     return -ENOMEM;
   nonzero = calloc (chunks, 1);
   zero = calloc (chunks, 1);
@@ -167,7 +165,7 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   r = ckpt_write_chunks (io, fd, NULL, sb->ckpt_offset[0], ck,
                          sb->ckpt_bytes, nonzero, zero);
  out:
-  munmap (ck, sb->ckpt_bytes);
+  ftl_lazy_free (ck, sb->ckpt_bytes);
   free (nonzero);
   free (zero);
   if (r == 0)

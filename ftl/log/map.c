@@ -54,44 +54,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "ftl-internal.h"
 
 /* l2p and check: 0 is their empty value (l2p holds ~ppn), so they are
- * anonymous mappings whose pages the kernel allocates on the first
- * store: the memory they take follows the logical pages written, not
- * the capacity.  Reading an untouched page costs no memory.
+ * lazy mappings (ftl_lazy_alloc): the memory they take follows the
+ * logical pages written, not the capacity.
  */
-static void *
-lazy_array (uint64_t n, size_t size)
-{
-  void *p = mmap (NULL, MAX (n * size, 1), PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
-
-static void
-lazy_free (void *p, uint64_t n, size_t size)
-{
-  if (p)
-    munmap (p, MAX (n * size, 1));
-}
-
-/* Give a lazy array's pages back: they read as zeros again. */
-static void
-lazy_zero (void *p, uint64_t n, size_t size)
-{
-  size_t page = sysconf (_SC_PAGESIZE);
-  size_t bytes = n * size, whole = bytes / page * page;
-
-  if (whole && madvise (p, whole, MADV_DONTNEED) == 0)
-    memset ((char *) p + whole, 0, bytes - whole);
-  else
-    memset (p, 0, bytes);
-}
-
 static uint64_t
 map_groups (struct ftl *ftl)
 {
@@ -102,8 +71,8 @@ map_groups (struct ftl *ftl)
 int
 map_init (struct ftl *ftl)
 {
-  ftl->l2p = lazy_array (ftl->logical_pages, sizeof *ftl->l2p);
-  ftl->check = lazy_array (ftl->logical_pages, sizeof *ftl->check);
+  ftl->l2p = ftl_lazy_alloc (ftl->logical_pages * sizeof *ftl->l2p);
+  ftl->check = ftl_lazy_alloc (ftl->logical_pages * sizeof *ftl->check);
   ftl->l2p_pop = calloc (DIV_ROUND_UP (map_groups (ftl), 64),
                          sizeof *ftl->l2p_pop);
   ftl->l2p_chk = calloc (DIV_ROUND_UP (map_groups (ftl), 64),
@@ -189,7 +158,7 @@ map_grant_checks (struct ftl *ftl, uint64_t g)
 void
 map_clear (struct ftl *ftl)
 {
-  lazy_zero (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
+  ftl_lazy_zero (ftl->l2p, ftl->logical_pages * sizeof *ftl->l2p);
   memset (ftl->l2p_pop, 0,
           DIV_ROUND_UP (map_groups (ftl), 64) * sizeof *ftl->l2p_pop);
   memset (ftl->l2p_chk, 0,
@@ -218,8 +187,8 @@ map_next (struct ftl *ftl, uint64_t lpn)
 void
 map_free (struct ftl *ftl)
 {
-  lazy_free (ftl->l2p, ftl->logical_pages, sizeof *ftl->l2p);
-  lazy_free (ftl->check, ftl->logical_pages, sizeof *ftl->check);
+  ftl_lazy_free (ftl->l2p, ftl->logical_pages * sizeof *ftl->l2p);
+  ftl_lazy_free (ftl->check, ftl->logical_pages * sizeof *ftl->check);
   free (ftl->l2p_pop);
   free (ftl->l2p_chk);
   ftl->l2p_pop = NULL;
@@ -419,7 +388,7 @@ map_checks_load (struct ftl *ftl)
 
   if (!oob)
     return -ENOMEM;
-  lazy_zero (ftl->check, ftl->logical_pages, sizeof *ftl->check);
+  ftl_lazy_zero (ftl->check, ftl->logical_pages * sizeof *ftl->check);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     uint32_t wp = m->wp[b], ec = media_erase_count (m, b);
     if (wp == 0 || ftl->valid[b] == 0 ||

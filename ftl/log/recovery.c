@@ -48,7 +48,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "ftl-internal.h"
 
@@ -113,8 +112,7 @@ struct body {
 static void
 free_body (struct body *b)
 {
-  if (b->p)
-    munmap (b->p, MAX (b->len, 1));
+  ftl_lazy_free (b->p, b->len);
   free (b->present);
   b->p = NULL;
   b->present = NULL;
@@ -124,12 +122,9 @@ static int
 read_body (struct ftl *ftl, uint64_t off, uint64_t len, struct body *b)
 {
   b->len = len;
-  b->p = mmap (NULL, MAX (len, 1), PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  b->p = ftl_lazy_alloc (len);
   b->present = calloc (DIV_ROUND_UP (len, FTL_CKPT_CHUNK) + 1, 1);
-  if (b->p == MAP_FAILED || !b->present) {
-    if (b->p == MAP_FAILED)
-      b->p = NULL;
+  if (!b->p || !b->present) {
     free_body (b);
     return -ENOMEM;
   }

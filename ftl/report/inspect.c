@@ -16,7 +16,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "ftl-internal.h"
 #include "inspect.h"
@@ -166,16 +165,13 @@ ftl_inspect_read_ckpt_body (int fd, const struct ftl_superblock *sb,
 uint8_t *
 ftl_inspect_body_alloc (uint64_t bytes)
 {
-  void *p = mmap (NULL, MAX (bytes, 1), PROT_READ | PROT_WRITE,
-                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
+  return ftl_lazy_alloc (bytes);
 }
 
 void
 ftl_inspect_body_free (uint8_t *body, uint64_t bytes)
 {
-  if (body)
-    munmap (body, MAX (bytes, 1));
+  ftl_lazy_free (body, bytes);
 }
 
 bool

@@ -2,6 +2,10 @@
 
 #include <config.h>
 
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "util/util.h"
 
 FTL_TLS unsigned ftl_tls_shard;
@@ -15,4 +19,31 @@ ftl_shard_assign (void)
 
   ftl_tls_shard = i + 1;
   return i;
+}
+
+void *
+ftl_lazy_alloc (uint64_t bytes)
+{
+  void *p = mmap (NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void
+ftl_lazy_free (void *p, uint64_t bytes)
+{
+  if (p)
+    munmap (p, bytes ? bytes : 1);
+}
+
+void
+ftl_lazy_zero (void *p, uint64_t bytes)
+{
+  size_t page = sysconf (_SC_PAGESIZE);
+  size_t whole = bytes / page * page;
+
+  if (whole && madvise (p, whole, MADV_DONTNEED) == 0)
+    memset ((char *) p + whole, 0, bytes - whole);
+  else
+    memset (p, 0, bytes);
 }

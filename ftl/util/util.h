@@ -154,4 +154,14 @@ atomic_max_u64 (uint64_t *p, uint64_t v)
     ;
 }
 
+/* Zeroed memory whose pages are allocated only when first written: an
+ * anonymous mapping (never NULL for 0 bytes).  Reading an untouched
+ * page takes no memory.  ftl_lazy_zero gives the pages back (they read
+ * as zeros again).  For the map and the checkpoint buffers, whose
+ * memory must follow the data they hold, not their size.
+ */
+extern void *ftl_lazy_alloc (uint64_t bytes);
+extern void ftl_lazy_free (void *p, uint64_t bytes);
+extern void ftl_lazy_zero (void *p, uint64_t bytes);
+
 #endif /* FTL_UTIL_H */
