@@ -177,6 +177,7 @@ struct ftl {
                                  * folded (map_check_fold), 0: unknown */
   uint32_t *valid;
   uint64_t mapped;              /* atomic: LPNs with data */
+  struct pmap pm;               /* the paged map (pmap.c), if pm.on */
   pthread_mutex_t stripe[FTL_STRIPES];
   /* Barriers: barrier_started counts those begun, and barrier_done is
    * one more than the number of the highest one that completed
@@ -206,6 +207,8 @@ struct ftl {
   struct frontier gcf;                    /* relocated cold data */
   struct frontier gcw;                    /* relocated young data */
   struct frontier metaf;                  /* trim records */
+  struct frontier mapf;                   /* translation pages (paged
+                                           * map; owned by ckpt_lock) */
   /* Temperature (see alloc.c): data rewritten, or relocated, less than
    * hot_age sequence numbers after it was written is hot.
    */

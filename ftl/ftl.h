@@ -207,6 +207,11 @@ struct ftl_timing_preset {
   uint64_t slc_static_per_tb;   /* static SLC bytes per TB of capacity */
   uint64_t slc_dynamic_per_tb;  /* dynamic SLC bytes per TB (0: none) */
   double post_cache_mbs;        /* MB/s after the SLC cache is full */
+  /* The map's cache (map-cache=): the drive's DRAM, bytes per TB of
+   * capacity; or, for a DRAM-less drive, the host memory buffer it
+   * uses (bytes, whatever the capacity); 0 and 0: the default.
+   */
+  uint64_t map_cache_per_tb, map_cache_hmb;
   /* Published figures: MB/s (10^6), IOPS. */
   double seq_read_mbs, seq_write_mbs;
   double rr_qd1, rw_qd1, rr_qd32, rw_qd32, rw_steady;
@@ -347,6 +352,17 @@ struct ftl_options {
                                  * close (see ftl_open) */
   bool preallocate;             /* a new image: reserve all of its file's
                                  * space (fallocate), not a sparse file */
+  uint64_t map_cache_bytes;     /* the map's cache: 0 = the default
+                                 * (ftl_default_map_cache); an image
+                                 * made with less than its whole map
+                                 * (4 bytes per page) has a paged map */
+  uint64_t map_cache_per_tb;    /* with map_cache_bytes 0: this many
+                                 * bytes per TB of capacity, at most
+                                 * FTL_MAX_DEFAULT_MAP_CACHE (0: the
+                                 * default) */
+  uint64_t map_cache_hmb;       /* ... or this many bytes, whatever the
+                                 * capacity (a DRAM-less drive's host
+                                 * memory buffer; 0: none) */
   uint64_t memory_limit;        /* the memory the map may take, as if the
                                  * host had no more; 0: the host's
                                  * (memory, control group, ulimit -v) */
@@ -387,6 +403,16 @@ struct ftl_options {
  * FTL_MIN_WRITE_CACHE and at most FTL_MAX_DEFAULT_WRITE_CACHE.
  */
 extern uint64_t ftl_default_write_cache (uint64_t logical_bytes);
+
+/* The default map cache for a disk of logical_bytes in pages of
+ * page_size: its whole map (4 bytes per page, as a drive counts it; the
+ * process holds as much again in page checks), at most
+ * FTL_MAX_DEFAULT_MAP_CACHE.  A disk whose map is larger gets a paged
+ * map.
+ */
+#define FTL_MAX_DEFAULT_MAP_CACHE  (UINT64_C (512) << 20)
+extern uint64_t ftl_default_map_cache (uint64_t logical_bytes,
+                                       uint32_t page_size);
 
 /* Open an image, creating it if the file is absent or empty and
  * logical_bytes is given.  On failure returns a negative errno and
@@ -695,6 +721,21 @@ struct ftl_stats {
     uint64_t bypassed_pages;    /* pages of large writes that went
                                  * straight to the log */
   } cache;
+  struct {                      /* the paged map (map-cache=), since open */
+    bool paged;                 /* false: the whole map is in memory */
+    uint64_t cache_bytes;       /* its cache (the whole map if not paged) */
+    uint64_t resident_bytes;    /* groups in memory now */
+    uint64_t dirty_bytes;       /* ... changed since their translation
+                                 * page was written */
+    uint64_t hits;              /* map accesses that found their group */
+    uint64_t misses;            /* ... that loaded it (a page read) */
+    uint64_t evictions;         /* groups given back */
+    uint64_t writebacks;        /* translation pages that checkpoints
+                                 * wrote */
+    uint64_t read_pages;        /* translation pages read */
+    uint64_t program_pages;     /* translation pages programmed (in
+                                 * media program counts too) */
+  } map;
   struct ftl_health health;
 };
 extern void ftl_get_stats (struct ftl *ftl, struct ftl_stats *st);

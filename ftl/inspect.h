@@ -67,6 +67,12 @@ extern int ftl_inspect_read_ckpt_header (int fd,
  * against the header's checksum, reading only the pieces present says.
  */
 #define FTL_INSPECT_PIECE (UINT64_C (1) << 16)
+/* Read the OOB entry of page page of erase block block from the file
+ * (FTL_OOB_BYTES into oob): 0 or a negative errno.
+ */
+extern int ftl_inspect_read_oob (int fd, const struct ftl_superblock *sb,
+                                 uint32_t block, uint32_t page,
+                                 uint8_t *oob);
 extern int ftl_inspect_read_ckpt_body (int fd,
                                        const struct ftl_superblock *sb,
                                        int slot,

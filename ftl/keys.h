@@ -16,7 +16,7 @@
  *
  * Keys: size, op, page-size, pages-per-block, preallocate, sync, streams, gc,
  * gc-mode, hot-cold, wl-threshold, endurance, timeout, timeout-retries,
- * slow-threshold, write-cache, write-cache-bypass; the timing model's timing, model,
+ * slow-threshold, write-cache, write-cache-bypass, map-cache; the timing model's timing, model,
  * read-latency, program-latency, erase-latency, channels, dies,
  * planes, nand-page, nand-block, channel-rate, host-rate,
  * command-overhead, suspend, suspend-latency, plp-buffer; the error
@@ -90,6 +90,8 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "slow-threshold=<DURATION>      Slow log: requests at least this long (default timeout/4).\n" \
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
+  "map-cache=<SIZE>               Memory for the map (default: all of it, at most\n" \
+  "                               512M); less makes a new image's map paged.\n" \
   "write-cache-bypass=<SIZE>      Writes of whole pages this large or larger go\n" \
   "                               straight to the image (default 128K, 0 = never).\n" \
   "timing=<BOOL>                  NAND timing model (default false).\n" \

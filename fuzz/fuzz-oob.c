@@ -21,7 +21,7 @@ decode (const uint8_t *buf, size_t len)
     return;
   FUZZ_CHECK (len >= FTL_OOB_BYTES);
   FUZZ_CHECK (o.kind == FTL_OOB_DATA || o.kind == FTL_OOB_TRIM ||
-              o.kind == FTL_OOB_POISON);
+              o.kind == FTL_OOB_POISON || o.kind == FTL_OOB_MAP);
   fmt_oob_encode (&o, again);
   FUZZ_CHECK (fmt_oob_decode (again, sizeof again, &o2) == FTL_FMT_OK);
   FUZZ_CHECK (o.kind == o2.kind && o.lpn == o2.lpn &&

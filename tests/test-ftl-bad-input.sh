@@ -136,22 +136,23 @@ refuse "$tmp/random.img" "$not_image" file="$tmp/random.img"
 refuse "$tmp/random.img" "$not_image" file="$tmp/random.img" size=1M
 
 # An image written by a newer version of the format: both superblock
-# copies (at 0 and 4 KiB) say version 6.  (So does a program that
+# copies (at 0 and 4 KiB) say version 7.  (So does a program that
 # reads up to version 4 refuse a version 5 image, which may carry the
-# mark of a sync=false session.)  Layout, little-endian: magic
+# mark of a sync=false session, and one that reads up to 5 a version 6
+# image, whose map may be paged.)  Layout, little-endian: magic
 # "NBDKFTL\0" at 0, version (uint32) at 8.
 cp "$disk" "$tmp/newer.img"
 patched=0
 for sb in 0 4096; do
     magic="$(od -An -c -j $sb -N 7 "$tmp/newer.img" | tr -d ' ')"
     if [ "$magic" = NBDKFTL ]; then
-        printf '\x06\x00\x00\x00' |
+        printf '\x07\x00\x00\x00' |
             dd of="$tmp/newer.img" bs=1 seek=$((sb + 8)) conv=notrunc status=none
         patched=$((patched + 1))
     fi
 done
 test $patched -ge 1
-refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 6, this program reads up to 5\\)" \
+refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 7, this program reads up to 6\\)" \
     file="$tmp/newer.img"
 
 # Version 0 is not a newer format: no version writes it.  Both copies
@@ -226,17 +227,32 @@ refuse "$disk" "sync: not a boolean \\(true or false\\): ''" \
     file="$disk" sync=
 
 # A size whose map needs more memory than the process may use: named,
-# never a bare "Cannot allocate memory", and nothing written.  2 TiB in
-# 4 KiB pages needs about 6 GiB; ulimit -v allows 1 GiB.  (A sanitizer
+# never a bare "Cannot allocate memory", and nothing written.  A map
+# that is not paged: 400 GiB in 4 KiB pages needs about 1.2 GiB (the
+# map, its checkpoint, and the checks, which ulimit -v counts); ulimit
+# -v allows 1 GiB.  A paged map (2 TiB) with the default cache opens
+# with a smaller one, as memory allows, and holds its data; with a
+# map-cache= of 1G it does not fit, and is refused.  (A sanitizer
 # reserves terabytes of address space: not under one.)
 if [ -n "${FTL_SANITIZER_PRELOAD:-}" ]; then
     echo "SKIP (this case only): ulimit -v under a sanitizer"
 else
     run_as=(bash -c 'ulimit -v 1048576 && exec "$@"' ulimit)
-    refuse "$tmp/huge.img" "$tmp/huge.img: size 2 TiB in 4096-byte pages needs [0-9.]+ GiB of memory \\(8 bytes per page for the map, and a checkpoint of [0-9.]+ GiB\\), but ulimit -v allows 1 GiB \\(raise page-size, or lower size\\)" \
-        file="$tmp/huge.img" size=2T
-    run_as=()
+    refuse "$tmp/huge.img" "$tmp/huge.img: size 400 GiB in 4096-byte pages needs [0-9.]+ GiB of memory \\(8 bytes per page for the map, and a checkpoint of [0-9.]+ MiB\\), but ulimit -v allows 1 GiB \\(raise page-size, or lower size\\)" \
+        file="$tmp/huge.img" size=400G
     test ! -e "$tmp/huge.img"
+    refuse "$tmp/huge.img" "$tmp/huge.img: size 2 TiB with a map cache of 1 GiB needs [0-9.]+ GiB of memory, but ulimit -v allows 1 GiB \\(lower map-cache, or raise page-size or pages-per-block\\)" \
+        file="$tmp/huge.img" size=2T map-cache=1G
+    test ! -e "$tmp/huge.img"
+    "${run_as[@]}" timeout 120 nbdkit -v -U - "$FTL_PLUGIN" file="$tmp/huge.img" \
+        size=2T stats="$tmp/huge.json" --run 'nbdsh -u "$uri" -c "
+h.pwrite(b\"y\" * 4096, (1 << 40) + 4096)
+assert h.pread(4096, (1 << 40) + 4096) == b\"y\" * 4096"' 2>"$tmp/huge.err" ||
+        { tail -20 "$tmp/huge.err"; echo "$0: FAIL: 2 TiB under ulimit -v"; exit 1; }
+    grep -q "warning: the map's cache is .*what memory allows" "$tmp/huge.err"
+    jq -e '.map.paged and .map.cache_bytes < 512 * 1048576' "$tmp/huge.json"
+    run_as=()
+    rm -f "$tmp/huge.img" "$tmp/huge.json"
 fi
 
 # mount_fs DIR ARGS...: mount a filesystem for the cases below, or say
@@ -272,15 +288,16 @@ if mount_fs "$tmp/ext4" -o loop "$tmp/ext4.fs"; then
 fi
 
 # A size that needs more memory than this host has (in a tmpfs, which
-# holds such a file): 200 TiB in 64 KiB pages needs about 25.8 GiB (4
-# bytes per page for the map and as much for a checkpoint; the page
-# checks are left out where they do not fit).
+# holds such a file): 200 TiB in 64 KiB pages, 8 pages per erase
+# block, needs about 28 GiB, most of it for the 424 million erase
+# blocks (the map is paged: its cache shrinks to what memory allows,
+# but the blocks' arrays do not).
 mem_kib="$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)"
-if [ "$((mem_kib << 10))" -ge $((25 << 30)) ]; then
-    echo "SKIP (this case only): the host has 25 GiB or more"
+if [ "$((mem_kib << 10))" -ge $((28 << 30)) ]; then
+    echo "SKIP (this case only): the host has 28 GiB or more"
 elif mount_fs "$tmp/tmpfs" -t tmpfs -o size=16m tmpfs; then
-    refuse "$tmp/tmpfs/huge.img" "$tmp/tmpfs/huge.img: size 200 TiB in 65536-byte pages needs [0-9.]+ GiB of memory \\(4 bytes per page for the map, and a checkpoint of [0-9.]+ GiB\\), but (this host has|its control group allows) [0-9.]+ GiB \\(raise page-size, or lower size\\)" \
-        file="$tmp/tmpfs/huge.img" size=200T page-size=64K op=1
+    refuse "$tmp/tmpfs/huge.img" "$tmp/tmpfs/huge.img: size 200 TiB with a map cache of [0-9.]+ [KMG]iB needs [0-9.]+ GiB of memory, but (this host has|its control group allows) [0-9.]+ GiB \\(lower map-cache, or raise page-size or pages-per-block\\)" \
+        file="$tmp/tmpfs/huge.img" size=200T page-size=64K pages-per-block=8 op=1
     test ! -e "$tmp/tmpfs/huge.img"
 fi
 

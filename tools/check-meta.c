@@ -134,6 +134,78 @@ zeroed_u32 (uint64_t n)
   return (uint32_t *) ftl_inspect_body_alloc (n * sizeof (uint32_t));
 }
 
+/* A paged checkpoint (format version 6): its block table, and each
+ * translation page its directory names lies in the written part of a
+ * block that is neither free nor retired, no two groups share one, and
+ * the page's OOB entry says it is that group's, at that version (the
+ * page itself is read, and its entries checked, through the map when
+ * the image is opened: check-map.c).
+ */
+static void
+check_ckpt_pbody (struct checker *c, int fd, const struct ftl_superblock *sb,
+                  int slot, const struct ftl_ckpt_header *h,
+                  const struct body *body)
+{
+  uint64_t lpages = h->logical_pages, groups = fmt_map_groups (lpages);
+  uint32_t ppb = h->pages_per_block;
+  uint64_t phys = (uint64_t) h->blocks * ppb;
+  struct ftl_ckpt_block *blk = g_new (struct ftl_ckpt_block, h->blocks);
+  GHashTable *seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+  char why[128];
+
+  for (uint32_t b = 0; b < h->blocks; b++) {
+    fmt_ckpt_block_decode (body->p + fmt_ckpt_pblock_offset (lpages, b),
+                           &blk[b]);
+    if (!fmt_ckpt_block_check (&blk[b], ppb, why, sizeof why))
+      check_error (c, "checkpoint slot %d: erase block %u %s", slot, b, why);
+  }
+  for (uint64_t g = 0; g < groups; g++) {
+    uint32_t ppn, b, page;
+    uint64_t version;
+    fmt_ckpt_dir_decode (body->p + g * FTL_CKPT_DIR_BYTES, &ppn, &version);
+    if (ppn == FTL_UNMAPPED)
+      continue;
+    if (ppn >= phys) {
+      check_error (c, "checkpoint slot %d: the translation page of group %"
+                   PRIu64 " is physical page %u, beyond the last (%" PRIu64
+                   ")", slot, g, ppn, phys - 1);
+      continue;
+    }
+    b = ppn / ppb;
+    page = ppn % ppb;
+    if (blk[b].state == FTL_BLK_FREE || blk[b].state == FTL_BLK_RETIRED ||
+        page >= blk[b].write_pointer) {
+      check_error (c, "checkpoint slot %d: the translation page of group %"
+                   PRIu64 " is page %u of erase block %u, which is %s with "
+                   "%u pages written", slot, g, page, b,
+                   block_state_name (blk[b].state), blk[b].write_pointer);
+      continue;
+    }
+    if (!g_hash_table_add (seen, GUINT_TO_POINTER (ppn + 1)))
+      check_error (c, "checkpoint slot %d: two groups name physical page %u "
+                   "as their translation page", slot, ppn);
+    uint8_t oob[FTL_OOB_BYTES];
+    struct ftl_oob o;
+    if (ftl_inspect_read_oob (fd, sb, b, page, oob) < 0 ||
+        fmt_oob_decode (oob, sizeof oob, &o) != FTL_FMT_OK) {
+      /* GC may have moved it since (its copy has the version), and an
+       * older checkpoint's page may be gone: a note, not an error.
+       */
+      check_note (c, "checkpoint slot %d: the translation page of group %"
+                  PRIu64 " (physical page %u) has no OOB entry now", slot,
+                  g, ppn);
+      continue;
+    }
+    if (o.kind != FTL_OOB_MAP || o.lpn != g || o.seq != version)
+      check_note (c, "checkpoint slot %d: physical page %u, the translation "
+                  "page of group %" PRIu64 " at version %" PRIu64 ", holds "
+                  "something else now (moved or rewritten since)", slot, ppn,
+                  g, version);
+  }
+  g_hash_table_destroy (seen);
+  g_free (blk);
+}
+
 /* The snapshot in a checkpoint body is self-consistent. */
 static void
 check_ckpt_body (struct checker *c, int slot, const struct ftl_ckpt_header *h,
@@ -300,7 +372,10 @@ check_metadata (struct checker *c, int fd)
                 !ok[1 - s] || h[s].generation > h[1 - s].generation
                 ? "newest" : "older", h[s].seq,
                 h[s].clean ? ", written at a clean shutdown" : "");
-    check_ckpt_body (c, s, &h[s], &body[s]);
+    if (h[s].paged)
+      check_ckpt_pbody (c, fd, &sb, s, &h[s], &body[s]);
+    else
+      check_ckpt_body (c, s, &h[s], &body[s]);
   }
   if (!ok[0] && !ok[1])
     check_error (c, "no valid checkpoint: the image cannot be opened");

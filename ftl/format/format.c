@@ -114,6 +114,13 @@ fmt_ckpt_bytes (uint32_t page_size, uint64_t logical_pages, uint32_t blocks)
 }
 
 uint64_t
+fmt_ckpt_pbytes (uint32_t page_size, uint64_t logical_pages, uint32_t blocks)
+{
+  return ROUND_UP (FTL_CKPT_HDR_BYTES
+                   + fmt_ckpt_pbody_bytes (logical_pages, blocks), page_size);
+}
+
+uint64_t
 fmt_data_align (uint32_t page_size, uint32_t pages_per_block)
 {
   return MIN ((uint64_t) page_size * pages_per_block, FTL_DATA_ALIGN);
@@ -306,7 +313,12 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   if ((uint64_t) sb.blocks * sb.pages_per_block <= lpages)
     BAD ("no spare capacity (%u blocks for %" PRIu64 " logical pages)",
          sb.blocks, lpages);
-  if (sb.ckpt_bytes != fmt_ckpt_bytes (sb.page_size, lpages, sb.blocks))
+  if ((sb.flags & FTL_SB_PAGED) && (sb.version < 6 || sb.page_size < 4096))
+    BAD ("paged map flag with format version %u and page size %u",
+         sb.version, sb.page_size);
+  if (sb.ckpt_bytes != ((sb.flags & FTL_SB_PAGED)
+                        ? fmt_ckpt_pbytes (sb.page_size, lpages, sb.blocks)
+                        : fmt_ckpt_bytes (sb.page_size, lpages, sb.blocks)))
     BAD ("checkpoint size %" PRIu64, sb.ckpt_bytes);
   /* Offsets: in order, without wrapping around, and the whole image
    * addressable with a 63 bit file offset.
@@ -410,7 +422,7 @@ fmt_ckpt_header_encode (const struct ftl_ckpt_header *h, uint8_t *buf)
   put64le (buf + 56, h->logical_pages);
   put32le (buf + 64, h->blocks);
   put32le (buf + 68, h->pages_per_block);
-  put32le (buf + 72, h->clean);
+  put32le (buf + 72, h->clean | (h->paged ? 1u << 8 : 0));
   put32le (buf + 76, h->pe_offset);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     put64le (buf + 80 + 8 * i, h->counters[i]);
@@ -446,7 +458,10 @@ fmt_ckpt_header_decode (const uint8_t *buf, size_t len,
   h.logical_pages = get64le (buf + 56);
   h.blocks = get32le (buf + 64);
   h.pages_per_block = get32le (buf + 68);
-  h.clean = get32le (buf + 72);
+  h.clean = get32le (buf + 72) & 0xff;
+  h.paged = get32le (buf + 72) >> 8 & 1;
+  if (get32le (buf + 72) >> 9 || (h.paged && h.version < 6))
+    return FTL_FMT_BAD_FIELD;
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     h.counters[i] = get64le (buf + 80 + 8 * i);
   h.pe_offset = get32le (buf + 76);
@@ -455,7 +470,7 @@ fmt_ckpt_header_decode (const uint8_t *buf, size_t len,
    * to a body length that only looks right.
    */
   if (h.clean > 1 || h.logical_pages >= FTL_PAGES_LIMIT ||
-      h.body_bytes != fmt_ckpt_body_bytes (h.logical_pages, h.blocks))
+      h.body_bytes != fmt_ckpt_hbody_bytes (&h))
     return FTL_FMT_BAD_FIELD;
   *out = h;
   return FTL_FMT_OK;
@@ -472,6 +487,58 @@ fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b)
 {
   return FTL_CKPT_MAP_ENTRY_BYTES * logical_pages
     + (uint64_t) FTL_CKPT_BLOCK_BYTES * b;
+}
+
+uint64_t
+fmt_map_groups (uint64_t logical_pages)
+{
+  return (logical_pages + FTL_TP_ENTRIES - 1) >> FTL_TP_SHIFT;
+}
+
+uint64_t
+fmt_ckpt_pblock_offset (uint64_t logical_pages, uint32_t b)
+{
+  return FTL_CKPT_DIR_BYTES * fmt_map_groups (logical_pages)
+    + (uint64_t) FTL_CKPT_BLOCK_BYTES * b;
+}
+
+uint64_t
+fmt_ckpt_pvalid_offset (uint64_t logical_pages, uint32_t blocks, uint32_t b)
+{
+  return fmt_ckpt_pblock_offset (logical_pages, blocks) + 4 * (uint64_t) b;
+}
+
+uint64_t
+fmt_ckpt_pmapped_offset (uint64_t logical_pages, uint32_t blocks)
+{
+  return fmt_ckpt_pvalid_offset (logical_pages, blocks, blocks);
+}
+
+uint64_t
+fmt_ckpt_pbody_bytes (uint64_t logical_pages, uint32_t blocks)
+{
+  return fmt_ckpt_pmapped_offset (logical_pages, blocks) + 8;
+}
+
+uint64_t
+fmt_ckpt_hbody_bytes (const struct ftl_ckpt_header *h)
+{
+  return h->paged ? fmt_ckpt_pbody_bytes (h->logical_pages, h->blocks)
+    : fmt_ckpt_body_bytes (h->logical_pages, h->blocks);
+}
+
+void
+fmt_ckpt_dir_encode (uint32_t ppn, uint64_t version, uint8_t *buf)
+{
+  put32le (buf, ~ppn);
+  put64le (buf + 4, version);
+}
+
+void
+fmt_ckpt_dir_decode (const uint8_t *buf, uint32_t *ppn, uint64_t *version)
+{
+  *ppn = ~get32le (buf);
+  *version = get64le (buf + 4);
 }
 
 void
@@ -652,7 +719,9 @@ fmt_oob_decode (const uint8_t *buf, size_t len, struct ftl_oob *out)
   uint8_t kind = buf[2] & ~FTL_OOB_SLC;
   bool slc = (buf[2] & FTL_OOB_SLC) != 0;
   if (buf[3] == 0 || (slc && buf[3] < 3) ||
-      (kind != FTL_OOB_DATA && kind != FTL_OOB_TRIM && kind != FTL_OOB_POISON))
+      (kind != FTL_OOB_DATA && kind != FTL_OOB_TRIM &&
+       kind != FTL_OOB_POISON && kind != FTL_OOB_MAP) ||
+      (kind == FTL_OOB_MAP && buf[3] < 6))
     return FTL_FMT_BAD_FIELD;
   out->kind = kind;
   out->slc = slc;

@@ -103,7 +103,16 @@
  * format"), which is what keeps it from serving an image that needs
  * the verification.
  */
-#define FTL_FORMAT_VERSION     5
+/* Version 6: a paged map (FTL_SB_PAGED, set when the image is made):
+ * the map lives in the log as translation pages (FTL_OOB_MAP), each
+ * FTL_TP_ENTRIES map entries of a group of logical pages, and a
+ * checkpoint of such an image (FTL_CKPT_PAGED) holds the directory of
+ * the translation pages in place of the map, and each erase block's
+ * count of valid data pages.  An image without the flag keeps the map
+ * of version 5 in its checkpoints.  Version 5 images are read as they
+ * are and become version 6 when first opened read-write, as before.
+ */
+#define FTL_FORMAT_VERSION     6
 
 /* The data region starts at a multiple of an erase block's data size,
  * or of this if that is larger (version 4, fmt_data_align).
@@ -156,7 +165,23 @@
 enum ftl_sb_state { FTL_SB_DIRTY = 0, FTL_SB_CLEAN = 1 };
 /* Superblock flags (version 5). */
 #define FTL_SB_UNSYNCED        0x1u  /* a sync=false session has it open */
-#define FTL_SB_FLAGS_KNOWN     FTL_SB_UNSYNCED
+#define FTL_SB_PAGED           0x2u  /* version 6: the map is paged */
+#define FTL_SB_FLAGS_KNOWN     (FTL_SB_UNSYNCED | FTL_SB_PAGED)
+
+/* A translation page (version 6): the map entries of FTL_TP_ENTRIES
+ * consecutive logical pages (a group), 4 bytes each, inverted as in a
+ * checkpoint (0: unmapped), then zeros to the end of the page.  Its
+ * OOB entry says FTL_OOB_MAP, the group in the lpn field, and in the
+ * seq field the sequence number of the checkpoint that wrote it (its
+ * version; a copy that GC made keeps it).
+ */
+#define FTL_TP_SHIFT           10
+#define FTL_TP_ENTRIES         (1u << FTL_TP_SHIFT)
+#define FTL_TP_BYTES           (FTL_TP_ENTRIES * 4)
+/* A directory entry in a paged checkpoint: the translation page's PPN
+ * inverted (0: the group has none, all unmapped) and its version.
+ */
+#define FTL_CKPT_DIR_BYTES     12
 
 struct ftl_superblock {
   uint32_t version;
@@ -241,6 +266,8 @@ struct ftl_ckpt_header {
   uint32_t pe_offset;           /* P/E cycles added (ftlctl age --pe) */
   int64_t clock_skew;           /* media clock - wall clock, seconds,
                                  * when the checkpoint was taken */
+  /* Version 6, bit 8 of the clean word: the body is a paged one. */
+  bool paged;
 };
 
 /* Per erase block state in a checkpoint body. */
@@ -279,7 +306,8 @@ struct ftl_block_header {
  * reading as an error until it is rewritten or trimmed.  Its data page
  * holds zeros.  (Added within version 1.)
  */
-enum ftl_oob_kind { FTL_OOB_DATA = 1, FTL_OOB_TRIM = 2, FTL_OOB_POISON = 3 };
+enum ftl_oob_kind { FTL_OOB_DATA = 1, FTL_OOB_TRIM = 2, FTL_OOB_POISON = 3,
+                    FTL_OOB_MAP = 4 /* version 6: a translation page */ };
 /* Version 3: the kind byte's high bit says that the page's block was
  * programmed in SLC mode (every entry of the block carries it).
  */
@@ -365,6 +393,32 @@ extern enum ftl_fmt_status fmt_ckpt_header_decode (const uint8_t *buf,
 extern uint64_t fmt_ckpt_body_bytes (uint64_t logical_pages, uint32_t blocks);
 extern uint64_t fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
 
+/* The body of a paged checkpoint (version 6, FTL_CKPT_PAGED):
+ *
+ *   directory    a FTL_CKPT_DIR_BYTES entry per group of FTL_TP_ENTRIES
+ *                logical pages: its translation page (fmt_ckpt_dir_*)
+ *   block table  as above
+ *   valid        4 bytes per erase block: its valid data pages
+ *   mapped       8 bytes: logical pages with a mapping
+ *
+ * (fmt_ckpt_pbody_bytes; the offsets of a block's entry, of its valid
+ * count and of the mapped count.)
+ */
+extern uint64_t fmt_map_groups (uint64_t logical_pages);
+extern uint64_t fmt_ckpt_pbody_bytes (uint64_t logical_pages,
+                                      uint32_t blocks);
+extern uint64_t fmt_ckpt_pblock_offset (uint64_t logical_pages, uint32_t b);
+extern uint64_t fmt_ckpt_pvalid_offset (uint64_t logical_pages,
+                                        uint32_t blocks, uint32_t b);
+extern uint64_t fmt_ckpt_pmapped_offset (uint64_t logical_pages,
+                                         uint32_t blocks);
+/* The body's length for a header (paged or not). */
+extern uint64_t fmt_ckpt_hbody_bytes (const struct ftl_ckpt_header *h);
+extern void fmt_ckpt_dir_encode (uint32_t ppn, uint64_t version,
+                                 uint8_t *buf);
+extern void fmt_ckpt_dir_decode (const uint8_t *buf, uint32_t *ppn,
+                                 uint64_t *version);
+
 /* A map entry in this version's encoding; decoded in the encoding of
  * the checkpoint's version.
  */
@@ -430,6 +484,9 @@ extern enum ftl_fmt_status fmt_trim_page_decode (const uint8_t *page,
 extern uint32_t fmt_meta_pages (uint32_t page_size, uint32_t pages_per_block);
 extern uint64_t fmt_ckpt_bytes (uint32_t page_size, uint64_t logical_pages,
                                 uint32_t blocks);
+/* ... of a paged image (FTL_SB_PAGED). */
+extern uint64_t fmt_ckpt_pbytes (uint32_t page_size, uint64_t logical_pages,
+                                 uint32_t blocks);
 /* Place the metadata and data regions of a new image after its
  * checkpoint slots (sets meta_offset and data_offset), and the size of
  * the file an image needs.

@@ -170,7 +170,7 @@ bg_step (struct ftl *ftl)
   int r;
 
   work = BG_CKPT;
-  r = ckpt_maybe (ftl);
+  r = host_ckpt (ftl, false, true);
   if (r != 0)
     return r;
   if (wl_worn_out (ftl))

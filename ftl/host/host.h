@@ -139,4 +139,11 @@ extern void destage_kick (struct ftl *ftl);
 extern int destage_start (struct ftl *ftl);
 extern void destage_stop (struct ftl *ftl);
 
+/* A checkpoint (ckpt_write, or ckpt_maybe if maybe): a paged map's
+ * translation pages take free blocks as host writes do, and the log
+ * layer does not collect garbage, so this does, and tries again.
+ * Caller holds no lock.
+ */
+extern int host_ckpt (struct ftl *ftl, bool clean, bool maybe);
+
 #endif /* FTL_HOST_H */

@@ -126,8 +126,9 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
   /* The run's checks are needed after its read: fetch their cache
    * lines now, so that the miss overlaps the system call.
    */
-  for (uint32_t i = 0; i < n; i += 64 / sizeof *ftl->check)
-    __builtin_prefetch (&ftl->check[lpn + i]);
+  if (!ftl->pm.on)
+    for (uint32_t i = 0; i < n; i += 64 / sizeof *ftl->check)
+      __builtin_prefetch (&ftl->check[lpn + i]);
   if (l2p_load (ftl, lpn) != ppn)
     return -EAGAIN;
   r = media_read (m, ppn, n, buf);

@@ -305,7 +305,7 @@ ckpt_maybe_held (struct ftl *ftl)
   }
   uint64_t t = dl_stage_begin (FTL_STAGE_SYNC);
   dl_hold ();
-  ckpt_maybe (ftl);
+  host_ckpt (ftl, false, true);
   dl_release ();
   dl_stage_end (t);
 }
@@ -583,7 +583,22 @@ ftl_age (struct ftl *ftl, uint64_t seconds, uint32_t pe)
   errmodel_set_clock (em, errmodel_skew (em) + (int64_t) seconds,
                       em->pe_offset + pe);
   pthread_mutex_unlock (&ftl->ckpt_lock);
-  return ckpt_write (ftl, false);
+  return host_ckpt (ftl, false, false);
+}
+
+int
+host_ckpt (struct ftl *ftl, bool clean, bool maybe)
+{
+  int r;
+
+  for (int attempt = 0; ; attempt++) {
+    r = maybe ? ckpt_maybe (ftl) : ckpt_write (ftl, clean);
+    if (r != -ENOSPC || !ftl->pm.on || attempt == 8)
+      return r;
+    r = gc_make_room (ftl, attempt > 0);
+    if (r < 0)
+      return r;
+  }
 }
 
 int

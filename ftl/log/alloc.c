@@ -90,6 +90,8 @@ alloc_init (struct ftl *ftl)
   ftl->gcw.block = FTL_NO_BLOCK;
   ftl->metaf.kind = FRONTIER_META;
   ftl->metaf.block = FTL_NO_BLOCK;
+  ftl->mapf.kind = FRONTIER_MAP;
+  ftl->mapf.block = FTL_NO_BLOCK;
   return 0;
 }
 
@@ -197,6 +199,7 @@ frontier_name (const struct frontier *f)
   case FRONTIER_HOST: return "host";
   case FRONTIER_GC: return "gc";
   case FRONTIER_META: return "trim record";
+  case FRONTIER_MAP: return "translation page";
   }
   return "?";
 }
@@ -288,6 +291,10 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
        */
       atomic_max_u64 (&ftl->trim_seq_end[blk], lp->seq + 1);
     }
+    else if (lp->kind == FTL_OOB_MAP) {
+      assert (ftl->pm.on && lp->lpn < ftl->pm.groups);
+      o.lpn = lp->lpn;
+    }
     else {
       assert ((lp->kind == FTL_OOB_DATA || lp->kind == FTL_OOB_POISON) &&
               lp->lpn < ftl->logical_pages);
@@ -326,6 +333,12 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       __atomic_fetch_add (&ftl->trim_pages_since_ckpt, 1, __ATOMIC_RELAXED);
       __atomic_fetch_add (&ftl->trim_pages_since_pin, 1, __ATOMIC_RELAXED);
     }
+    else if (lp->kind == FTL_OOB_MAP) {
+      if (lp->from == FTL_UNMAPPED)
+        pmap_tp_written (ftl, lp->lpn, ppn, lp->seq);
+      else
+        pmap_tp_moved (ftl, lp->lpn, lp->from, ppn);
+    }
     else if (lp->from == FTL_UNMAPPED)
       map_install (ftl, lp->lpn, ppn, check[i]);
     else if (map_relocate (ftl, lp->lpn, lp->from, ppn, check[i]) && moved)
@@ -360,6 +373,7 @@ alloc_frontiers (struct ftl *ftl, struct frontier **all)
   all[n++] = &ftl->gcf;
   all[n++] = &ftl->gcw;
   all[n++] = &ftl->metaf;
+  all[n++] = &ftl->mapf;
   return n;
 }
 

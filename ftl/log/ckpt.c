@@ -93,8 +93,9 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   /* A sync=false session marks the image in use with the checkpoint
    * it pins; a clean close clears the mark.
    */
-  sb.flags = state == FTL_SB_DIRTY && ftl->pinned_gen ? FTL_SB_UNSYNCED : 0;
-  sb.pinned_ckpt_gen = sb.flags ? ftl->pinned_gen : 0;
+  sb.flags = (sb.flags & FTL_SB_PAGED) |
+    (state == FTL_SB_DIRTY && ftl->pinned_gen ? FTL_SB_UNSYNCED : 0);
+  sb.pinned_ckpt_gen = sb.flags & FTL_SB_UNSYNCED ? ftl->pinned_gen : 0;
   memset (buf, 0, sizeof buf);
   fmt_sb_encode (&sb, buf);
   r = media_pwrite_raw (&ftl->media, buf, sizeof buf,
@@ -118,14 +119,135 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
  * checkpoint, as counted when the snapshot was taken, and in *trims
  * the trim pages among them.
  */
+/* Erase block b's entry of the block table (under alloc_lock). */
+static void
+encode_block (struct ftl *ftl, uint32_t b, uint8_t *p)
+{
+  struct ftl_ckpt_block cb = {
+    .erase_count = media_erase_count (&ftl->media, b),
+    .write_pointer = ftl->media.wp[b],
+    .state = ftl->state[b],
+    .slc = media_block_slc (&ftl->media, b),
+  };
+  if (cb.state == FTL_BLK_OPEN || cb.state == FTL_BLK_FULL)
+    cb.program_hour = errmodel_program_hour (&ftl->em, b);
+  /* A FREE block is unwritten; no frontier is open in a snapshot that
+   * a writer could be changing (ckpt_rw is exclusive).
+   */
+  assert (cb.state != FTL_BLK_FREE || cb.write_pointer == 0);
+  assert (cb.write_pointer <= ftl->ppb);
+  fmt_ckpt_block_encode (&cb, p);
+}
+
+/* The paged map's part of the snapshot: the dirty groups' copies into
+ * tp->buf (pmap.c), the valid data pages of each block and the mapped
+ * count into the body; the directory is encoded once the copies are
+ * programmed.
+ */
+struct tp_batch {
+  uint8_t *buf;
+  uint64_t *gs;
+  uint64_t n, cap;
+};
+
+static int
+snapshot_paged (struct ftl *ftl, uint8_t *body, struct tp_batch *tp)
+{
+  tp->cap = __atomic_load_n (&ftl->pm.dirty, __ATOMIC_RELAXED);
+  tp->n = 0;
+  if (tp->cap) {
+    tp->buf = ftl_lazy_alloc (tp->cap * FTL_TP_BYTES);
+    tp->gs = malloc (tp->cap * sizeof *tp->gs);
+    if (!tp->buf || !tp->gs)
+      return -ENOMEM;
+    tp->n = pmap_ckpt_collect (ftl, tp->buf, tp->gs, tp->cap);
+  }
+  pthread_mutex_lock (&ftl->pm.lock);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    uint32_t v = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED);
+    assert (v >= ftl->pm.tvalid[b]);
+    put32le (body + fmt_ckpt_pvalid_offset (ftl->logical_pages, ftl->blocks,
+                                            b), v - ftl->pm.tvalid[b]);
+  }
+  pthread_mutex_unlock (&ftl->pm.lock);
+  put64le (body + fmt_ckpt_pmapped_offset (ftl->logical_pages, ftl->blocks),
+           __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED));
+  return 0;
+}
+
+/* Step 1a with a paged map: program the dirty groups' copies as
+ * translation pages at the map frontier (this thread's: ckpt_lock),
+ * then encode the directory that names them.  The blocks that took
+ * them hold nothing else: their entries of the block table say what
+ * they hold now, so that a clean open, which scans nothing, finds the
+ * pages the directory names, and a roll forward starts after them.  On
+ * failure the groups not written are dirty again.
+ */
+static int
+write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body)
+{
+  struct log_page lp[ALLOC_PROGRAM_MAX];
+  uint32_t *bl = malloc ((tp->n / ftl->ppb + 2) * sizeof *bl), nb = 0;
+  uint8_t *pages = calloc (ALLOC_PROGRAM_MAX, ftl->page_size);
+  uint64_t done = 0;
+  int r = 0;
+
+  if (!bl || !pages)
+    r = -ENOMEM;
+  while (r == 0 && done < tp->n) {
+    r = alloc_frontier_open (ftl, &ftl->mapf, FTL_RESERVE_BLOCKS);
+    if (r < 0)
+      break;
+    if (nb == 0 || bl[nb - 1] != ftl->mapf.block)
+      bl[nb++] = ftl->mapf.block;
+    uint32_t k = MIN (MIN (alloc_frontier_room (ftl, &ftl->mapf),
+                           ALLOC_PROGRAM_MAX), tp->n - done);
+    for (uint32_t i = 0; i < k; i++) {
+      memcpy (pages + (size_t) i * ftl->page_size,
+              tp->buf + (done + i) * FTL_TP_BYTES, FTL_TP_BYTES);
+      lp[i] = (struct log_page) {
+        .kind = FTL_OOB_MAP, .lpn = tp->gs[done + i], .seq = seq,
+        .from = FTL_UNMAPPED };
+    }
+    r = alloc_program (ftl, &ftl->mapf, lp, k, pages, NULL);
+    if (r < 0)
+      break;
+    for (uint32_t i = 0; i < k; i++)
+      __atomic_fetch_and (&ftl->pm.gstate[tp->gs[done + i]], ~PMAP_WB,
+                          __ATOMIC_ACQ_REL);
+    done += k;
+    __atomic_fetch_add (&ftl->pm.program_pages, k, __ATOMIC_RELAXED);
+    pmap_count (ftl, PMAP_WRITEBACKS, k);
+  }
+  if (r < 0)
+    pmap_ckpt_abort (ftl, tp->gs, done, tp->n);
+  else {
+    pthread_mutex_lock (&ftl->alloc_lock);
+    for (uint32_t i = 0; i < nb; i++)
+      encode_block (ftl, bl[i], body + fmt_ckpt_pblock_offset
+                    (ftl->logical_pages, bl[i]));
+    pthread_mutex_unlock (&ftl->alloc_lock);
+    pmap_ckpt_encode_dir (ftl, body);
+  }
+  free (bl);
+  free (pages);
+  return r;
+}
+
 static uint64_t
 snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
-          uint64_t *trims, uint8_t *nonzero)
+          uint64_t *trims, uint8_t *nonzero, struct tp_batch *tp, int *err)
 {
   uint8_t *p;
   uint64_t since;
 
   pthread_rwlock_wrlock (&ftl->ckpt_rw);
+  *err = 0;
+  if (ftl->pm.on) {
+    *err = snapshot_paged (ftl, body, tp);
+    p = body + fmt_ckpt_pblock_offset (ftl->logical_pages, 0);
+    goto blocks;
+  }
   /* body is zeros: only mapped entries are stored, and only the map's
    * groups that may hold one are visited.
    */
@@ -152,25 +274,12 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
     }
   }
   p = body + fmt_ckpt_block_offset (ftl->logical_pages, 0);
+ blocks:
   pthread_mutex_lock (&ftl->alloc_lock);
-  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
-    struct ftl_ckpt_block cb = {
-      .erase_count = media_erase_count (&ftl->media, b),
-      .write_pointer = ftl->media.wp[b],
-      .state = ftl->state[b],
-      .slc = media_block_slc (&ftl->media, b),
-    };
-    if (cb.state == FTL_BLK_OPEN || cb.state == FTL_BLK_FULL)
-      cb.program_hour = errmodel_program_hour (&ftl->em, b);
-    /* A FREE block is unwritten; no frontier is open in a snapshot
-     * that a writer could be changing (ckpt_rw is exclusive).
-     */
-    assert (cb.state != FTL_BLK_FREE || cb.write_pointer == 0);
-    assert (cb.write_pointer <= ftl->ppb);
-    fmt_ckpt_block_encode (&cb, p);
-  }
+  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES)
+    encode_block (ftl, b, p);
   pthread_mutex_unlock (&ftl->alloc_lock);
-  assert ((uint64_t) (p - body)
+  assert (ftl->pm.on || (uint64_t) (p - body)
           == fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks));
   h->seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
   since = __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED);
@@ -243,10 +352,51 @@ repin (struct ftl *ftl, uint64_t gen, unsigned slot, uint64_t seq)
   return ckpt_write_superblock (ftl, FTL_SB_DIRTY, 0);
 }
 
+/* Step 3 is done: the checkpoint in slot is the newest durable one. */
+static int
+committed (struct ftl *ftl, const struct ftl_ckpt_header *hp, unsigned slot,
+           uint64_t since, uint64_t trims, bool clean)
+{
+  const struct ftl_ckpt_header h = *hp;
+  int r = 0;
+
+  /* The slot's directory is the map's now: the translation pages only
+   * the checkpoint it replaced named are free to go.
+   */
+  if (ftl->pm.on)
+    pmap_ckpt_commit (ftl, slot);
+  ftl->ckpt_gen = h.generation;
+  ftl->ckpt_slot = slot;
+  __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
+  __atomic_fetch_sub (&ftl->trim_pages_since_ckpt, trims, __ATOMIC_RELAXED);
+  if (ftl->pinned_gen && !clean &&
+      __atomic_load_n (&ftl->trim_pages_since_pin, __ATOMIC_RELAXED)
+      >= ftl->ckpt_trim_interval)
+    r = repin (ftl, h.generation, slot, h.seq);
+  /* The previous checkpoint is the fallback now: trim records older
+   * than it are in both slots and may go.
+   */
+  uint64_t prev = __atomic_load_n (&ftl->durable_ckpt_seq, __ATOMIC_RELAXED);
+  /* sync=false: the fallback stays the pinned checkpoint. */
+  if (ftl->pinned_gen)
+    prev = ftl->pinned_seq;
+  __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
+  __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
+  trimlog_drop_before (ftl, prev);
+  /* Victim costs count the trim pages written since this checkpoint
+   * (the older ones are copied by GC while still live, see gc.c).
+   */
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    __atomic_store_n (&ftl->trim_pages[b], 0, __ATOMIC_RELAXED);
+  return r;
+}
+
 static int
 ckpt_write_locked (struct ftl *ftl, bool clean)
 {
-  struct ftl_ckpt_header h = { .version = FTL_FORMAT_VERSION };
+  struct ftl_ckpt_header h = { .version = FTL_FORMAT_VERSION,
+                               .paged = ftl->pm.on };
+  struct tp_batch tp = { 0 };
   uint64_t bytes = ftl->sb.ckpt_bytes;
   uint8_t *buf, *body, *nonzero;
   uint64_t since, trims, chunks = DIV_ROUND_UP (bytes, FTL_CKPT_CHUNK);
@@ -275,12 +425,26 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   /* 1. The snapshot.  The header's chunk and the block table's are
    * always written.
    */
-  since = snapshot (ftl, body, &h, &trims, nonzero);
+  since = snapshot (ftl, body, &h, &trims, nonzero, &tp, &r);
+  if (r < 0) {
+    pmap_ckpt_abort (ftl, tp.gs, 0, tp.n);
+    goto out;
+  }
   nonzero[0] = 1;
   for (uint64_t i = (FTL_CKPT_HDR_BYTES
-                     + fmt_ckpt_block_offset (ftl->logical_pages, 0))
+                     + (ftl->pm.on ? 0
+                        : fmt_ckpt_block_offset (ftl->logical_pages, 0)))
          / FTL_CKPT_CHUNK; i < chunks; i++)
     nonzero[i] = 1;
+
+  /* 1a. A paged map: the dirty groups' translation pages, then the
+   * directory that names them.
+   */
+  if (ftl->pm.on) {
+    r = write_tps (ftl, &tp, h.seq, body);
+    if (r < 0)
+      goto out;
+  }
 
   /* 2. What it maps is durable. */
   r = media_sync (&ftl->media);
@@ -297,12 +461,12 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   assert (ftl->ckpt_gen == 0 || ftl->pinned_gen || slot != ftl->ckpt_slot);
   assert (!ftl->pinned_gen || slot != ftl->pinned_slot);
   h.generation = ftl->ckpt_gen + 1;
-  h.body_bytes = fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks);
+  h.logical_pages = ftl->logical_pages;
+  h.blocks = ftl->blocks;
+  h.body_bytes = fmt_ckpt_hbody_bytes (&h);
   h.body_checksum = fmt_checksum_sparse (body, h.body_bytes,
                                          FTL_CKPT_HDR_BYTES, FTL_CKPT_CHUNK,
                                          nonzero);
-  h.logical_pages = ftl->logical_pages;
-  h.blocks = ftl->blocks;
   h.pages_per_block = ftl->ppb;
   h.clean = clean;
   fmt_ckpt_header_encode (&h, buf);
@@ -317,38 +481,25 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
     goto out;
   }
 
-  ftl->ckpt_gen = h.generation;
-  ftl->ckpt_slot = slot;
-  __atomic_fetch_sub (&ftl->pages_since_ckpt, since, __ATOMIC_RELAXED);
-  __atomic_fetch_sub (&ftl->trim_pages_since_ckpt, trims, __ATOMIC_RELAXED);
-  if (ftl->pinned_gen && !clean &&
-      __atomic_load_n (&ftl->trim_pages_since_pin, __ATOMIC_RELAXED)
-      >= ftl->ckpt_trim_interval)
-    r = repin (ftl, h.generation, slot, h.seq);
-  /* The previous checkpoint is the fallback now: trim records older
-   * than it are in both slots and may go.
-   */
-  uint64_t prev = __atomic_load_n (&ftl->durable_ckpt_seq, __ATOMIC_RELAXED);
-  /* sync=false: the fallback stays the pinned checkpoint. */
-  if (ftl->pinned_gen)
-    prev = ftl->pinned_seq;
-  __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
-  __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
-  trimlog_drop_before (ftl, prev);
-  /* Victim costs count the trim pages written since this checkpoint
-   * (the older ones are copied by GC while still live, see gc.c).
-   */
-  for (uint32_t b = 0; b < ftl->blocks; b++)
-    __atomic_store_n (&ftl->trim_pages[b], 0, __ATOMIC_RELAXED);
+  r = committed (ftl, &h, slot, since, trims, clean);
   log_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "
              "sequence %" PRIu64 "%s", h.generation, slot, h.seq,
              clean ? " (clean)" : "");
 
  out:
-  if (r < 0)
+  /* A paged map's translation pages found no free block: the caller
+   * collects garbage and tries again (host_ckpt).
+   */
+  if (r == -ENOSPC && ftl->pm.on)
+    log_debug (ftl, FTL_DEBUG_CKPT, "checkpoint: no free block for the "
+               "translation pages yet");
+  else if (r < 0)
     log_msg (ftl, FTL_LOG_ERROR, "writing a checkpoint: %s", strerror (-r));
   ftl_lazy_free (buf, bytes);
   free (nonzero);
+  if (tp.buf)
+    ftl_lazy_free (tp.buf, tp.cap * FTL_TP_BYTES);
+  free (tp.gs);
   return r;
 }
 
@@ -372,6 +523,8 @@ ckpt_past (struct ftl *ftl, uint64_t n)
   return !ftl->readonly &&
     (__atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED)
      >= n * ftl->ckpt_interval ||
+     (ftl->pm.on && __atomic_load_n (&ftl->pm.dirty, __ATOMIC_RELAXED)
+      >= n * ftl->pm.dirty_limit) ||
      __atomic_load_n (&ftl->trim_pages_since_ckpt, __ATOMIC_RELAXED)
      >= n * ftl->ckpt_trim_interval);
 }

@@ -86,6 +86,7 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
     return -EINVAL;
   }
 
+  bool paged = false;
   memset (sb, 0, sizeof *sb);
   sb->version = FTL_FORMAT_VERSION;
   sb->generation = 1;
@@ -94,7 +95,25 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   sb->blocks = blocks;
   sb->meta_pages = fmt_meta_pages (ps, ppb);
   sb->logical_bytes = o->logical_bytes;
-  sb->ckpt_bytes = fmt_ckpt_bytes (ps, lpages, blocks);
+  /* A map cache smaller than the whole map: the map is paged (pmap.c),
+   * and the checkpoints hold its directory.
+   */
+  uint64_t cache = pmap_cache_bytes (o, o->logical_bytes, ps);
+  if (cache < pmap_whole_bytes (lpages)) {
+    if (ps < FTL_TP_BYTES) {
+      if (o->map_cache_bytes) {
+        snprintf (errbuf, errlen, "map-cache=%" PRIu64 " is below the whole "
+                  "map (%" PRIu64 " bytes), and a paged map needs a page "
+                  "size of at least %u (page-size is %u)", cache,
+                  pmap_whole_bytes (lpages), FTL_TP_BYTES, ps);
+        return -EINVAL;
+      }
+    }
+    else
+      paged = true;
+  }
+  sb->ckpt_bytes = paged ? fmt_ckpt_pbytes (ps, lpages, blocks)
+    : fmt_ckpt_bytes (ps, lpages, blocks);
   sb->ckpt_offset[0] = ckpt_slot0_offset (ps);
   sb->ckpt_offset[1] = sb->ckpt_offset[0] + sb->ckpt_bytes;
   fmt_place_regions (sb);
@@ -104,6 +123,8 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   if (getrandom (sb->uuid, sizeof sb->uuid, 0) != sizeof sb->uuid)
     sb->uuid[0] = time (NULL) ^ getpid ();
   sb->created = time (NULL);
+  if (paged)
+    sb->flags |= FTL_SB_PAGED;
   return 0;
 }
 
@@ -124,7 +145,7 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
     .version = FTL_FORMAT_VERSION,
     .generation = 1,
     .seq = 1,
-    .body_bytes = fmt_ckpt_body_bytes (lpages, sb->blocks),
+    .paged = (sb->flags & FTL_SB_PAGED) != 0,
     .logical_pages = lpages,
     .blocks = sb->blocks,
     .pages_per_block = sb->pages_per_block,
@@ -133,7 +154,11 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   uint8_t sbbuf[FTL_SB_SLOT];
   uint64_t chunks = DIV_ROUND_UP (sb->ckpt_bytes, FTL_CKPT_CHUNK);
   uint8_t *ck, *nonzero, *zero;
+  uint64_t blocks_at = h.paged ? fmt_ckpt_pblock_offset (lpages, 0)
+    : fmt_ckpt_block_offset (lpages, 0);
   int r;
+
+  h.body_bytes = fmt_ckpt_hbody_bytes (&h);
 
   /* All logical pages unmapped (zeros, format.h); all blocks free with
    * erase count 0.  Only the header's piece and the block table's are
@@ -151,11 +176,11 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
   }
   for (uint32_t b = 0; b < sb->blocks; b++) {
     struct ftl_ckpt_block cb = { .state = FTL_BLK_FREE };
-    fmt_ckpt_block_encode (&cb, ck + FTL_CKPT_HDR_BYTES
-                           + fmt_ckpt_block_offset (lpages, b));
+    fmt_ckpt_block_encode (&cb, ck + FTL_CKPT_HDR_BYTES + blocks_at
+                           + (uint64_t) b * FTL_CKPT_BLOCK_BYTES);
   }
   nonzero[0] = 1;
-  for (uint64_t i = (FTL_CKPT_HDR_BYTES + fmt_ckpt_block_offset (lpages, 0))
+  for (uint64_t i = (FTL_CKPT_HDR_BYTES + blocks_at)
          / FTL_CKPT_CHUNK; i < chunks; i++)
     nonzero[i] = 1;
   h.body_checksum = fmt_checksum_sparse (ck + FTL_CKPT_HDR_BYTES,
@@ -281,7 +306,17 @@ create_image (int fd, const struct ftl_options *o, uint64_t old_size,
     r = map_memory_check (sb.logical_bytes, sb.page_size,
                           DIV_ROUND_UP (sb.logical_bytes, sb.page_size),
                           sb.blocks, sb.ckpt_bytes, errbuf, errlen,
-                          o->memory_limit, NULL);
+                          o->memory_limit, NULL,
+                          (sb.flags & FTL_SB_PAGED)
+                          ? (o->map_cache_bytes ? o->map_cache_bytes
+                             : pmap_fit_cache (DIV_ROUND_UP
+                                               (sb.logical_bytes,
+                                                sb.page_size), sb.blocks,
+                                               sb.ckpt_bytes,
+                                               pmap_cache_bytes
+                                               (o, sb.logical_bytes,
+                                                sb.page_size),
+                                               o->memory_limit)) : 0);
   if (r == 0 && o->preallocate)
     r = preallocate (fd, fmt_image_bytes (&sb), errbuf, errlen);
   if (r == 0)

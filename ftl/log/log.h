@@ -16,12 +16,125 @@ one_log (struct ftl *ftl)
   return __atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED);
 }
 
+/* mapcache.c and pmap.c: the paged map.  A group of FTL_TP_ENTRIES
+ * logical pages is resident (its l2p page holds it) or not (its
+ * translation page in the log does); every access to a group's entries
+ * pins it.
+ */
+extern int pmap_init (struct ftl *ftl);
+extern void pmap_free (struct ftl *ftl);
+extern void pmap_pin (struct ftl *ftl, uint64_t g);
+/* Pin g if it is resident; false if not (nothing to do then). */
+extern bool pmap_pin_if_resident (struct ftl *ftl, uint64_t g);
+static inline void
+pmap_unpin (struct ftl *ftl, uint64_t g)
+{
+  __atomic_fetch_sub (&ftl->pm.gstate[g], 1, __ATOMIC_RELEASE);
+}
+/* Unpin g, which the caller changed. */
+extern void pmap_unpin_dirty (struct ftl *ftl, uint64_t g);
+extern uint32_t pmap_load (struct ftl *ftl, uint64_t lpn);
+/* Evict clean groups while more than the cache holds are resident. */
+extern void pmap_shrink (struct ftl *ftl);
+/* Is ppn the translation page of group g that the map or a checkpoint
+ * slot names (GC: a live page)?
+ */
+extern bool pmap_tp_live (struct ftl *ftl, uint64_t g, uint32_t ppn);
+/* A checkpoint programmed g's translation page at ppn (version seq). */
+extern void pmap_tp_written (struct ftl *ftl, uint64_t g, uint32_t ppn,
+                             uint64_t seq);
+/* GC copied g's translation page from one page to another. */
+extern void pmap_tp_moved (struct ftl *ftl, uint64_t g, uint32_t from,
+                           uint32_t to);
+/* Checkpoints (ckpt.c): the dirty groups' pages are copied into buf
+ * (FTL_TP_BYTES each, at most max groups, into gs[]) and marked as
+ * being written (ckpt_rw held exclusively); then ckpt.c programs them;
+ * then, once the checkpoint in slot is durable, the slot's directory is
+ * the map's (pmap_ckpt_commit), or on failure the groups not written
+ * are dirty again (pmap_ckpt_abort).
+ */
+extern uint64_t pmap_ckpt_collect (struct ftl *ftl, uint8_t *buf,
+                                   uint64_t *gs, uint64_t max);
+extern void pmap_ckpt_encode_dir (struct ftl *ftl, uint8_t *body);
+extern void pmap_ckpt_commit (struct ftl *ftl, unsigned slot);
+extern void pmap_ckpt_abort (struct ftl *ftl, const uint64_t *gs,
+                             uint64_t from, uint64_t n);
+/* Set a mapping at recovery, keeping the valid counts and mapped. */
+extern void pmap_recover_set (struct ftl *ftl, uint64_t lpn, uint32_t ppn);
+/* Count the translation pages the map and the slots name (recovery). */
+extern void pmap_count_refs (struct ftl *ftl);
+extern uint64_t pmap_ctr (struct ftl *ftl, enum pmap_counter c);
+static inline void
+pmap_count (struct ftl *ftl, enum pmap_counter c, uint64_t n)
+{
+  __atomic_fetch_add (&ftl->pm.ctr[ftl_shard ()].v[c], n, __ATOMIC_RELAXED);
+}
+/* A group in the cache, as a drive counts it: its 4-byte entries (as
+ * much again is in memory beside them: their checks).
+ */
+#define PMAP_GROUP_BYTES FTL_TP_BYTES
+/* The cache that holds a whole map; the memory a paged map takes with
+ * a cache of cache bytes.
+ */
+extern uint64_t pmap_whole_bytes (uint64_t logical_pages);
+/* The largest cache up to cache bytes (halved while it does not fit)
+ * with which a paged map fits in limit (0: what the host allows):
+ * for a default cache, which a small host makes smaller.
+ */
+extern uint64_t pmap_fit_cache (uint64_t logical_pages, uint32_t blocks,
+                                uint64_t ckpt_bytes, uint64_t cache,
+                                uint64_t limit);
+/* The cache that the options give a disk (map-cache=, a preset's). */
+extern uint64_t pmap_cache_bytes (const struct ftl_options *o,
+                                  uint64_t logical_bytes, uint32_t page_size);
+extern uint64_t pmap_memory (uint64_t logical_pages, uint32_t blocks,
+                             uint64_t cache);
+
+/* A paged map: lpn's entry and check in its group's slot (the group
+ * pinned); a check of a group not resident reads as 0 (unknown).
+ */
+static inline uint32_t *
+pmap_slot_at (struct ftl *ftl, uint32_t slot, uint64_t lpn, bool check)
+{
+  return ftl->pm.chunk[slot >> PMAP_CHUNK_SHIFT]
+    + ((((size_t) (slot & (PMAP_CHUNK - 1)) * 2 + check) << FTL_TP_SHIFT)
+       | (lpn & (FTL_TP_ENTRIES - 1)));
+}
+
+static inline uint32_t *
+l2p_at (struct ftl *ftl, uint64_t lpn)
+{
+  if (ftl->pm.on)
+    return pmap_slot_at (ftl, __atomic_load_n (&ftl->pm.slot[lpn >>
+                                                             FTL_TP_SHIFT],
+                                               __ATOMIC_ACQUIRE),
+                         lpn, false);
+  return &ftl->l2p[lpn];
+}
+
+extern uint32_t pmap_no_check;
+static inline uint32_t *
+check_at (struct ftl *ftl, uint64_t lpn)
+{
+  if (ftl->pm.on) {
+    uint32_t s = __atomic_load_n (&ftl->pm.slot[lpn >> FTL_TP_SHIFT],
+                                  __ATOMIC_ACQUIRE);
+    if (s == PMAP_NO_SLOT)
+      return &pmap_no_check;
+    return pmap_slot_at (ftl, s, lpn, true);
+  }
+  return &ftl->check[lpn];
+}
+
 /* l2p[] holds ~ppn, so that an unmapped page is 0 and the array's
- * pages that hold no mapping stay unallocated (map.c).
+ * pages that hold no mapping stay unallocated (map.c).  With a paged
+ * map, through pmap_load.
  */
 static inline uint32_t
 l2p_load (struct ftl *ftl, uint64_t lpn)
 {
+  if (__builtin_expect (ftl->pm.on, 0))
+    return pmap_load (ftl, lpn);
   return ~__atomic_load_n (&ftl->l2p[lpn], __ATOMIC_ACQUIRE);
 }
 
@@ -61,13 +174,19 @@ l2p_set (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
 {
   if (ppn != FTL_UNMAPPED)
     map_populate (ftl, lpn);
+  if (ftl->pm.on) {
+    pmap_pin (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
+    *l2p_at (ftl, lpn) = ~ppn;
+    pmap_unpin_dirty (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
+    return;
+  }
   ftl->l2p[lpn] = ~ppn;
 }
 
 static inline uint32_t
 check_load (struct ftl *ftl, uint64_t lpn)
 {
-  return __atomic_load_n (&ftl->check[lpn], __ATOMIC_RELAXED);
+  return __atomic_load_n (check_at (ftl, lpn), __ATOMIC_RELAXED);
 }
 
 /* A page's data checksum (fmt_checksum) as kept in check[]: 32 bits,
@@ -90,7 +209,8 @@ extern void map_clear (struct ftl *ftl);
  */
 extern uint64_t map_next (struct ftl *ftl, uint64_t lpn);
 extern void map_free (struct ftl *ftl);
-/* Refuse an image of logical_bytes in pages of page_size (lpages of
+/* (paged_cache: a paged map with a cache of that many bytes; 0: not
+ * paged.)  Refuse an image of logical_bytes in pages of page_size (lpages of
  * them, in blocks erase blocks, checkpoints of ckpt_bytes) whose map
  * needs more memory than this process may use: 0, or -ENOMEM with
  * errbuf naming the memory needed and the limit.  The page checks are
@@ -103,7 +223,7 @@ extern int map_memory_check (uint64_t logical_bytes, uint32_t page_size,
                              uint64_t lpages, uint64_t blocks,
                              uint64_t ckpt_bytes, char *errbuf,
                              size_t errlen, uint64_t limit,
-                             uint64_t *check_groups);
+                             uint64_t *check_groups, uint64_t paged_cache);
 extern void map_lock (struct ftl *ftl, uint64_t first, uint64_t last);
 extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
 /* The stripes of [first, last] as a bit mask, and locking a set of
@@ -197,7 +317,7 @@ extern int alloc_programv (struct ftl *ftl, struct frontier *f,
 /* Every frontier (host, hot, the two GC ones, the metadata one): fills
  * all[FTL_FRONTIERS] and returns how many.
  */
-#define FTL_FRONTIERS (2 * FTL_MAX_STREAMS + 3)
+#define FTL_FRONTIERS (2 * FTL_MAX_STREAMS + 4)
 extern unsigned alloc_frontiers (struct ftl *ftl, struct frontier **all);
 /* Close every open block (at shutdown).  Caller has exclusive access. */
 extern void alloc_close_frontiers (struct ftl *ftl);

@@ -71,13 +71,17 @@ map_groups (struct ftl *ftl)
 int
 map_init (struct ftl *ftl)
 {
-  ftl->l2p = ftl_lazy_alloc (ftl->logical_pages * sizeof *ftl->l2p);
-  ftl->check = ftl_lazy_alloc (ftl->logical_pages * sizeof *ftl->check);
+  /* A paged map keeps its groups in the cache's slots (mapcache.c). */
+  if (!ftl->pm.on) {
+    ftl->l2p = ftl_lazy_alloc (ftl->logical_pages * sizeof *ftl->l2p);
+    ftl->check = ftl_lazy_alloc (ftl->logical_pages * sizeof *ftl->check);
+  }
   ftl->l2p_pop = calloc (DIV_ROUND_UP (map_groups (ftl), 64),
                          sizeof *ftl->l2p_pop);
   ftl->l2p_chk = calloc (DIV_ROUND_UP (map_groups (ftl), 64),
                          sizeof *ftl->l2p_chk);
-  ftl->checks_all = ftl->check_budget >= map_groups (ftl);
+  /* A paged map keeps the checks of its resident groups only. */
+  ftl->checks_all = ftl->pm.on || ftl->check_budget >= map_groups (ftl);
   ftl->check_left = ftl->checks_all ? 0 : ftl->check_budget;
   if (!ftl->checks_all) {
     char a[32], b[32];
@@ -90,10 +94,16 @@ map_init (struct ftl *ftl)
   }
   ftl->valid = calloc (ftl->blocks, sizeof *ftl->valid);
   ftl->drain_epoch = calloc (ftl->blocks, sizeof *ftl->drain_epoch);
-  if (!ftl->l2p || !ftl->check || !ftl->l2p_pop || !ftl->l2p_chk ||
+  if (((!ftl->l2p || !ftl->check) && !ftl->pm.on) || !ftl->l2p_pop ||
+      !ftl->l2p_chk ||
       !ftl->valid ||
       !ftl->drain_epoch)
     return -ENOMEM;
+  if (ftl->pm.on) {
+    int r = pmap_init (ftl);
+    if (r < 0)
+      return r;
+  }
   for (unsigned i = 0; i < FTL_STRIPES; i++)
     pthread_mutex_init (&ftl->stripe[i], NULL);
   return 0;
@@ -108,12 +118,30 @@ int
 map_memory_check (uint64_t logical_bytes, uint32_t page_size,
                   uint64_t lpages, uint64_t blocks, uint64_t ckpt_bytes,
                   char *errbuf, size_t errlen, uint64_t limit,
-                  uint64_t *check_groups)
+                  uint64_t *check_groups, uint64_t paged_cache)
 {
   const char *what = "memory_limit allows";
 
   if (limit == 0)
     limit = space_memory_limit (&what);
+  if (paged_cache) {
+    /* A paged map: its cache, not the capacity. */
+    uint64_t need = pmap_memory (lpages, blocks, paged_cache) + blocks * 64
+      + ckpt_bytes;
+    char a[32], b[32], c[32], d[32];
+    if (check_groups)
+      *check_groups = UINT64_MAX;
+    if (need <= limit)
+      return 0;
+    snprintf (errbuf, errlen, "size %s with a map cache of %s needs %s of "
+              "memory, but %s %s (lower map-cache, or raise page-size or "
+              "pages-per-block)",
+              space_human (logical_bytes, a, sizeof a),
+              space_human (paged_cache, b, sizeof b),
+              space_human (need, c, sizeof c), what,
+              space_human (limit, d, sizeof d));
+    return -ENOMEM;
+  }
   /* Under ulimit -v the mappings count whole, touched or not; else
    * only what is written: the checks of a full disk may then be left
    * out where they do not fit, the map and a checkpoint may not.
@@ -158,7 +186,8 @@ map_grant_checks (struct ftl *ftl, uint64_t g)
 void
 map_clear (struct ftl *ftl)
 {
-  ftl_lazy_zero (ftl->l2p, ftl->logical_pages * sizeof *ftl->l2p);
+  if (ftl->l2p)
+    ftl_lazy_zero (ftl->l2p, ftl->logical_pages * sizeof *ftl->l2p);
   memset (ftl->l2p_pop, 0,
           DIV_ROUND_UP (map_groups (ftl), 64) * sizeof *ftl->l2p_pop);
   memset (ftl->l2p_chk, 0,
@@ -187,6 +216,7 @@ map_next (struct ftl *ftl, uint64_t lpn)
 void
 map_free (struct ftl *ftl)
 {
+  pmap_free (ftl);
   ftl_lazy_free (ftl->l2p, ftl->logical_pages * sizeof *ftl->l2p);
   ftl_lazy_free (ftl->check, ftl->logical_pages * sizeof *ftl->check);
   free (ftl->l2p_pop);
@@ -277,10 +307,14 @@ map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t check)
 
   assert (lpn < ftl->logical_pages);
   map_populate (ftl, lpn);
+  if (ftl->pm.on)
+    pmap_pin (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
   if (map_has_checks (ftl, lpn))
-    __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
+    __atomic_store_n (check_at (ftl, lpn), check, __ATOMIC_RELAXED);
   add_valid (ftl, media_ppn_block (&ftl->media, ppn));
-  old = ~__atomic_exchange_n (&ftl->l2p[lpn], ~ppn, __ATOMIC_ACQ_REL);
+  old = ~__atomic_exchange_n (l2p_at (ftl, lpn), ~ppn, __ATOMIC_ACQ_REL);
+  if (ftl->pm.on)
+    pmap_unpin_dirty (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
   assert (old != ppn);
   if (old == FTL_UNMAPPED)
     __atomic_fetch_add (&ftl->mapped, 1, __ATOMIC_RELAXED);
@@ -294,10 +328,26 @@ map_unmap (struct ftl *ftl, uint64_t lpn)
   uint32_t old;
 
   assert (lpn < ftl->logical_pages);
-  if (l2p_load (ftl, lpn) == FTL_UNMAPPED)
-    return false;
-  old = ~__atomic_exchange_n (&ftl->l2p[lpn], ~FTL_UNMAPPED,
-                              __ATOMIC_ACQ_REL);
+  if (ftl->pm.on) {
+    /* A group that never held a mapping has nothing to unmap. */
+    uint64_t g = lpn >> FTL_MAP_GROUP_SHIFT;
+    if (!(__atomic_load_n (&ftl->l2p_pop[g / 64], __ATOMIC_RELAXED)
+          >> (g % 64) & 1))
+      return false;
+    pmap_pin (ftl, g);
+    old = ~__atomic_exchange_n (l2p_at (ftl, lpn), ~FTL_UNMAPPED,
+                                __ATOMIC_ACQ_REL);
+    if (old == FTL_UNMAPPED)
+      pmap_unpin (ftl, g);
+    else
+      pmap_unpin_dirty (ftl, g);
+  }
+  else {
+    if (l2p_load (ftl, lpn) == FTL_UNMAPPED)
+      return false;
+    old = ~__atomic_exchange_n (&ftl->l2p[lpn], ~FTL_UNMAPPED,
+                                __ATOMIC_ACQ_REL);
+  }
   if (old == FTL_UNMAPPED)
     return false;
   __atomic_fetch_sub (&ftl->mapped, 1, __ATOMIC_RELAXED);
@@ -316,13 +366,19 @@ map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to,
   assert (lpn < ftl->logical_pages);
   assert (media_ppn_block (&ftl->media, from) != tb);
   add_valid (ftl, tb);
-  if (__atomic_compare_exchange_n (&ftl->l2p[lpn], &expect, ~to, false,
+  if (ftl->pm.on)
+    pmap_pin (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
+  if (__atomic_compare_exchange_n (l2p_at (ftl, lpn), &expect, ~to, false,
                                    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
     if (map_has_checks (ftl, lpn))
-      __atomic_store_n (&ftl->check[lpn], check, __ATOMIC_RELAXED);
+      __atomic_store_n (check_at (ftl, lpn), check, __ATOMIC_RELAXED);
+    if (ftl->pm.on)
+      pmap_unpin_dirty (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
     map_drop_valid (ftl, media_ppn_block (&ftl->media, from));
     return true;
   }
+  if (ftl->pm.on)
+    pmap_unpin (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
   /* A host write or trim won: the copy is garbage. */
   map_drop_valid (ftl, tb);
   return false;
@@ -375,6 +431,15 @@ map_block_erased (struct ftl *ftl, uint32_t b)
 void
 map_check_heal (struct ftl *ftl, uint64_t lpn, uint32_t seen, uint32_t check)
 {
+  if (ftl->pm.on) {
+    uint64_t g = lpn >> FTL_MAP_GROUP_SHIFT;
+    if (pmap_pin_if_resident (ftl, g)) {
+      __atomic_compare_exchange_n (check_at (ftl, lpn), &seen, check, false,
+                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+      pmap_unpin (ftl, g);
+    }
+    return;
+  }
   if (map_has_checks (ftl, lpn))
     __atomic_compare_exchange_n (&ftl->check[lpn], &seen, check, false,
                                  __ATOMIC_RELAXED, __ATOMIC_RELAXED);
@@ -388,6 +453,11 @@ map_checks_load (struct ftl *ftl)
 
   if (!oob)
     return -ENOMEM;
+  /* A paged map's checks are healed by reads as groups are loaded. */
+  if (ftl->pm.on) {
+    free (oob);
+    return 0;
+  }
   ftl_lazy_zero (ftl->check, ftl->logical_pages * sizeof *ftl->check);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     uint32_t wp = m->wp[b], ec = media_erase_count (m, b);

@@ -142,6 +142,128 @@ read_body (struct ftl *ftl, uint64_t off, uint64_t len, struct body *b)
   return 0;
 }
 
+/* The versions of the translation pages that the two slots' directories
+ * name (a paged map): a copy that GC made since, found by the scan,
+ * takes the place of the page a directory names (tp_found).
+ */
+
+/* A paged checkpoint's directory into the slot's names (and, for the
+ * slot loaded, the map's), checking every entry.
+ */
+static int
+apply_dir (struct ftl *ftl, const struct ftl_ckpt_header *h,
+           const struct body *body, unsigned slot, bool loaded,
+           char *errbuf, size_t errlen)
+{
+  struct pmap *pm = &ftl->pm;
+  uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
+
+  if (!ftl->pm.sver[slot] &&
+      !(ftl->pm.sver[slot] = calloc (pm->groups, sizeof (uint64_t))))
+    return -ENOMEM;
+  for (uint64_t g = 0; g < pm->groups; g++) {
+    uint64_t off = g * FTL_CKPT_DIR_BYTES;
+    if (!body->present[off / FTL_CKPT_CHUNK])
+      continue;
+    uint32_t ppn;
+    uint64_t version;
+    fmt_ckpt_dir_decode (body->p + off, &ppn, &version);
+    if (ppn == FTL_UNMAPPED)
+      continue;
+    if (ppn >= phys || version > h->seq) {
+      snprintf (errbuf, errlen, "checkpoint names physical page %u "
+                "(version %" PRIu64 ") as the translation page of logical "
+                "pages %" PRIu64 "..., beyond the device or the checkpoint",
+                ppn, version, g << FTL_TP_SHIFT);
+      return -EINVAL;
+    }
+    pm->sdir[slot][g] = ~ppn;
+    ftl->pm.sver[slot][g] = version;
+    if (loaded) {
+      pm->dir[g] = ~ppn;
+      pm->dirseq[g] = version;
+      __atomic_fetch_or (&ftl->l2p_pop[g / 64], UINT64_C (1) << (g % 64),
+                         __ATOMIC_RELAXED);
+    }
+  }
+  return 0;
+}
+
+/* A translation page found by the scan: a copy that GC made of one that
+ * a directory names (the same version) takes its place.
+ */
+static void
+tp_found (struct ftl *ftl, uint64_t g, uint64_t version, uint32_t ppn)
+{
+  struct pmap *pm = &ftl->pm;
+
+  if (!pm->on || g >= pm->groups)
+    return;
+  for (unsigned s = 0; s < 2; s++)
+    if (ftl->pm.sver[s] && pm->sdir[s][g] && ftl->pm.sver[s][g] == version)
+      pm->sdir[s][g] = ~ppn;
+  if (pm->dir[g] && pm->dirseq[g] == version)
+    pm->dir[g] = ~ppn;
+}
+
+static void
+free_versions (struct ftl *ftl)
+{
+  for (unsigned s = 0; s < 2; s++) {
+    free (ftl->pm.sver[s]);
+    ftl->pm.sver[s] = NULL;
+  }
+}
+
+/* Load a paged checkpoint body: the directory (apply_dir), the valid
+ * data pages of each block and the mapped count.
+ */
+static int
+apply_pbody (struct ftl *ftl, const struct ftl_ckpt_header *h,
+             const struct body *body, unsigned slot, char *errbuf,
+             size_t errlen)
+{
+  const uint8_t *p;
+  int r;
+
+  map_clear (ftl);
+  r = apply_dir (ftl, h, body, slot, true, errbuf, errlen);
+  if (r < 0)
+    return r;
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    uint32_t v = get32le (body->p + fmt_ckpt_pvalid_offset
+                          (ftl->logical_pages, ftl->blocks, b));
+    if (v > ftl->ppb) {
+      snprintf (errbuf, errlen, "checkpoint: erase block %u has %u valid "
+                "pages, more than it holds", b, v);
+      return -EINVAL;
+    }
+    ftl->valid[b] = v;
+  }
+  ftl->mapped = get64le (body->p + fmt_ckpt_pmapped_offset
+                         (ftl->logical_pages, ftl->blocks));
+  if (ftl->mapped > ftl->logical_pages) {
+    snprintf (errbuf, errlen, "checkpoint: %" PRIu64 " logical pages "
+              "mapped, more than the disk has", ftl->mapped);
+    return -EINVAL;
+  }
+  p = body->p + fmt_ckpt_pblock_offset (ftl->logical_pages, 0);
+  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
+    struct ftl_ckpt_block cb;
+    char why[128];
+    fmt_ckpt_block_decode (p, &cb);
+    if (!fmt_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
+      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
+      return -EINVAL;
+    }
+    ftl->state[b] = cb.state;
+    media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
+    media_set_slc (&ftl->media, b, cb.slc);
+    errmodel_set_program_hour (&ftl->em, b, cb.program_hour);
+  }
+  return 0;
+}
+
 /* Load the map and the block table of a checkpoint body that passed its
  * checksum, checking every entry.
  */
@@ -261,10 +383,39 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
              "using slot %d", 1 - best, fmt_status_string (st[1 - best]),
              best);
 
-  r = apply_body (ftl, &h[best], &body, errbuf, errlen);
+  if (h[best].paged != ftl->pm.on) {
+    snprintf (errbuf, errlen, "checkpoint slot %d %s a paged map, the "
+              "superblock says the opposite", best,
+              h[best].paged ? "holds" : "does not hold");
+    free_body (&body);
+    return -EINVAL;
+  }
+  if (ftl->pm.on)
+    r = apply_pbody (ftl, &h[best], &body, best, errbuf, errlen);
+  else
+    r = apply_body (ftl, &h[best], &body, errbuf, errlen);
   free_body (&body);
   if (r < 0)
     return r;
+  /* A paged map: the other slot's translation pages stay too, if it
+   * holds a checkpoint (recovery may fall back to it).
+   */
+  if (ftl->pm.on && st[1 - best] == FTL_FMT_OK && h[1 - best].paged) {
+    r = read_body (ftl, ftl->sb.ckpt_offset[1 - best] + FTL_CKPT_HDR_BYTES,
+                   h[1 - best].body_bytes, &body);
+    if (r < 0) {
+      snprintf (errbuf, errlen, "reading checkpoint slot %d: %s", 1 - best,
+                strerror (-r));
+      return r;
+    }
+    if (fmt_checksum_sparse (body.p, body.len, 0, FTL_CKPT_CHUNK,
+                             body.present) == h[1 - best].body_checksum)
+      r = apply_dir (ftl, &h[1 - best], &body, 1 - best, false, errbuf,
+                     errlen);
+    free_body (&body);
+    if (r < 0)
+      return r;
+  }
 
   ftl->ckpt_gen = h[best].generation;
   ftl->ckpt_slot = best;
@@ -289,6 +440,10 @@ page_items (struct ftl *ftl, uint32_t b, uint32_t i, uint32_t ppn,
 {
   uint32_t n;
 
+  if (o->kind == FTL_OOB_MAP) {
+    tp_found (ftl, o->lpn, o->seq, ppn);
+    return 0;
+  }
   if (o->kind == FTL_OOB_DATA || o->kind == FTL_OOB_POISON) {
     if (o->lpn >= ftl->logical_pages) {
       log_msg (ftl, FTL_LOG_WARN, "block %u page %u: logical page %u is "
@@ -325,7 +480,11 @@ static int
 damaged_page (struct ftl *ftl, uint32_t b, uint32_t i, uint32_t ppn,
               const struct ftl_oob *o, struct items *items)
 {
-  if (o->seq >= ftl->durable_seq) {
+  if (o->seq >= ftl->durable_seq || o->kind == FTL_OOB_MAP) {
+    /* A damaged translation page: the directory names another (its
+     * checkpoint synced its pages before it counted), or the group's
+     * load finds it damaged and says so.
+     */
     log_debug (ftl, FTL_DEBUG_RECOVERY, "block %u page %u: torn, dropped",
                b, i);
     return 0;
@@ -480,6 +639,36 @@ intact_version (struct ftl *ftl, uint32_t lpn, uint64_t seq, uint8_t *page)
     fmt_checksum (page, ftl->page_size, ppn) == o.data_checksum;
 }
 
+/* Set a mapping in recovery: with a paged map, through the cache, and
+ * the valid counts follow (they came with the checkpoint); else they
+ * are rebuilt from the map afterwards.
+ */
+static void
+recover_set (struct ftl *ftl, uint64_t lpn, uint32_t ppn)
+{
+  if (ftl->pm.on)
+    pmap_recover_set (ftl, lpn, ppn);
+  else
+    l2p_set (ftl, lpn, ppn);
+}
+
+/* A trim replayed: a group that never held a mapping is skipped whole
+ * (a paged map would load it).
+ */
+static void
+recover_trim (struct ftl *ftl, uint64_t lpn, uint64_t count)
+{
+  for (uint64_t l = lpn; l < lpn + count; ) {
+    uint64_t g = l >> FTL_MAP_GROUP_SHIFT;
+    uint64_t end = MIN (lpn + count, (g + 1) << FTL_MAP_GROUP_SHIFT);
+    if (ftl->l2p_pop[g / 64] >> (g % 64) & 1)
+      for (; l < end; l++)
+        if (l2p_load (ftl, l) != FTL_UNMAPPED)
+          recover_set (ftl, l, FTL_UNMAPPED);
+    l = end;
+  }
+}
+
 static int
 roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
               size_t errlen)
@@ -534,13 +723,10 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
           continue;
         }
       }
-      l2p_set (ftl, it->lpn, it->ppn);
+      recover_set (ftl, it->lpn, it->ppn);
     }
     else if (it->seq >= ckpt_seq)
-      for (uint64_t l = it->lpn; l < (uint64_t) it->lpn + it->count; l++)
-        if (l2p_load (ftl, l) != FTL_UNMAPPED)
-          l2p_set (ftl, l, FTL_UNMAPPED); /* a trim of a range that holds
-                                             nothing allocates nothing */
+      recover_trim (ftl, it->lpn, it->count);
   }
   /* The damaged pages that no newer version or trim replaced. */
   for (size_t i = 0; i < items.n; i++) {
@@ -619,7 +805,7 @@ verify_mapped (struct ftl *ftl)
       log_debug (ftl, FTL_DEBUG_RECOVERY, "logical page %" PRIu64 ": page "
                  "%u of erase block %u was lost in a crash of the host",
                  lpn, p, b);
-      l2p_set (ftl, lpn, FTL_LOST);
+      recover_set (ftl, lpn, FTL_LOST);
       lost++;
     }
   }
@@ -648,6 +834,15 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
 
   if (!seen)
     return -ENOMEM;
+  /* A paged map: the valid data pages came with the checkpoint and
+   * followed the roll forward; the translation pages are counted here.
+   * The map is not walked (it is not all in memory).
+   */
+  if (ftl->pm.on) {
+    pmap_count_refs (ftl);
+    mapped = ftl->mapped;
+    goto blocks;
+  }
   memset (ftl->valid, 0, ftl->blocks * sizeof *ftl->valid);
   for (uint64_t lpn = map_next (ftl, 0); lpn < ftl->logical_pages;
        lpn = map_next (ftl, lpn + 1)) {
@@ -679,6 +874,7 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
   }
   ftl->mapped = mapped;
 
+ blocks:
   ftl->nfree = 0;
   ftl->wl.retired = 0;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
@@ -724,10 +920,13 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
              "session (the host crashed?): every mapped page is verified, "
              "and any that a crash of the host lost reads as an error");
   r = load_checkpoint (ftl, &h, errbuf, errlen);
-  if (r < 0)
+  if (r < 0) {
+    free_versions (ftl);
     return r;
+  }
   r = durable_load (ftl);
   if (r < 0) {
+    free_versions (ftl);
     snprintf (errbuf, errlen, "reading the durable-point record: %s",
               strerror (-r));
     return r;
@@ -748,9 +947,12 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
   ftl->last_ckpt_clean = h.clean;
   if (!clean) {
     r = roll_forward (ftl, h.seq, errbuf, errlen);
-    if (r < 0)
+    if (r < 0) {
+      free_versions (ftl);
       return r;
+    }
   }
+  free_versions (ftl);
   if (ftl->unsynced_found) {
     r = verify_mapped (ftl);
     if (r < 0) {

@@ -97,6 +97,32 @@ check_map (struct ftl *ftl, struct report *rp)
     seen[ppn / 64] |= UINT64_C (1) << (ppn % 64);
     count[b]++;
   }
+  /* A paged map's translation pages count once per page that the map
+   * or a checkpoint slot names (pmap.c).
+   */
+  if (ftl->pm.on) {
+    struct pmap *pm = &ftl->pm;
+    pthread_mutex_lock (&pm->lock);
+    for (uint64_t g = 0; g < pm->groups; g++) {
+      uint32_t n[3] = { pm->dir[g], pm->sdir[0][g], pm->sdir[1][g] };
+      for (int i = 0; i < 3; i++) {
+        if (!n[i] || (i > 0 && n[i] == n[0]) || (i > 1 && n[i] == n[1]))
+          continue;
+        uint32_t ppn = ~n[i];
+        if (ppn >= phys) {
+          report (rp, "the translation page of group %" PRIu64 " is beyond "
+                  "the device (%u)", g, ppn);
+          continue;
+        }
+        uint32_t b = media_ppn_block (&ftl->media, ppn);
+        if (seen[ppn / 64] & (UINT64_C (1) << (ppn % 64)))
+          report (rp, "physical page %u is a translation page and mapped "
+                  "data", ppn);
+        count[b]++;
+      }
+    }
+    pthread_mutex_unlock (&pm->lock);
+  }
   for (uint32_t b = 0; b < ftl->blocks; b++)
     if (count[b] != ftl->valid[b])
       report (rp, "erase block %u has %u valid pages in the map, %u "

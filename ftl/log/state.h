@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include "format/format.h"
 #include "nand/media.h"
+#include "util/util.h"
 
 #define FTL_NO_BLOCK      UINT32_MAX
 #define FTL_STRIPES       64
@@ -95,7 +96,8 @@ _Static_assert (FTL_MIN_SPARE_BLOCKS (0) >= 2 + 1 + FTL_GC_LOW_BLOCKS + 3,
  */
 #define FTL_SPARE_PER_STREAM 64
 
-enum frontier_kind { FRONTIER_HOST, FRONTIER_GC, FRONTIER_META };
+enum frontier_kind { FRONTIER_HOST, FRONTIER_GC, FRONTIER_META,
+                     FRONTIER_MAP };
 
 struct frontier {
   pthread_mutex_t lock;         /* host frontiers only */
@@ -130,6 +132,58 @@ struct seqreg {
   uint64_t lo[SEQ_SLOTS];
 };
 
-/* One thread's copy of the counters (see ctr_add). */
+/* The paged map (pmap.c): a group's state word. */
+#define PMAP_RES    (1u << 31)  /* its l2p page holds the group */
+#define PMAP_DIRTY  (1u << 30)  /* changed since its translation page */
+#define PMAP_WB     (1u << 29)  /* a checkpoint writes its page */
+#define PMAP_EVICT  (1u << 28)  /* being evicted (under its glock) */
+#define PMAP_PINS   ((1u << 28) - 1)
+#define PMAP_LOCKS  64
+#define PMAP_CHUNK_SHIFT 6
+#define PMAP_CHUNK  (1u << PMAP_CHUNK_SHIFT)
+#define PMAP_NO_SLOT UINT32_MAX
+
+enum pmap_counter { PMAP_HITS, PMAP_MISSES, PMAP_WRITEBACKS, PMAP_EVICTIONS,
+                    PMAP__MAX };
+struct pmap_shard {
+  uint64_t v[PMAP__MAX];        /* atomic */
+} __attribute__ ((aligned (64)));
+
+struct frontier;
+struct pmap {
+  bool on;                      /* the image's map is paged */
+  uint64_t groups;
+  uint64_t limit;               /* groups the cache holds */
+  uint64_t dirty_limit;         /* dirty groups that make a checkpoint due */
+  uint32_t *gstate;             /* per group: PMAP_* bits and pins */
+  uint8_t *ref;                 /* per group: used since the hand passed */
+  uint32_t *dir;                /* per group: ~ppn of its translation
+                                 * page now (0: none) */
+  uint64_t *dirseq;             /* ... and its version */
+  uint32_t *sdir[2];            /* per group: ~ppn that checkpoint slot s
+                                 * names */
+  uint32_t *tvalid;             /* per block: translation pages counted
+                                 * in valid[] */
+  uint64_t *sver[2];            /* recovery only: the versions that each
+                                 * slot's directory names */
+  /* Where resident groups are: slot[g] (PMAP_NO_SLOT if none) indexes
+   * chunks of PMAP_CHUNK slots, each slot a group's entries (~ppn) and
+   * their checks.  Chunks are allocated as the resident groups grow
+   * and kept; free slots are stacked (under slot_lock).
+   */
+  uint32_t *slot;
+  uint32_t **chunk;             /* per chunk: PMAP_CHUNK * 2 pages */
+  uint32_t nchunks, maxchunks;
+  uint32_t *free_slots, nfree_slots;
+  pthread_mutex_t slot_lock;
+  pthread_mutex_t lock;         /* dir, dirseq, sdir, tvalid */
+  pthread_mutex_t glock[PMAP_LOCKS];  /* loading and evicting a group */
+  pthread_mutex_t evict_lock;   /* the clock hand */
+  uint64_t hand;
+  uint64_t resident, dirty;     /* atomic: groups */
+  uint64_t read_pages;          /* atomic: translation pages read */
+  uint64_t program_pages;       /* atomic: translation pages programmed */
+  struct pmap_shard ctr[FTL_SHARDS];
+};
 
 #endif /* FTL_LOG_STATE_H */

@@ -277,6 +277,12 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
       return -1;
     k->write_cache_given = true;
   }
+  else if (strcmp (key, "map-cache") == 0) {
+    if (ftl_parse_size (key, v, &o->map_cache_bytes, err, errlen) == -1)
+      return -1;
+    if (o->map_cache_bytes == 0)
+      return fail (err, errlen, "map-cache must be more than 0: %s", v);
+  }
   else if (strcmp (key, "write-cache-bypass") == 0) {
     if (ftl_parse_size (key, v, &o->write_cache_bypass, err, errlen) == -1)
       return -1;
@@ -541,6 +547,11 @@ apply_preset (struct ftl_keys *k, const struct ftl_timing_preset *p)
 
   if (!k->write_cache_given)
     k->opts.write_cache_bytes = p->write_cache;
+  /* The map's cache: the drive's DRAM per TB, or its host memory
+   * buffer, unless map-cache= is given.
+   */
+  k->opts.map_cache_per_tb = p->map_cache_per_tb;
+  k->opts.map_cache_hmb = p->map_cache_hmb;
   /* A drive acknowledges large writes from its DRAM buffer too: with
    * the model, every write goes through the cache unless the key says
    * otherwise (bypassing writes would wait for their programs).

@@ -347,11 +347,43 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
               FTL_MIN_SPARE_BLOCKS (ftl->nstreams), c->spare);
     return -EINVAL;
   }
+  /* The map's cache: a paged map holds as many groups as it allows;
+   * a map that is not paged is whole.
+   */
+  uint64_t whole = pmap_whole_bytes (ftl->logical_pages);
+  uint64_t cache = pmap_cache_bytes (o, ftl->logical_bytes, ftl->page_size);
+  ftl->pm.on = (ftl->sb.flags & FTL_SB_PAGED) != 0;
+  if (!ftl->pm.on && o->map_cache_bytes && cache < whole) {
+    char a[32];
+    snprintf (c->err, c->errlen, "map-cache=%" PRIu64 " is below the whole "
+              "map (%s), but the image was made without a paged map: it "
+              "keeps its whole map in memory (leave map-cache out)",
+              cache, space_human (whole, a, sizeof a));
+    return -EINVAL;
+  }
+  if (ftl->pm.on) {
+    cache = MIN (MAX (cache, PMAP_GROUP_BYTES), whole);
+    /* A cache that map-cache= did not give is what the host allows. */
+    if (!o->map_cache_bytes) {
+      uint64_t fit = pmap_fit_cache (ftl->logical_pages, ftl->blocks,
+                                     ftl->sb.ckpt_bytes, cache,
+                                     o->memory_limit);
+      if (fit < cache) {
+        char a[32], b[32];
+        log_msg (ftl, FTL_LOG_WARN, "the map's cache is %s, not %s: what "
+                 "memory allows", space_human (fit, a, sizeof a),
+                 space_human (cache, b, sizeof b));
+        cache = fit;
+      }
+    }
+    ftl->pm.limit = cache / PMAP_GROUP_BYTES;
+  }
   /* An image made on a larger host, before the map is allocated. */
   return map_memory_check (ftl->logical_bytes, ftl->page_size,
                            ftl->logical_pages, ftl->blocks,
                            ftl->sb.ckpt_bytes, c->err, c->errlen,
-                           c->o->memory_limit, &ftl->check_budget);
+                           c->o->memory_limit, &ftl->check_budget,
+                           ftl->pm.on ? cache : 0);
 }
 
 static int
@@ -618,7 +650,7 @@ mark_in_use (struct ftl *ftl, struct open_ctx *c)
       ctr_add (ftl, FTL_CTR_POWER_CYCLES, 1);
   }
   if (ftl->sb.state != FTL_SB_CLEAN) {
-    r = ckpt_write (ftl, false);
+    r = host_ckpt (ftl, false, false);
     if (r < 0) {
       snprintf (c->err, c->errlen, "writing a checkpoint after recovery "
                 "failed: %s", strerror (-r));
@@ -807,7 +839,7 @@ ftl_close (struct ftl *ftl)
     alloc_close_frontiers (ftl);
     selfcheck_assert (ftl, "close");
     if (r == 0)
-      r = ckpt_write (ftl, true);
+      r = host_ckpt (ftl, true, false);
     /* sync=false: nothing of the session was synced.  The mark may be
      * cleared only once all of it is durable (else a crash of the host
      * could leave a clean superblock over lost data): one sync, then

@@ -339,6 +339,17 @@ read_runs (struct ftl *ftl, const struct gc_victim *v,
                  media_ppn_page (&ftl->media, mv[i + j].from), v->block);
         return -EIO;
       }
+      if (mv[i + j].kind == FTL_OOB_MAP &&
+          o.data_checksum != fmt_checksum (pj, ftl->page_size,
+                                           mv[i + j].from)) {
+        /* A damaged translation page stays where it is (its group's
+         * load reports it); the victim is left alone.
+         */
+        log_msg (ftl, FTL_LOG_ERROR, "gc: the translation page at page %u "
+                 "of block %u fails its checksum",
+                 media_ppn_page (&ftl->media, mv[i + j].from), v->block);
+        return -EIO;
+      }
       if (o.data_checksum != fmt_checksum (pj, ftl->page_size,
                                            mv[i + j].from)) {
         /* A mapped page damaged after it was written: what it held is
@@ -428,6 +439,14 @@ choose_moves (struct ftl *ftl, struct gc_victim *v, struct log_page *mv,
         mv[n++] = (struct log_page) {
           .kind = FTL_OOB_TRIM, .trim_entries = o.trim_entries,
           .seq = o.seq, .from = ppn };
+    }
+    else if (o.kind == FTL_OOB_MAP) {
+      /* A translation page that the map or a checkpoint names (pmap.c):
+       * moved like data; its copy keeps its version.
+       */
+      if (pmap_tp_live (ftl, o.lpn, ppn))
+        mv[n++] = (struct log_page) {
+          .kind = FTL_OOB_MAP, .lpn = o.lpn, .seq = o.seq, .from = ppn };
     }
     else if (o.lpn < ftl->logical_pages && l2p_load (ftl, o.lpn) == ppn)
       mv[n++] = (struct log_page) {

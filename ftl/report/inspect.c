@@ -68,10 +68,19 @@ handle_block_state (struct ftl *ftl, uint32_t b)
   return ftl->state[b];
 }
 
+/* The valid data pages: a paged map's translation pages are counted
+ * apart (pmap.c).
+ */
 static uint32_t
 handle_valid (struct ftl *ftl, uint32_t b)
 {
-  return __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED);
+  uint32_t v = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED);
+  if (ftl->pm.on) {
+    pthread_mutex_lock (&ftl->pm.lock);
+    v -= MIN (v, ftl->pm.tvalid[b]);
+    pthread_mutex_unlock (&ftl->pm.lock);
+  }
+  return v;
 }
 
 static uint32_t
@@ -119,6 +128,16 @@ ftl_inspect_read_sb (int fd, int copy, struct ftl_superblock *sb,
     return r;
   *status = fmt_sb_decode (buf, sizeof buf, sb, why, whylen);
   return 0;
+}
+
+int
+ftl_inspect_read_oob (int fd, const struct ftl_superblock *sb, uint32_t block,
+                      uint32_t page, uint8_t *oob)
+{
+  if (block >= sb->blocks || page >= sb->pages_per_block)
+    return -EINVAL;
+  return read_at (fd, oob, FTL_OOB_BYTES, fmt_meta_area_offset (sb, block)
+                  + FTL_BLKHDR_BYTES + (uint64_t) page * FTL_OOB_BYTES);
 }
 
 int

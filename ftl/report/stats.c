@@ -70,6 +70,8 @@ ftl_slow_requests (struct ftl *ftl, struct ftl_slow_request *out,
   return dl_slow_fetch (&ftl->dl, out, max, wait_ns);
 }
 
+static void map_get_stats (struct ftl *ftl, struct ftl_stats *st);
+
 void
 ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
 {
@@ -136,6 +138,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
     ? (double) st->media_program_pages / st->host_write_pages : 0.0;
   dl_get_stats (&ftl->dl, st);
   cache_get_stats (ftl, st);
+  map_get_stats (ftl, st);
   slc_get_stats (ftl, st);
   get_health (ftl, st, &st->health);
 }
@@ -575,6 +578,65 @@ render_wear (struct ftl_stat_set *s, const struct stats_view *v)
   end (s);
 }
 
+/* The paged map's counters (pmap.c). */
+static void
+map_get_stats (struct ftl *ftl, struct ftl_stats *st)
+{
+  struct pmap *pm = &ftl->pm;
+
+  st->map.paged = pm->on;
+  if (!pm->on) {
+    st->map.cache_bytes = st->map.resident_bytes =
+      pmap_whole_bytes (ftl->logical_pages);
+    return;
+  }
+  st->map.cache_bytes = pm->limit * PMAP_GROUP_BYTES;
+  st->map.resident_bytes = __atomic_load_n (&pm->resident, __ATOMIC_RELAXED)
+    * PMAP_GROUP_BYTES;
+  st->map.dirty_bytes = __atomic_load_n (&pm->dirty, __ATOMIC_RELAXED)
+    * PMAP_GROUP_BYTES;
+  st->map.hits = pmap_ctr (ftl, PMAP_HITS);
+  st->map.misses = pmap_ctr (ftl, PMAP_MISSES);
+  st->map.evictions = pmap_ctr (ftl, PMAP_EVICTIONS);
+  st->map.writebacks = pmap_ctr (ftl, PMAP_WRITEBACKS);
+  st->map.read_pages = __atomic_load_n (&pm->read_pages, __ATOMIC_RELAXED);
+  st->map.program_pages = __atomic_load_n (&pm->program_pages,
+                                           __ATOMIC_RELAXED);
+}
+
+/* The paged map (map-cache=): the image's, in every view. */
+static void
+render_map (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+
+  begin (s, "map");
+  boolean (s, "paged", st->map.paged, NULL);
+  u64 (s, "cache_bytes", st->map.cache_bytes,
+       GAUGE ("map_cache_bytes", "The map's cache (map-cache=)."));
+  u64 (s, "resident_bytes", st->map.resident_bytes,
+       GAUGE ("map_resident_bytes", "Groups of the map in memory."));
+  u64 (s, "dirty_bytes", st->map.dirty_bytes,
+       GAUGE ("map_dirty_bytes",
+              "Groups of the map changed since their translation page."));
+  u64 (s, "hits", st->map.hits,
+       COUNTER ("map_hits_total", "Map accesses that found their group."));
+  u64 (s, "misses", st->map.misses,
+       COUNTER ("map_misses_total",
+                "Map accesses that read a translation page."));
+  u64 (s, "evictions", st->map.evictions,
+       COUNTER ("map_evictions_total", "Groups of the map evicted."));
+  u64 (s, "writebacks", st->map.writebacks,
+       COUNTER ("map_writebacks_total",
+                "Translation pages written back by checkpoints."));
+  u64 (s, "read_pages", st->map.read_pages,
+       COUNTER ("map_read_pages_total", "Translation pages read."));
+  u64 (s, "program_pages", st->map.program_pages,
+       COUNTER ("map_program_pages_total",
+                "Translation pages programmed (also in media programs)."));
+  end (s);
+}
+
 /* FTL_STATS_SERVER: the write cache and the error model. */
 static void
 render_cache_errors (struct ftl_stat_set *s, const struct stats_view *v)
@@ -837,6 +899,7 @@ ftl_stats_snapshot (struct ftl *ftl, unsigned sections,
   render_geometry (s, &v);
   render_counters (s, &v);
   render_wear (s, &v);
+  render_map (s, &v);
   if (has (&v, FTL_STATS_SERVER)) {
     render_cache_errors (s, &v);
     render_requests (s, &v);

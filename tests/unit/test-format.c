@@ -236,7 +236,7 @@ START_TEST (test_sb_unsynced_mark)
     { FTL_SB_CLEAN, FTL_SB_UNSYNCED, 7 },
     { FTL_SB_DIRTY, FTL_SB_UNSYNCED, 0 },
     { FTL_SB_DIRTY, 0, 7 },
-    { FTL_SB_DIRTY, 0x2, 0 },
+    { FTL_SB_DIRTY, 0x4, 0 },
     { FTL_SB_DIRTY, FTL_SB_UNSYNCED | 0x80000000u, 7 },
   };
 
@@ -1062,7 +1062,18 @@ START_TEST (test_oob_rejects)
   oob_fix_checksum (buf);
   ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL), FTL_FMT_OK);
 
-  uint8_t kinds[] = { 0, 4, 0xff, FTL_OOB_SLC };
+  /* A translation page's kind needs version 6. */
+  memcpy (buf, good, sizeof buf);
+  buf[2] = FTL_OOB_MAP;
+  buf[3] = 5;
+  oob_fix_checksum (buf);
+  ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL),
+                    FTL_FMT_BAD_FIELD);
+  buf[3] = 6;
+  oob_fix_checksum (buf);
+  ck_assert_int_eq (oob_decode_checked (buf, sizeof buf, NULL), FTL_FMT_OK);
+
+  uint8_t kinds[] = { 0, 5, 0xff, FTL_OOB_SLC };
   for (size_t i = 0; i < sizeof kinds; i++) {
     memcpy (buf, good, sizeof buf);
     buf[2] = kinds[i];

@@ -1,0 +1,234 @@
+/* nbdkit-ftl: unit tests of the paged map (pmap.c): translation pages
+ * in the log, a cache of groups smaller than the map, checkpoints that
+ * write the dirty groups, recovery over them, and GC moving them.
+ *
+ * The disks are small but hold many groups (FTL_TP_ENTRIES logical pages
+ * each), and the cache holds two or three of them, so that nearly every
+ * access to another group is a miss and groups are evicted all the time.
+ * Every page written is kept in a model (its version, 0 for zeros) and
+ * read back after each phase, the cache counters must show the misses,
+ * evictions and write-backs that this needs, and the self-check must
+ * pass (it counts the translation pages in the valid counts).
+ */
+
+#include <config.h>
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ftl-internal.h"
+#include "helpers.h"
+
+#define PS      4096
+#define GROUPS  12
+#define LP      ((uint64_t) GROUPS * FTL_TP_ENTRIES)
+#define SIZE    (LP * PS)
+#define CACHE   (2 * PMAP_GROUP_BYTES)
+
+static char path[256];
+
+static void
+setup (void)
+{
+  unit_dir_clean ();
+  unit_path (path, sizeof path, "pmap.img");
+}
+
+static struct ftl *
+open_paged (uint64_t size, uint64_t cache, double op)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = size, .page_size = PS,
+    .pages_per_block = 64, .op_percent = op, .log = unit_log,
+    .io = unit_nosync_io (), .map_cache_bytes = cache,
+    .write_cache_bytes = 0,
+  };
+  struct ftl *ftl;
+  char err[256];
+  int r = ftl_open (&o, &ftl, err, sizeof err);
+  ck_assert_msg (r == 0, "ftl_open %s: %s", path, err);
+  return ftl;
+}
+
+/* Write n random single pages (and now and then a trim of a few), all
+ * over the disk, recording each page's version in model.
+ */
+static void
+workload (struct ftl *ftl, uint64_t *model, uint64_t *version,
+          uint64_t *rng, unsigned n)
+{
+  uint8_t page[PS];
+
+  for (unsigned i = 0; i < n; i++) {
+    uint64_t l = unit_rnd (rng) % LP;
+    if (unit_rnd (rng) % 10 == 0) {
+      uint64_t k = MIN (1 + unit_rnd (rng) % 4, LP - l);
+      ck_assert_int_eq (ftl_trim (ftl, k * PS, l * PS, 0), 0);
+      for (uint64_t j = 0; j < k; j++)
+        model[l + j] = 0;
+      continue;
+    }
+    unit_fill_page (page, PS, l, *version);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, l * PS, 0), 0);
+    model[l] = (*version)++;
+  }
+}
+
+static void
+verify (struct ftl *ftl, const uint64_t *model, const char *what)
+{
+  uint8_t page[PS];
+
+  for (uint64_t l = 0; l < LP; l++) {
+    uint64_t lpn = l, v = 0;
+    int e = ftl_read (ftl, page, PS, l * PS);
+    ck_assert_msg (e == 0, "%s: reading page %" PRIu64 ": %s", what, l,
+                   strerror (-e));
+    int k = unit_page_identify (page, PS, &lpn, &v);
+    ck_assert_msg (k >= 0 && lpn == l && v == model[l],
+                   "%s: page %" PRIu64 " reads as page %" PRIu64
+                   " version %" PRIu64 ", not version %" PRIu64, what, l,
+                   lpn, v, model[l]);
+  }
+}
+
+/* Every page reads back through a cache of two groups of twelve, across
+ * checkpoints, a clean close and a kill; the counters show the misses,
+ * the evictions and the translation pages written; memory stays within
+ * the cache.
+ */
+START_TEST (test_paged_roundtrip)
+{
+  struct ftl *ftl = open_paged (SIZE, CACHE, 25);
+  uint64_t *model = calloc (LP, sizeof *model);
+  uint64_t version = 1, rng = 7;
+
+  ck_assert (ftl->pm.on);
+  ck_assert_uint_eq (ftl->pm.limit, 2);
+  workload (ftl, model, &version, &rng, 6000);
+  verify (ftl, model, "paged, open");
+  ck_assert_uint_gt (pmap_ctr (ftl, PMAP_MISSES), 100);
+  ck_assert_uint_gt (pmap_ctr (ftl, PMAP_EVICTIONS), 100);
+  ck_assert_uint_gt (pmap_ctr (ftl, PMAP_WRITEBACKS), 10);
+  /* Each checkpoint wrote the translation pages of the groups dirtied
+   * since the last.
+   */
+  ck_assert_uint_gt (ctr_get (ftl, FTL_CTR_CKPTS), 100);
+  ck_assert_uint_ge (ftl->pm.program_pages, ctr_get (ftl, FTL_CTR_CKPTS) - 2);
+  /* Resident groups: the cache, and the few that a checkpoint due
+   * makes wait (dirty ones are never evicted).
+   */
+  ck_assert_uint_le (ftl->pm.resident, GROUPS);
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  ftl = open_paged (0, CACHE, 0);
+  ck_assert (ftl->pm.on);
+  verify (ftl, model, "after a clean close");
+  ck_assert_uint_le (__atomic_load_n (&ftl->pm.resident, __ATOMIC_RELAXED),
+                     ftl->pm.limit);
+  workload (ftl, model, &version, &rng, 3000);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  open_abandon (ftl);
+
+  ftl = open_paged (0, CACHE, 0);
+  verify (ftl, model, "after a kill");
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  free (model);
+}
+END_TEST
+
+/* Kill after every round of writes, flushed or not: what was flushed
+ * reads back (the rounds here flush before each kill), over many
+ * checkpoints and GC moving translation pages.
+ */
+START_TEST (test_paged_kills)
+{
+  struct ftl *ftl = open_paged (SIZE, 3 * PMAP_GROUP_BYTES, 12);
+  uint64_t *model = calloc (LP, sizeof *model);
+  uint64_t version = 1, rng = 99;
+  uint64_t moved = 0;
+
+  for (int round = 0; round < 6; round++) {
+    workload (ftl, model, &version, &rng, 4000);
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+    moved += ctr_get (ftl, FTL_CTR_GC_COPIED);
+    open_abandon (ftl);
+    ftl = open_paged (0, 3 * PMAP_GROUP_BYTES, 0);
+    verify (ftl, model, "after a kill");
+    ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  }
+  ck_assert_uint_gt (moved, 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  free (model);
+}
+END_TEST
+
+/* The choice at creation: a cache below the whole map makes a paged
+ * image; the default keeps a small disk's map whole; an image made
+ * whole refuses a cache below its map; a paged one takes any.
+ */
+START_TEST (test_paged_choice)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = SIZE, .page_size = PS, .log = unit_log,
+    .io = unit_nosync_io (),
+  };
+  struct ftl *ftl;
+  char err[256];
+
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  ck_assert (!ftl->pm.on);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  o.map_cache_bytes = CACHE;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -EINVAL);
+  ck_assert_msg (strstr (err, "without a paged map") != NULL, "%s", err);
+  unit_dir_clean ();
+
+  ftl = open_paged (SIZE, CACHE, 0);
+  ck_assert (ftl->pm.on);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  /* A paged image opened with a cache as large as its map. */
+  ftl = open_paged (0, 100 * CACHE, 0);
+  ck_assert (ftl->pm.on);
+  ck_assert_uint_eq (ftl->pm.limit, GROUPS);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl_default_map_cache (SIZE, PS);
+  ck_assert_uint_eq (ftl_default_map_cache (SIZE, PS),
+                     (uint64_t) GROUPS * PMAP_GROUP_BYTES);
+  ck_assert_uint_eq (ftl_default_map_cache (UINT64_C (8) << 40, PS),
+                     FTL_MAX_DEFAULT_MAP_CACHE);
+}
+END_TEST
+
+static Suite *
+suite (void)
+{
+  Suite *s = suite_create ("pmap");
+  TCase *tc = tcase_create ("paged map");
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_add_checked_fixture (tc, setup, NULL);
+  tcase_set_timeout (tc, 120);
+  tcase_add_test (tc, test_paged_roundtrip);
+  tcase_add_test (tc, test_paged_kills);
+  tcase_add_test (tc, test_paged_choice);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr;
+  int failed;
+
+  sr = srunner_create (suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
