@@ -410,7 +410,7 @@ extern uint64_t ftl_default_write_cache (uint64_t logical_bytes);
  * FTL_MAX_DEFAULT_MAP_CACHE.  A disk whose map is larger gets a paged
  * map.
  */
-#define FTL_MAX_DEFAULT_MAP_CACHE  (UINT64_C (512) << 20)
+#define FTL_MAX_DEFAULT_MAP_CACHE  (UINT64_C (256) << 20)
 extern uint64_t ftl_default_map_cache (uint64_t logical_bytes,
                                        uint32_t page_size);
 

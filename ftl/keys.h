@@ -91,7 +91,7 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "write-cache=<SIZE>             Volatile write cache (default 1/1024 of the disk,\n" \
   "                               1M to 64M; 0 = every write reaches the image).\n" \
   "map-cache=<SIZE>               Memory for the map (default: all of it, at most\n" \
-  "                               512M); less makes a new image's map paged.\n" \
+  "                               256M); less makes a new image's map paged.\n" \
   "write-cache-bypass=<SIZE>      Writes of whole pages this large or larger go\n" \
   "                               straight to the image (default 128K, 0 = never).\n" \
   "timing=<BOOL>                  NAND timing model (default false).\n" \

@@ -11,7 +11,8 @@
  * open-addressing table from LPN to slot, a free list and a dirty list
  * ordered by last write (oldest first).  A logical page hashes to one
  * shard, so writers of different pages rarely meet on a lock.  One bit
- * per logical page (bits[]) says "maybe here": a reader whose bit is
+ * per logical page (bits[]; on a large disk a counting filter, so that
+ * memory follows the cache) says "maybe here": a reader whose bit is
  * clear goes to the log without taking any lock.
  *
  * A slot in use is in exactly one state:
@@ -79,25 +80,78 @@ table_home (const struct cache_shard *s, uint64_t lpn)
   return (hash_lpn (lpn) >> 17) & s->tmask;
 }
 
+/* "Maybe here": a bit per logical page while that costs at most
+ * CACHE_BITS_MAX pages' worth (512 KiB: a 128 GiB disk); beyond, so
+ * that its memory follows the cache and not the capacity, a counting
+ * filter: a counter per hash of FILTER_SHIFT-aligned runs of pages, 64
+ * counters per slot (a page not cached finds a counter of 0 but for 1
+ * in 64 or so, which costs it a look in its shard).
+ */
+#define CACHE_BITS_MAX (UINT64_C (1) << 22)
+#define FILTER_SHIFT 3
+#define FILTER_PER_SLOT 64
+
+static inline uint16_t *
+filter_of (struct cache *c, uint64_t lpn)
+{
+  return &c->filter[hash_lpn (lpn >> FILTER_SHIFT) >> 32 & c->filter_mask];
+}
+
 static inline bool
 bit_test (struct cache *c, uint64_t lpn)
 {
-  return __atomic_load_n (&c->bits[lpn / 64], __ATOMIC_ACQUIRE)
-    & (UINT64_C (1) << (lpn % 64));
+  if (c->bits)
+    return __atomic_load_n (&c->bits[lpn / 64], __ATOMIC_ACQUIRE)
+      & (UINT64_C (1) << (lpn % 64));
+  return __atomic_load_n (filter_of (c, lpn), __ATOMIC_ACQUIRE) != 0;
 }
 
 static inline void
 bit_set (struct cache *c, uint64_t lpn)
 {
-  __atomic_fetch_or (&c->bits[lpn / 64], UINT64_C (1) << (lpn % 64),
-                     __ATOMIC_RELEASE);
+  if (c->bits)
+    __atomic_fetch_or (&c->bits[lpn / 64], UINT64_C (1) << (lpn % 64),
+                       __ATOMIC_RELEASE);
+  else
+    __atomic_fetch_add (filter_of (c, lpn), 1, __ATOMIC_RELEASE);
 }
 
 static inline void
 bit_clear (struct cache *c, uint64_t lpn)
 {
-  __atomic_fetch_and (&c->bits[lpn / 64], ~(UINT64_C (1) << (lpn % 64)),
-                      __ATOMIC_RELEASE);
+  if (c->bits)
+    __atomic_fetch_and (&c->bits[lpn / 64], ~(UINT64_C (1) << (lpn % 64)),
+                        __ATOMIC_RELEASE);
+  else {
+    uint16_t v = __atomic_fetch_sub (filter_of (c, lpn), 1,
+                                     __ATOMIC_RELEASE);
+    assert (v > 0);
+    (void) v;
+  }
+}
+
+/* The bits of [lpn, lpn + span) (span <= 64 - lpn % 64), shifted down
+ * to bit 0: with the filter, a run's pages all look present if any of
+ * its counters is set.
+ */
+static inline uint64_t
+bits_of (struct cache *c, uint64_t lpn, uint64_t span)
+{
+  uint64_t w = 0;
+
+  if (c->bits)
+    w = __atomic_load_n (&c->bits[lpn / 64], __ATOMIC_ACQUIRE) >> (lpn % 64);
+  else
+    for (uint64_t i = 0; i < span; ) {
+      uint64_t run = MIN (span - i, (UINT64_C (1) << FILTER_SHIFT)
+                          - ((lpn + i) & ((UINT64_C (1) << FILTER_SHIFT) - 1)));
+      if (__atomic_load_n (filter_of (c, lpn + i), __ATOMIC_ACQUIRE))
+        w |= ((UINT64_C (1) << run) - 1) << i;
+      i += run;
+    }
+  if (span < 64)
+    w &= (UINT64_C (1) << span) - 1;
+  return w;
 }
 
 int
@@ -131,10 +185,18 @@ cache_init (struct ftl *ftl, uint64_t bytes)
   c->prev = malloc (c->nslots * sizeof *c->prev);
   c->next = malloc (c->nslots * sizeof *c->next);
   c->flags = calloc (c->nslots, 1);
-  c->bits = calloc (DIV_ROUND_UP (ftl->logical_pages, 64), sizeof *c->bits);
+  if (ftl->logical_pages <= CACHE_BITS_MAX * 8)
+    c->bits = calloc (DIV_ROUND_UP (ftl->logical_pages, 64), sizeof *c->bits);
+  else {
+    uint64_t n = 1;
+    while (n < (uint64_t) c->nslots * FILTER_PER_SLOT)
+      n <<= 1;
+    c->filter = calloc (n, sizeof *c->filter);
+    c->filter_mask = n - 1;
+  }
   c->shard = calloc (ns, sizeof *c->shard);
-  if (!c->lpn || !c->ver || !c->prev || !c->next || !c->flags || !c->bits ||
-      !c->shard)
+  if (!c->lpn || !c->ver || !c->prev || !c->next || !c->flags ||
+      (!c->bits && !c->filter) || !c->shard)
     return -ENOMEM;
   for (unsigned i = 0; i < ns; i++) {
     struct cache_shard *s = &c->shard[i];
@@ -191,6 +253,9 @@ cache_free (struct ftl *ftl)
   free (c->next);
   free (c->flags);
   free (c->bits);
+  free (c->filter);
+  c->bits = NULL;
+  c->filter = NULL;
   free (c->shard);
   memset (c, 0, sizeof *c);
 }
@@ -439,12 +504,8 @@ cache_absent_run (struct ftl *ftl, uint64_t lpn, uint64_t n)
     return n;
   while (i < n) {
     uint64_t l = lpn + i;
-    /* The bits of [l, l + n - i) in l's word, shifted down to bit 0. */
-    uint64_t w = __atomic_load_n (&c->bits[l / 64], __ATOMIC_ACQUIRE)
-      >> (l % 64);
     uint64_t span = MIN (64 - l % 64, n - i);
-    if (span < 64)
-      w &= (UINT64_C (1) << span) - 1;
+    uint64_t w = bits_of (c, l, span);
     if (w)
       return i + __builtin_ctzll (w);
     i += span;
@@ -495,8 +556,7 @@ cache_drop (struct ftl *ftl, uint64_t first, uint64_t end)
   if (__atomic_load_n (&c->filling, __ATOMIC_SEQ_CST) != 0)
     return cache_supersede (ftl, first, end);
   for (uint64_t lpn = first; lpn < end; lpn++) {
-    if (lpn % 64 == 0 && end - lpn >= 64 &&
-        __atomic_load_n (&c->bits[lpn / 64], __ATOMIC_ACQUIRE) == 0) {
+    if (lpn % 64 == 0 && end - lpn >= 64 && bits_of (c, lpn, 64) == 0) {
       lpn += 63;
       continue;
     }

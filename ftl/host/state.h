@@ -35,7 +35,13 @@ struct cache {
   uint64_t *lpn, *ver;          /* per slot */
   uint32_t *prev, *next;        /* per slot: dirty list or free list */
   uint8_t *flags;               /* per slot: SLOT_DIRTY or SLOT_FLIGHT */
-  uint64_t *bits;               /* per logical page: maybe cached */
+  uint64_t *bits;               /* per logical page: maybe cached (a
+                                 * disk of at most CACHE_BITS_MAX
+                                 * pages); or NULL and: */
+  uint16_t *filter;             /* per hash of 8 consecutive logical
+                                 * pages: how many of them are cached
+                                 * (mask + 1 counters) */
+  uint64_t filter_mask;
   unsigned filling;             /* atomic: partial writes that missed,
                                  * reading the log's version of their
                                  * page before its bit is set (see

@@ -78,11 +78,11 @@ uint64_t
 pmap_memory (uint64_t logical_pages, uint32_t blocks, uint64_t cache)
 {
   /* The cache and the checks beside it, its copies in a checkpoint
-   * (up to half of it dirty, a translation page per group), and the
-   * arrays per group and per block.
+   * (up to a quarter of it dirty, a translation page per group), and
+   * the arrays per group and per block.
    */
   uint64_t groups = fmt_map_groups (logical_pages);
-  return 2 * cache + cache / PMAP_GROUP_BYTES / 2 * FTL_TP_BYTES
+  return 2 * cache + cache / PMAP_GROUP_BYTES / 4 * FTL_TP_BYTES
     + groups * (4 + 1 + 4 + 8 + 8 + 8 + 8) + (uint64_t) blocks * 4;
 }
 
@@ -127,10 +127,11 @@ pmap_init (struct ftl *ftl)
   if (pm->limit == 0)
     pm->limit = 1;
   pm->limit = MIN (pm->limit, groups);
-  /* Half the cache may be dirty: a checkpoint then writes them back,
-   * while the other half keeps serving.
+  /* A quarter of the cache may be dirty: a checkpoint then writes
+   * them back (copying them first: that much memory again, at most),
+   * while the rest keeps serving.
    */
-  pm->dirty_limit = MAX (pm->limit / 2, 1);
+  pm->dirty_limit = MAX (pm->limit / 4, 1);
   ftl->mapf.kind = FRONTIER_MAP;
   ftl->mapf.block = FTL_NO_BLOCK;
   return 0;

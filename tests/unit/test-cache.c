@@ -390,6 +390,59 @@ START_TEST (test_absent_runs)
 }
 END_TEST
 
+/* A disk too large for a bit per page (over 128 GiB) gets a counting
+ * filter whose size follows the cache: cached pages are found, reads of
+ * the rest go to the log, trims drop them, a flush empties it, and the
+ * counters all return to 0.
+ */
+START_TEST (test_filter_large_disk)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = UINT64_C (512) << 30, .page_size = PS,
+    .log = unit_log, .io = unit_nosync_io (),
+    .write_cache_bytes = 64 * PS, .write_cache_bypass = 0,
+    .manual_background = true,
+  };
+  struct ftl *ftl;
+  char err[256];
+  uint8_t buf[4 * PS];
+  uint64_t lp = o.logical_bytes / PS, rng = 5;
+  uint64_t lpns[40];
+
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  ck_assert (ftl->cache.bits == NULL && ftl->cache.filter != NULL);
+  ck_assert_uint_le (ftl->cache.filter_mask + 1,
+                     2 * (uint64_t) ftl->cache.nslots * 64);
+  ck_assert_uint_eq (cache_absent_run (ftl, 0, 1 << 20), 1 << 20);
+  for (int i = 0; i < 40; i++) {
+    lpns[i] = unit_rnd (&rng) % (lp - 4);
+    write_page (ftl, lpns[i], 7, 0);
+    ck_assert (cache_holds (ftl, lpns[i]));
+    ck_assert_uint_eq (cache_absent_run (ftl, lpns[i], 1), 0);
+  }
+  for (int i = 0; i < 40; i++) {
+    uint64_t lpn = lpns[i], v = 0;
+    ck_assert_int_eq (ftl_read (ftl, buf, PS, lpns[i] * PS), 0);
+    ck_assert_int_ge (unit_page_identify (buf, PS, &lpn, &v), 0);
+    ck_assert_uint_eq (lpn, lpns[i]);
+    ck_assert_uint_eq (v, 7);
+    /* Its neighbours were never written: zeros (from the log). */
+    ck_assert_int_eq (ftl_read (ftl, buf, 4 * PS, (lpns[i] + 1) * PS), 0);
+    for (int k = 0; k < 4; k++)
+      if (lpns[i] + 1 + k != lpns[(i + 1) % 40])
+        ck_assert_int_eq (unit_page_identify (buf + k * PS, PS, &lpn, &v),
+                          0);
+  }
+  ck_assert_int_eq (ftl_trim (ftl, PS, lpns[0] * PS, 0), 0);
+  ck_assert (!cache_holds (ftl, lpns[0]) || lpns[0] / 8 == lpns[1] / 8);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  for (uint64_t k = 0; k <= ftl->cache.filter_mask; k++)
+    ck_assert_uint_eq (ftl->cache.filter[k], 0);
+  ck_assert_int_eq (ftl_read (ftl, buf, PS, lpns[1] * PS), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 START_TEST (test_bad_sizes)
 {
   struct ftl_options o = {
@@ -743,6 +796,7 @@ cache_suite (void)
   tcase_add_test (tc, test_extents_see_cached_pages);
   tcase_add_test (tc, test_absent_runs);
   tcase_add_test (tc, test_bad_sizes);
+  tcase_add_test (tc, test_filter_large_disk);
   tcase_add_test (tc, test_power_cut);
   tcase_add_test (tc, test_bypass_supersedes);
   tcase_add_test (tc, test_bypass_race);

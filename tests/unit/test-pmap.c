@@ -205,6 +205,34 @@ START_TEST (test_paged_choice)
 }
 END_TEST
 
+/* A default cache shrinks to what memory allows, and says so; one that
+ * map-cache= gives is refused if it does not fit, naming the memory.
+ */
+START_TEST (test_paged_fit)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = UINT64_C (2) << 40, .page_size = PS,
+    .log = unit_log, .io = unit_nosync_io (),
+    .memory_limit = UINT64_C (700) << 20,
+  };
+  struct ftl *ftl;
+  char err[256];
+
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  ck_assert (ftl->pm.on);
+  ck_assert_uint_lt (ftl->pm.limit * PMAP_GROUP_BYTES,
+                     FTL_MAX_DEFAULT_MAP_CACHE);
+  ck_assert_uint_ge (ftl->pm.limit, 16);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  o.logical_bytes = 0;
+  o.map_cache_bytes = UINT64_C (1) << 30;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), -ENOMEM);
+  ck_assert_msg (strstr (err, "with a map cache of 1 GiB needs") != NULL &&
+                 strstr (err, "memory_limit allows 700 MiB") != NULL, "%s",
+                 err);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -216,6 +244,7 @@ suite (void)
   tcase_add_test (tc, test_paged_roundtrip);
   tcase_add_test (tc, test_paged_kills);
   tcase_add_test (tc, test_paged_choice);
+  tcase_add_test (tc, test_paged_fit);
   suite_add_tcase (s, tc);
   return s;
 }
