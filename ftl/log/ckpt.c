@@ -444,6 +444,12 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
     r = write_tps (ftl, &tp, h.seq, body);
     if (r < 0)
       goto out;
+    /* The directory and the valid counts of a disk that holds little
+     * data are mostly zeros: as holes of the file, like a map's.
+     */
+    for (uint64_t i = 1; i < chunks; i++)
+      nonzero[i] = !all_zero (buf + i * FTL_CKPT_CHUNK,
+                              MIN (FTL_CKPT_CHUNK, bytes - i * FTL_CKPT_CHUNK));
   }
 
   /* 2. What it maps is durable. */

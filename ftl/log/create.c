@@ -180,9 +180,12 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
                            + (uint64_t) b * FTL_CKPT_BLOCK_BYTES);
   }
   nonzero[0] = 1;
+  /* A paged body is all zeros but for its header: a free block's entry
+   * (erase count 0) is zeros too.
+   */
   for (uint64_t i = (FTL_CKPT_HDR_BYTES + blocks_at)
          / FTL_CKPT_CHUNK; i < chunks; i++)
-    nonzero[i] = 1;
+    nonzero[i] = i == 0 || !h.paged;
   h.body_checksum = fmt_checksum_sparse (ck + FTL_CKPT_HDR_BYTES,
                                          h.body_bytes, FTL_CKPT_HDR_BYTES,
                                          FTL_CKPT_CHUNK, nonzero);

@@ -233,6 +233,65 @@ START_TEST (test_paged_fit)
 }
 END_TEST
 
+/* In the timing model a map miss costs a NAND read: QD1 reads spread
+ * over more groups than the cache holds take one read more each than
+ * reads within one group (a DRAM-less drive's random reads beyond what
+ * its host memory buffer covers).
+ */
+START_TEST (test_paged_miss_timing)
+{
+  const uint64_t read_ns = 2000000;
+  struct ftl_options o = {
+    .path = path, .logical_bytes = SIZE, .page_size = PS,
+    .pages_per_block = 64, .log = unit_log, .io = unit_nosync_io (),
+    .map_cache_bytes = 4 * PMAP_GROUP_BYTES,
+    .timing = {
+      .enabled = true, .channels = 1, .dies = 1, .planes = 1,
+      .read_ns = read_ns,
+    },
+  };
+  struct ftl *ftl;
+  char err[256];
+  uint8_t page[PS];
+
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  for (uint64_t g = 0; g < GROUPS; g++) {
+    unit_fill_page (page, PS, g * FTL_TP_ENTRIES, 1);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, g * FTL_TP_ENTRIES * PS, 0),
+                      0);
+  }
+  for (uint64_t l = 1; l < 8; l++) {
+    unit_fill_page (page, PS, l, 1);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, l * PS, 0), 0);
+  }
+  ck_assert_int_eq (ckpt_write (ftl, false), 0);
+
+  /* Within group 0: hits. */
+  double t = unit_now ();
+  for (int r = 0; r < 3; r++)
+    for (uint64_t l = 0; l < 8; l++)
+      ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+  double hit = (unit_now () - t) / 24;
+  /* One page of each group in turn: every read misses. */
+  uint64_t misses = pmap_ctr (ftl, PMAP_MISSES);
+  t = unit_now ();
+  for (int r = 0; r < 2; r++)
+    for (uint64_t g = 0; g < GROUPS; g++)
+      ck_assert_int_eq (ftl_read (ftl, page, PS, g * FTL_TP_ENTRIES * PS),
+                        0);
+  double miss = (unit_now () - t) / (2 * GROUPS);
+  ck_assert_uint_ge (pmap_ctr (ftl, PMAP_MISSES) - misses, 2 * GROUPS - 4);
+  fprintf (stderr, "QD1 read: %.2f ms within the cache, %.2f ms on a miss "
+           "(a NAND read is %.2f ms)\n", hit * 1e3, miss * 1e3,
+           read_ns / 1e6);
+  ck_assert_msg (miss - hit >= 0.7 * read_ns / 1e9 &&
+                 miss - hit <= 1.6 * read_ns / 1e9,
+                 "a miss costs %.2f ms more, not about one read (%.2f ms)",
+                 (miss - hit) * 1e3, read_ns / 1e6);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -245,6 +304,7 @@ suite (void)
   tcase_add_test (tc, test_paged_kills);
   tcase_add_test (tc, test_paged_choice);
   tcase_add_test (tc, test_paged_fit);
+  tcase_add_test (tc, test_paged_miss_timing);
   suite_add_tcase (s, tc);
   return s;
 }
