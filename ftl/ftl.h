@@ -661,6 +661,8 @@ struct ftl_stats {
   uint32_t erase_min, erase_max;
   double erase_mean;
   double waf;                   /* media_program_pages / host_write_pages */
+  double waf_data;              /* the same without the map's translation
+                                 * pages (map.program_pages) */
   enum ftl_gc_policy gc_policy;
   enum ftl_gc_mode gc_mode;
   struct {
@@ -733,8 +735,9 @@ struct ftl_stats {
     uint64_t writebacks;        /* translation pages that checkpoints
                                  * wrote */
     uint64_t read_pages;        /* translation pages read */
-    uint64_t program_pages;     /* translation pages programmed (in
-                                 * media program counts too) */
+    uint64_t program_pages;     /* translation pages programmed since
+                                 * the image was made (in media program
+                                 * counts too) */
   } map;
   struct ftl_health health;
 };

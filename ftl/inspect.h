@@ -104,8 +104,19 @@ struct ftl_image_info {
   uint32_t retired_count;       /* ... of retired blocks */
   uint64_t mapped_count;        /* ... of mapped logical pages */
   bool worn_out;                /* too few erase blocks left to write */
+  uint64_t map_pages;           /* a paged map: groups that have a
+                                 * translation page (sb.flags has
+                                 * FTL_SB_PAGED) */
 };
 extern void ftl_inspect_image (struct ftl *ftl, struct ftl_image_info *ii);
+
+/* A paged map's translation page of group g (FTL_TP_ENTRIES logical
+ * pages from g * FTL_TP_ENTRIES): where the map has it now (*ppn,
+ * FTL_UNMAPPED if none) and its version.  -EINVAL if the map is not
+ * paged or g is beyond it.
+ */
+extern int ftl_inspect_map_page (struct ftl *ftl, uint64_t g, uint32_t *ppn,
+                                 uint64_t *version);
 
 /* The newest checkpoint: the one recovery started from, or the last
  * written since; its generation and slot.  While the handle serves,

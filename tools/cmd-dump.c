@@ -67,6 +67,20 @@ struct image {
 };
 
 /* Whether the data at ppn is the current version of its logical page. */
+/* Is ppn the translation page that the map has now for its group? */
+static const char *
+tp_status (const struct image *im, const struct ftl_oob *o, uint32_t ppn)
+{
+  uint32_t now;
+  uint64_t version;
+
+  if (ftl_inspect_map_page (im->ftl, o->lpn, &now, &version) < 0)
+    return "not a group of this map";
+  if (now == ppn)
+    return "live: the map's";
+  return "stale: the map's is elsewhere";
+}
+
 static const char *
 map_status (const struct image *im, const struct ftl_oob *o, uint32_t ppn)
 {
@@ -153,6 +167,16 @@ dump_page (const struct image *im, uint64_t ppn64, bool hex)
       printf ("  kind:             data\n"
               "  logical page:     %u (%s)\n", o.lpn,
               map_status (im, &o, ppn));
+    else if (o.kind == FTL_OOB_MAP)
+      printf ("  kind:             translation page\n"
+              "  logical pages:    %" PRIu64 "..%" PRIu64 " (%s)\n",
+              (uint64_t) o.lpn * FTL_TP_ENTRIES,
+              (uint64_t) (o.lpn + 1) * FTL_TP_ENTRIES - 1,
+              tp_status (im, &o, ppn));
+    else if (o.kind == FTL_OOB_POISON)
+      printf ("  kind:             lost data\n"
+              "  logical page:     %u (%s)\n", o.lpn,
+              map_status (im, &o, ppn));
     else
       printf ("  kind:             trim records (%u)\n", o.trim_entries);
     if (o.slc)
@@ -170,6 +194,14 @@ dump_page (const struct image *im, uint64_t ppn64, bool hex)
               "%016" PRIx64 ")\n", o.data_checksum, sum);
     if (o.kind == FTL_OOB_TRIM && sum == o.data_checksum)
       print_trim_records (im, data);
+    if (o.kind == FTL_OOB_MAP && sum == o.data_checksum) {
+      uint32_t mapped = 0;
+      for (uint32_t i = 0; i < FTL_TP_ENTRIES; i++)
+        mapped += data[4 * i] | data[4 * i + 1] | data[4 * i + 2]
+          | data[4 * i + 3] ? 1 : 0;
+      printf ("  entries:          %u of %u mapped\n", mapped,
+              FTL_TP_ENTRIES);
+    }
   }
   if (hex)
     hex_dump (data, im->g.page_size);
@@ -215,6 +247,9 @@ print_block_page (const struct image *im, const struct ftl_block_info *bi,
   if (o->kind == FTL_OOB_DATA)
     printf ("  page %5u  data  lpn %-10u seq %-12" PRIu64 " %s", p, o->lpn,
             o->seq, map_status (im, o, ppn));
+  else if (o->kind == FTL_OOB_MAP)
+    printf ("  page %5u  map   group %-8u seq %-12" PRIu64 " %s", p, o->lpn,
+            o->seq, tp_status (im, o, ppn));
   else
     printf ("  page %5u  trim  %-3u records     seq %-12" PRIu64, p, o->lpn,
             o->seq);

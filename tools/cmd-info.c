@@ -142,6 +142,19 @@ print_text (const struct info *in)
          in->ii.blocks_in_state[FTL_BLK_FREE], in->ii.blocks_in_state[FTL_BLK_OPEN],
          in->ii.blocks_in_state[FTL_BLK_FULL], in->ii.blocks_in_state[FTL_BLK_RETIRED]);
 
+  printf ("\nmap:\n");
+  if (st->map.paged) {
+    field ("  paged", "yes: %" PRIu64 " translation pages of %u entries "
+           "in the log\n", in->ii.map_pages, FTL_TP_ENTRIES);
+    field ("  cache", "%" PRIu64 " bytes in this open (map-cache=; %" PRIu64 " groups)\n",
+           st->map.cache_bytes, st->map.cache_bytes / FTL_TP_BYTES);
+    field ("  programmed", "%" PRIu64 " translation pages since the image "
+           "was made\n", st->map.program_pages);
+  }
+  else
+    field ("  paged", "no: the whole map is in memory (%" PRIu64
+           " bytes)\n", st->map.cache_bytes);
+
   printf ("\nwear:\n");
   field ("  erase count", "min %u, mean %.2f, max %u\n",
          st->erase_min, st->erase_mean, st->erase_max);
@@ -181,7 +194,8 @@ print_text (const struct info *in)
          st->gc_runs, st->gc_background_runs);
   field ("  wl moved pages", "%" PRIu64 "\n", st->wl_moved_pages);
   field ("  checkpoints", "%" PRIu64 "\n", st->checkpoints);
-  field ("  waf", "%.4f\n", st->waf);
+  field ("  waf", "%.4f (%.4f without the map's pages)\n", st->waf,
+         st->waf_data);
 
   printf ("\nmedia errors (see the plugin's errors=):\n");
   field ("  corrected bits", "%" PRIu64 "\n", st->media_corrected_bits);

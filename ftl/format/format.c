@@ -517,7 +517,7 @@ fmt_ckpt_pmapped_offset (uint64_t logical_pages, uint32_t blocks)
 uint64_t
 fmt_ckpt_pbody_bytes (uint64_t logical_pages, uint32_t blocks)
 {
-  return fmt_ckpt_pmapped_offset (logical_pages, blocks) + 8;
+  return fmt_ckpt_pmapped_offset (logical_pages, blocks) + 16;
 }
 
 uint64_t

@@ -400,9 +400,11 @@ extern uint64_t fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
  *   block table  as above
  *   valid        4 bytes per erase block: its valid data pages
  *   mapped       8 bytes: logical pages with a mapping
+ *   map programs 8 bytes: translation pages programmed since the image
+ *                was made (in the program count too)
  *
  * (fmt_ckpt_pbody_bytes; the offsets of a block's entry, of its valid
- * count and of the mapped count.)
+ * count and of the mapped count, which the map programs follow.)
  */
 extern uint64_t fmt_map_groups (uint64_t logical_pages);
 extern uint64_t fmt_ckpt_pbody_bytes (uint64_t logical_pages,

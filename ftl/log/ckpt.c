@@ -172,6 +172,11 @@ snapshot_paged (struct ftl *ftl, uint8_t *body, struct tp_batch *tp)
   pthread_mutex_unlock (&ftl->pm.lock);
   put64le (body + fmt_ckpt_pmapped_offset (ftl->logical_pages, ftl->blocks),
            __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED));
+  /* Programs so far, and those of this checkpoint's pages (counted in
+   * the program count of its header, taken in this snapshot too).
+   */
+  put64le (body + fmt_ckpt_pmapped_offset (ftl->logical_pages, ftl->blocks)
+           + 8, __atomic_load_n (&ftl->pm.program_pages, __ATOMIC_RELAXED));
   return 0;
 }
 

@@ -242,6 +242,8 @@ apply_pbody (struct ftl *ftl, const struct ftl_ckpt_header *h,
   }
   ftl->mapped = get64le (body->p + fmt_ckpt_pmapped_offset
                          (ftl->logical_pages, ftl->blocks));
+  ftl->pm.program_pages = get64le (body->p + fmt_ckpt_pmapped_offset
+                                   (ftl->logical_pages, ftl->blocks) + 8);
   if (ftl->mapped > ftl->logical_pages) {
     snprintf (errbuf, errlen, "checkpoint: %" PRIu64 " logical pages "
               "mapped, more than the disk has", ftl->mapped);

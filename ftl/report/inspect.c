@@ -50,6 +50,25 @@ handle_image (struct ftl *ftl, struct ftl_image_info *ii)
   ii->free_pool = ftl->nfree;
   ii->retired_count = ftl->wl.retired;
   pthread_mutex_unlock (&ftl->alloc_lock);
+  if (ftl->pm.on) {
+    pthread_mutex_lock (&ftl->pm.lock);
+    for (uint64_t g = 0; g < ftl->pm.groups; g++)
+      ii->map_pages += ftl->pm.dir[g] != 0;
+    pthread_mutex_unlock (&ftl->pm.lock);
+  }
+}
+
+int
+ftl_inspect_map_page (struct ftl *ftl, uint64_t g, uint32_t *ppn,
+                      uint64_t *version)
+{
+  if (!ftl->pm.on || g >= ftl->pm.groups)
+    return -EINVAL;
+  pthread_mutex_lock (&ftl->pm.lock);
+  *ppn = ~ftl->pm.dir[g];
+  *version = ftl->pm.dirseq[g];
+  pthread_mutex_unlock (&ftl->pm.lock);
+  return 0;
 }
 
 /* The newest checkpoint, which ckpt.c changes under ckpt_lock. */

@@ -139,6 +139,10 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   dl_get_stats (&ftl->dl, st);
   cache_get_stats (ftl, st);
   map_get_stats (ftl, st);
+  st->waf_data = st->host_write_pages
+    ? (double) (st->media_program_pages
+                - MIN (st->map.program_pages, st->media_program_pages))
+      / st->host_write_pages : 0.0;
   slc_get_stats (ftl, st);
   get_health (ftl, st, &st->health);
 }
@@ -507,6 +511,9 @@ render_counters (struct ftl_stat_set *s, const struct stats_view *v)
          GAUGE ("write_amplification_ratio",
                 "Write amplification: media program pages / host write "
                 "pages."));
+  fixed (s, "waf_data", st->waf_data,
+         GAUGE ("write_amplification_data_ratio",
+                "Write amplification without the map's translation pages."));
   render_health (s, &st->health);
 }
 

@@ -123,10 +123,16 @@ START_TEST (test_paged_roundtrip)
    */
   ck_assert_uint_le (ftl->pm.resident, GROUPS);
   ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  struct ftl_stats st;
+  ftl_get_stats (ftl, &st);
+  ck_assert (st.map.paged && st.map.program_pages > 0);
+  ck_assert (st.waf_data < st.waf);
   ck_assert_int_eq (ftl_close (ftl), 0);
 
   ftl = open_paged (0, CACHE, 0);
   ck_assert (ftl->pm.on);
+  /* The translation pages programmed so far come with the image. */
+  ck_assert_uint_ge (ftl->pm.program_pages, st.map.program_pages);
   verify (ftl, model, "after a clean close");
   ck_assert_uint_le (__atomic_load_n (&ftl->pm.resident, __ATOMIC_RELAXED),
                      ftl->pm.limit);
