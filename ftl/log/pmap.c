@@ -126,6 +126,7 @@ pmap_tp_moved (struct ftl *ftl, uint64_t g, uint32_t from, uint32_t to)
   if (any) {
     ref_add (ftl, to);
     ref_drop (ftl, from);
+    pmap_count (ftl, PMAP_MOVED, 1);
   }
   pthread_mutex_unlock (&pm->lock);
 }

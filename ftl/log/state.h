@@ -144,7 +144,7 @@ struct seqreg {
 #define PMAP_NO_SLOT UINT32_MAX
 
 enum pmap_counter { PMAP_HITS, PMAP_MISSES, PMAP_WRITEBACKS, PMAP_EVICTIONS,
-                    PMAP__MAX };
+                    PMAP_MOVED, PMAP__MAX };
 struct pmap_shard {
   uint64_t v[PMAP__MAX];        /* atomic */
 } __attribute__ ((aligned (64)));

@@ -157,18 +157,21 @@ START_TEST (test_paged_kills)
   struct ftl *ftl = open_paged (SIZE, 3 * PMAP_GROUP_BYTES, 12);
   uint64_t *model = calloc (LP, sizeof *model);
   uint64_t version = 1, rng = 99;
-  uint64_t moved = 0;
+  uint64_t moved = 0, tp_moved = 0;
 
   for (int round = 0; round < 6; round++) {
     workload (ftl, model, &version, &rng, 4000);
     ck_assert_int_eq (ftl_flush (ftl), 0);
     moved += ctr_get (ftl, FTL_CTR_GC_COPIED);
+    tp_moved += pmap_ctr (ftl, PMAP_MOVED);
     open_abandon (ftl);
     ftl = open_paged (0, 3 * PMAP_GROUP_BYTES, 0);
     verify (ftl, model, "after a kill");
     ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
   }
   ck_assert_uint_gt (moved, 0);
+  /* GC moved translation pages too, and recovery found their copies. */
+  ck_assert_uint_gt (tp_moved, 0);
   ck_assert_int_eq (ftl_close (ftl), 0);
   free (model);
 }
