@@ -33,8 +33,12 @@ decode (const uint8_t *buf, size_t len)
    * overflow: a reader allocates and walks it.
    */
   FUZZ_CHECK (h.logical_pages < FTL_PAGES_LIMIT);
-  FUZZ_CHECK (h.body_bytes == 4 * h.logical_pages
-              + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks);
+  FUZZ_CHECK (!h.paged || h.version >= 6);
+  FUZZ_CHECK (h.body_bytes == (h.paged
+                               ? 12 * ((h.logical_pages + 1023) / 1024)
+                               + 16 * (uint64_t) h.blocks + 16
+                               : 4 * h.logical_pages
+                               + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks));
 
   fmt_ckpt_header_encode (&h, again);
   FUZZ_CHECK (fmt_ckpt_header_decode (again, sizeof again, &h2)
@@ -45,14 +49,16 @@ decode (const uint8_t *buf, size_t len)
               h.logical_pages == h2.logical_pages &&
               h.blocks == h2.blocks &&
               h.pages_per_block == h2.pages_per_block &&
-              h.clean == h2.clean);
+              h.clean == h2.clean && h.paged == h2.paged);
   for (int i = 0; i < FTL_CKPT_NCOUNTERS; i++)
     FUZZ_CHECK (h.counters[i] == h2.counters[i]);
 
   if (len - FTL_CKPT_HDR_BYTES >= h.body_bytes &&
       fmt_checksum (buf + FTL_CKPT_HDR_BYTES, h.body_bytes, 0)
       == h.body_checksum) {
-    const uint8_t *table = buf + FTL_CKPT_HDR_BYTES + 4 * h.logical_pages;
+    const uint8_t *table = buf + FTL_CKPT_HDR_BYTES
+      + (h.paged ? fmt_ckpt_pblock_offset (h.logical_pages, 0)
+         : 4 * h.logical_pages);
     for (uint32_t b = 0; b < h.blocks; b++) {
       struct ftl_ckpt_block cb;
       uint8_t enc[FTL_CKPT_BLOCK_BYTES];

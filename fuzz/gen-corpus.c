@@ -5,7 +5,8 @@
  * Creates a few small images with the FTL library (a fresh one; one
  * shut down cleanly after overwrites, trims and garbage collection; one
  * left as a crash would leave it, with log written after its last
- * checkpoint) and writes into DIR/<target>/ the structures each fuzz
+ * checkpoint; and one with a paged map, 4 KiB pages, left the same
+ * way) and writes into DIR/<target>/ the structures each fuzz
  * target reads, cut out of those images: superblock copies, checkpoint
  * slots, block headers, OOB entries, trim pages, and whole images.
  * Each seed is named after the checksum of its bytes (images differ
@@ -81,20 +82,22 @@ seed (const char *target, const uint8_t *prefix, size_t plen,
 static void
 fill (uint8_t *page, unsigned v)
 {
-  for (unsigned i = 0; i < PAGE_SIZE; i++)
+  for (unsigned i = 0; i < PAGE_SIZE * 8; i++)
     page[i] = v * 31 + i;
 }
 
 static struct ftl *
-open_image (const char *path)
+open_image (const char *path, bool paged)
 {
   struct ftl_options o = {
     .path = path,
-    .logical_bytes = LOGICAL,
-    .page_size = PAGE_SIZE,
+    .logical_bytes = paged ? LOGICAL * 8 : LOGICAL,
+    .page_size = paged ? PAGE_SIZE * 8 : PAGE_SIZE,
     .pages_per_block = PPB,
     .op_percent = OP_PERCENT,
     .streams = 1,
+    /* Less than the whole map (one translation page): paged. */
+    .map_cache_bytes = paged ? 1 : 0,
   };
   char errbuf[256];
   struct ftl *ftl;
@@ -110,22 +113,21 @@ open_image (const char *path)
  * with trims and zeros among them.
  */
 static void
-workload (struct ftl *ftl, unsigned rounds)
+workload (struct ftl *ftl, unsigned rounds, uint32_t ps)
 {
-  uint8_t page[PAGE_SIZE];
+  uint8_t page[PAGE_SIZE * 8];
   unsigned x = 1;
 
   for (unsigned r = 0; r < rounds; r++)
     for (unsigned lpn = 0; lpn < LOGICAL / PAGE_SIZE; lpn++) {
       x = x * 1103515245 + 12345;
       fill (page, x >> 16);
-      check (ftl_write (ftl, page, PAGE_SIZE, (uint64_t) lpn * PAGE_SIZE, 0),
-             "write");
+      check (ftl_write (ftl, page, ps, (uint64_t) lpn * ps, 0), "write");
       if ((x >> 8) % 11 == 0)
-        check (ftl_trim (ftl, 2 * PAGE_SIZE,
-                         (uint64_t) ((x >> 12) % 20) * PAGE_SIZE, 0), "trim");
+        check (ftl_trim (ftl, 2 * ps, (uint64_t) ((x >> 12) % 20) * ps, 0),
+               "trim");
       if ((x >> 8) % 13 == 0)
-        check (ftl_zero (ftl, PAGE_SIZE + 100, 300, 0), "zero");
+        check (ftl_zero (ftl, ps + 100, 300, 0), "zero");
       if ((x >> 8) % 5 == 0)
         check (ftl_flush (ftl), "flush");
     }
@@ -193,10 +195,12 @@ seeds_of_image (const char *path, bool with_write)
       uint8_t ps = 0;           /* 512 << 0 */
       if (all_zero (e, FTL_OOB_BYTES))
         continue;
-      if (e[2] == FTL_OOB_TRIM) {
+      if (e[2] == FTL_OOB_TRIM && sb.page_size == 512) {
         seed ("fuzz-oob", NULL, 0, e, FTL_OOB_BYTES);
         seed ("fuzz-trim", &ps, 1, page, sb.page_size);
       }
+      else if (e[2] == FTL_OOB_MAP)
+        seed ("fuzz-oob", NULL, 0, e, FTL_OOB_BYTES);
       else if (oob_seeds++ < 3)
         seed ("fuzz-oob", NULL, 0, e, FTL_OOB_BYTES);
     }
@@ -208,7 +212,7 @@ int
 main (int argc, char **argv)
 {
   char tmpl[] = "/tmp/ftl-corpus.XXXXXX";
-  char path[3][4200];
+  char path[4][4200];
   struct ftl *ftl;
 
   if (argc != 2) {
@@ -220,28 +224,35 @@ main (int argc, char **argv)
     die (outdir);
   if (!mkdtemp (tmpl))
     die ("mkdtemp");
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     snprintf (path[i], sizeof path[i], "%s/%d.img", tmpl, i);
 
   /* A fresh image. */
-  check (ftl_close (open_image (path[0])), "close");
+  check (ftl_close (open_image (path[0], false)), "close");
 
   /* Shut down cleanly after garbage collection. */
-  ftl = open_image (path[1]);
-  workload (ftl, 12);
+  ftl = open_image (path[1], false);
+  workload (ftl, 12, PAGE_SIZE);
   check (ftl_close (ftl), "close");
 
   /* A crash: log written after the last checkpoint, never closed. */
-  ftl = open_image (path[2]);
-  workload (ftl, 9);
+  ftl = open_image (path[2], false);
+  workload (ftl, 9, PAGE_SIZE);
+  check (ftl_flush (ftl), "flush");
+  open_abandon (ftl);
+
+  /* A paged map, the same way. */
+  ftl = open_image (path[3], true);
+  workload (ftl, 9, PAGE_SIZE * 8);
   check (ftl_flush (ftl), "flush");
   open_abandon (ftl);
 
   seeds_of_image (path[0], false);
   seeds_of_image (path[1], true);
   seeds_of_image (path[2], true);
+  seeds_of_image (path[3], true);
 
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 4; i++)
     unlink (path[i]);
   rmdir (tmpl);
   return 0;
