@@ -228,20 +228,21 @@ refuse "$disk" "sync: not a boolean \\(true or false\\): ''" \
 
 # A size whose map needs more memory than the process may use: named,
 # never a bare "Cannot allocate memory", and nothing written.  A map
-# that is not paged: 400 GiB in 4 KiB pages needs about 1.2 GiB (the
-# map, its checkpoint, and the checks, which ulimit -v counts); ulimit
-# -v allows 1 GiB.  A paged map (2 TiB) with the default cache opens
-# and holds its data (a default cache that does not fit shrinks:
-# unit/test-pmap); with a map-cache= of 1G it does not fit, and is
-# refused.  (A sanitizer
-# reserves terabytes of address space: not under one.)
+# that is not paged (up to 256 GiB): 200 GiB in 4 KiB pages needs about
+# 613 MiB (the map, its checkpoint, and the checks, which ulimit -v
+# counts); ulimit -v allows 512 MiB.  Under 1 GiB, a paged map (2 TiB)
+# with the default cache opens and holds its data (a default cache that
+# does not fit shrinks: unit/test-pmap); with a map-cache= of 1G it
+# does not fit, and is refused.  (A sanitizer reserves terabytes of
+# address space: not under one.)
 if [ -n "${FTL_SANITIZER_PRELOAD:-}" ]; then
     echo "SKIP (this case only): ulimit -v under a sanitizer"
 else
-    run_as=(bash -c 'ulimit -v 1048576 && exec "$@"' ulimit)
-    refuse "$tmp/huge.img" "$tmp/huge.img: size 400 GiB in 4096-byte pages needs [0-9.]+ GiB of memory \\(8 bytes per page for the map, and a checkpoint of [0-9.]+ MiB\\), but ulimit -v allows 1 GiB \\(raise page-size, or lower size\\)" \
-        file="$tmp/huge.img" size=400G
+    run_as=(bash -c 'ulimit -v 524288 && exec "$@"' ulimit)
+    refuse "$tmp/huge.img" "$tmp/huge.img: size 200 GiB in 4096-byte pages needs [0-9.]+ MiB of memory \\(8 bytes per page for the map, and a checkpoint of [0-9.]+ MiB\\), but ulimit -v allows 512 MiB \\(raise page-size, or lower size\\)" \
+        file="$tmp/huge.img" size=200G
     test ! -e "$tmp/huge.img"
+    run_as=(bash -c 'ulimit -v 1048576 && exec "$@"' ulimit)
     refuse "$tmp/huge.img" "$tmp/huge.img: size 2 TiB with a map cache of 1 GiB needs [0-9.]+ GiB of memory, but ulimit -v allows 1 GiB \\(lower map-cache, or raise page-size or pages-per-block\\)" \
         file="$tmp/huge.img" size=2T map-cache=1G
     test ! -e "$tmp/huge.img"

@@ -125,9 +125,14 @@ map_memory_check (uint64_t logical_bytes, uint32_t page_size,
   if (limit == 0)
     limit = space_memory_limit (&what);
   if (paged_cache) {
-    /* A paged map: its cache, not the capacity. */
+    /* A paged map: its cache, not the capacity.  Under ulimit -v, the
+     * threads' stacks and the allocator's arenas count too: a quarter
+     * of it is left to them (pmap_fit_cache).
+     */
     uint64_t need = pmap_memory (lpages, blocks, paged_cache) + blocks * 64
       + ckpt_bytes;
+    if (strcmp (what, "ulimit -v allows") == 0)
+      need += need / 3;
     char a[32], b[32], c[32], d[32];
     if (check_groups)
       *check_groups = UINT64_MAX;

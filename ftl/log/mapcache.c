@@ -56,10 +56,15 @@ uint64_t
 pmap_fit_cache (uint64_t logical_pages, uint32_t blocks, uint64_t ckpt_bytes,
                 uint64_t cache, uint64_t limit)
 {
-  const char *what;
+  const char *what = "";
 
   if (limit == 0)
     limit = space_memory_limit (&what);
+  /* Under ulimit -v, the threads' stacks and the allocator's arenas
+   * count too: a quarter of it is left to them.
+   */
+  if (strcmp (what, "ulimit -v allows") == 0)
+    limit -= limit / 4;
   /* What map_memory_check counts beside the cache. */
   while (cache > 16 * PMAP_GROUP_BYTES &&
          pmap_memory (logical_pages, blocks, cache) + (uint64_t) blocks * 64
