@@ -255,7 +255,9 @@ extern const char *ftl_op_name (enum ftl_op op);
  * that times it: the programs of a garbage collection that a write runs
  * are gc, not media.  The stages of a request add up to its total.
  *   QUEUE  waits for a lock another request or the checkpoint holds
- *          (the map's stripes, a log frontier, ckpt_rw)
+ *          (the map's stripes, a log frontier, ckpt_rw).  A request's
+ *          time starts in the call; the plugin does nothing before it
+ *          that waits, and nbdkit's own queue is outside its view
  *   CACHE  waits for room in the write cache (a writer whose shard is
  *          full destages a batch itself, or waits for one), or for a
  *          page being programmed from it
