@@ -99,8 +99,8 @@ ftl_stage_name (enum ftl_stage s)
 
 /* ---- histograms ---- */
 
-unsigned
-dl_hist_index (uint64_t v)
+static inline unsigned
+hist_index (uint64_t v)
 {
   unsigned e;
 
@@ -109,6 +109,22 @@ dl_hist_index (uint64_t v)
   e = log2_u64 (v);
   return (e << DL_HIST_SUB_BITS)
     | ((v >> (e - DL_HIST_SUB_BITS)) & ((1u << DL_HIST_SUB_BITS) - 1));
+}
+
+/* Has the histogram a value (its buckets until one is not 0)? */
+static bool
+hist_any (const struct dl_hist *h)
+{
+  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
+    if (__atomic_load_n (&h->b[i], __ATOMIC_RELAXED))
+      return true;
+  return false;
+}
+
+unsigned
+dl_hist_index (uint64_t v)
+{
+  return hist_index (v);
 }
 
 uint64_t
@@ -131,7 +147,7 @@ hist_add (struct dl_hist *h, uint64_t v)
 {
   uint64_t m = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
 
-  __atomic_fetch_add (&h->b[dl_hist_index (v)], 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&h->b[hist_index (v)], 1, __ATOMIC_RELAXED);
   while (v > m &&
          !__atomic_compare_exchange_n (&h->max, &m, v, true,
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -364,10 +380,7 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
     dl_hist_add (&l->mixed, us);
     for (unsigned m = tls_mask & MASK_STAGES; m; m &= m - 1) {
       unsigned i = __builtin_ctz (m);
-      /* Within the total (clock reads of one thread are monotonic;
-       * the ticks of the media's file I/O are converted, so a span
-       * may round above the rest).
-       */
+      /* Within the total (a span in converted ticks may round up). */
       uint64_t v = MIN (tls_stage[i], other);
       other -= v;
       dl_hist_add (&l->stage[i], v / 1000);
@@ -375,9 +388,6 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
     }
     if (other > 0)
       dl_hist_add (&l->stage[FTL_STAGE_OTHER], other / 1000);
-    /* (After its histograms: a snapshot that sees the flag sees them.) */
-    if (!__atomic_load_n (&l->any, __ATOMIC_RELAXED))
-      __atomic_store_n (&l->any, true, __ATOMIC_RELEASE);
   }
   else
     dl_hist_add (&sh->hist[t->op], us);
@@ -441,8 +451,6 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
                         __ATOMIC_RELAXED);
     if (total > m)
       hist_add (&l->stage[FTL_STAGE_OTHER], (total - m) / 1000);
-    if (!__atomic_load_n (&l->any, __ATOMIC_RELAXED))
-      __atomic_store_n (&l->any, true, __ATOMIC_RELEASE);
     tls_stage[FTL_STAGE_MEDIA] = 0;
     tls_mask = 0;
   }
@@ -898,10 +906,11 @@ op_stats (struct deadline *dl, unsigned op, struct ftl_latency *out)
   for (unsigned i = 0; i < FTL_SHARDS; i++) {
     const struct dl_lat *l = &dl->shards[i].lat[op];
     dl_hist_merge (h, &dl->shards[i].hist[op]);
-    /* (A request that set any has added to its histograms before:
-     * one that ends meanwhile may be half in the snapshot.)
+    /* Has a request timed a stage here (a look at the buckets, not a
+     * flag for the request path to set)?  One that ends meanwhile may
+     * be half in the snapshot: its total is in mixed first.
      */
-    bool any = __atomic_load_n (&l->any, __ATOMIC_ACQUIRE);
+    bool any = hist_any (&l->mixed);
     for (unsigned o = 0; o < DL_OCTAVES; o++)
       for (unsigned s = any ? 0 : FTL_STAGE__MAX; s <= FTL_STAGE__MAX; s++)
         split[o][s] += __atomic_load_n (&l->split[o][s], __ATOMIC_RELAXED);

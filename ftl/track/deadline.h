@@ -159,10 +159,9 @@ struct dl_lat {
   struct dl_hist mixed;         /* totals of the requests that timed a
                                  * stage (the others' are in hist: all
                                  * other) */
-  struct dl_hist stage[FTL_STAGE__MAX];   /* non-zero stage times (us) */
-  bool any;                     /* a request added to the histograms
-                                 * above (atomic): a snapshot skips them
-                                 * while it is false */
+  struct dl_hist stage[FTL_STAGE__MAX];   /* non-zero stage times (us);
+                                 * a snapshot skips them while mixed is
+                                 * empty */
 };
 
 struct dl_shard {
