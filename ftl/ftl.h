@@ -260,20 +260,22 @@ extern const char *ftl_op_name (enum ftl_op op);
  * that times it: the programs of a garbage collection that a write runs
  * are gc, not media.  The stages of a request add up to its total.
  *   QUEUE  waits for a lock another request or the checkpoint holds
- *          (the map's stripes, a log frontier, ckpt_rw)
+ *          (the map's stripes, a log frontier, ckpt_rw).  A request's
+ *          time starts in the call; the plugin does nothing before it
+ *          that waits, and nbdkit's own queue is outside its view
  *   CACHE  waits for room in the write cache (a writer whose shard is
  *          full destages a batch itself, or waits for one), or for a
  *          page being programmed from it
  *   GC     foreground garbage collection: a write that found too few
  *          free erase blocks collects before it goes on
- *   MEDIA  the modeled time of reads and programs (timing model), and
- *          waits for a slowed or stalled backing file (fault file)
+ *   MEDIA  the backing file's own reads and writes (timed with the
+ *          tick counter, util/clock.h), the modeled time of reads and
+ *          programs (timing model), and waits for a slowed or stalled
+ *          backing file (fault file)
  *   SYNC   flushes and FUA: the cache destaged, barriers, syncs,
  *          durable-point records; a checkpoint run by a request
- *   OTHER  the remainder: the copies, checksums and the backing file's
- *          own reads and writes (not timed one by one: a clock read
- *          pair per request would cost more than the rest of a cached
- *          read)
+ *   OTHER  the remainder: the copies, checksums, map lookups and
+ *          updates
  */
 enum ftl_stage {
   FTL_STAGE_QUEUE, FTL_STAGE_CACHE, FTL_STAGE_GC, FTL_STAGE_MEDIA,

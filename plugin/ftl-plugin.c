@@ -381,7 +381,7 @@ ftl_plugin_flush (void *handle, uint32_t flags)
   r = ftl_flush (ftl);
   if (r < 0)
     return fail (r);
-  stats_write ();
+  stats_flushed ();
   return 0;
 }
 

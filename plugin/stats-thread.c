@@ -31,10 +31,13 @@ struct output {
   bool failed;
 };
 
-/* lock protects everything below and serializes writes of the files;
- * cond wakes the thread early when it must stop.
+/* lock protects everything below and serializes writes of the files.
+ * wake_lock protects the thread's orders (stopping, flushed): a flush
+ * takes it for a moment, never while the files are written; cond
+ * (with wake_lock) wakes the thread early for them.
  */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond;
 
 static struct ftl *ftl;         /* NULL: no statistics */
@@ -44,7 +47,10 @@ static struct output metrics_out = { .what = "metrics" };
 static unsigned metrics_port;   /* 0: no endpoint */
 static unsigned interval;       /* seconds */
 static bool running;            /* the thread exists */
-static bool stopping;           /* the thread must exit */
+static bool stopping;           /* the thread must exit (wake_lock) */
+static bool flushed;            /* a flush since the thread last looked:
+                                 * rewrite the files (wake_lock) */
+static bool listening;          /* the thread runs (wake_lock) */
 static pthread_t thread;
 
 /* Host counters as they were when the stats file was last written. */
@@ -296,28 +302,47 @@ stats_init (struct ftl *f, const char *p, unsigned secs)
   return 0;
 }
 
+/* Every interval: the files if the disk was busy, and a timeline line.
+ * In between, woken by flushes (stats_flushed): the stats and metrics
+ * files at once, once for all the flushes that came while it wrote.
+ */
 static void *
 stats_thread (void *arg)
 {
   struct timespec deadline;
 
-  pthread_mutex_lock (&lock);
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += interval;
+  pthread_mutex_lock (&wake_lock);
   while (!stopping) {
-    clock_gettime (CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += interval;
-    while (!stopping &&
-           pthread_cond_timedwait (&cond, &lock, &deadline) != ETIMEDOUT)
-      ;
+    bool tick = false, flush;
+    while (!stopping && !flushed && !tick)
+      tick = pthread_cond_timedwait (&cond, &wake_lock, &deadline)
+        == ETIMEDOUT;
     if (stopping)
       break;
+    flush = flushed;
+    flushed = false;
+    pthread_mutex_unlock (&wake_lock);
+
+    pthread_mutex_lock (&lock);
     /* The timeline also gets the first idle interval after a busy
      * one, so that its rates fall back to zero.
      */
-    if (busy_locked (&last) ||
-        (log_out.path && (log_prev_busy || busy_locked (&log_host))))
+    if (tick && (busy_locked (&last) ||
+                 (log_out.path && (log_prev_busy ||
+                                   busy_locked (&log_host)))))
       write_locked (true);
+    else if (flush)
+      write_locked (false);
+    pthread_mutex_unlock (&lock);
+    if (tick) {
+      clock_gettime (CLOCK_MONOTONIC, &deadline);
+      deadline.tv_sec += interval;
+    }
+    pthread_mutex_lock (&wake_lock);
   }
-  pthread_mutex_unlock (&lock);
+  pthread_mutex_unlock (&wake_lock);
   return NULL;
 }
 
@@ -332,10 +357,16 @@ stats_start (void)
     /* Signals are for nbdkit's own threads. */
     sigfillset (&all);
     pthread_sigmask (SIG_SETMASK, &all, &old);
+    pthread_mutex_lock (&wake_lock);
     stopping = false;
+    flushed = false;
+    pthread_mutex_unlock (&wake_lock);
     err = pthread_create (&thread, NULL, stats_thread, NULL);
     pthread_sigmask (SIG_SETMASK, &old, NULL);
     running = err == 0;
+    pthread_mutex_lock (&wake_lock);
+    listening = running;
+    pthread_mutex_unlock (&wake_lock);
   }
   pthread_mutex_unlock (&lock);
 
@@ -350,12 +381,14 @@ stats_start (void)
 }
 
 void
-stats_write (void)
+stats_flushed (void)
 {
-  pthread_mutex_lock (&lock);
-  if (ftl != NULL)
-    write_locked (false);
-  pthread_mutex_unlock (&lock);
+  pthread_mutex_lock (&wake_lock);
+  if (listening) {
+    flushed = true;
+    pthread_cond_signal (&cond);
+  }
+  pthread_mutex_unlock (&wake_lock);
 }
 
 void
@@ -367,11 +400,14 @@ stats_stop (void)
 
   pthread_mutex_lock (&lock);
   join = running;
-  if (running) {
-    stopping = true;
-    pthread_cond_signal (&cond);
-  }
   pthread_mutex_unlock (&lock);
+  if (join) {
+    pthread_mutex_lock (&wake_lock);
+    stopping = true;
+    listening = false;
+    pthread_cond_signal (&cond);
+    pthread_mutex_unlock (&wake_lock);
+  }
 
   if (join)
     pthread_join (thread, NULL);

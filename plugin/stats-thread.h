@@ -8,7 +8,8 @@
  * atomically:
  *
  *   - once when the server is ready (stats_init),
- *   - after every flush (stats_write),
+ *   - after every flush: the flush wakes the thread (stats_flushed),
+ *     which writes them at once, outside the flush,
  *   - every interval seconds while the disk is busy, from a background
  *     thread (stats_start .. stats_stop); "busy" means the host counters
  *     changed since the file was last written,
@@ -59,11 +60,14 @@ extern int stats_init (struct ftl *ftl, const char *path, unsigned interval);
  */
 extern int stats_start (void);
 
-/* Write the stats and metrics files now.  Does nothing if stats_init
- * did nothing.  A failure is reported but not returned: statistics
- * never fail I/O.
+/* A flush completed: wake the thread, which rewrites the stats and
+ * metrics files at once (flushes that complete while it writes make
+ * one rewrite more).  The flush waits neither for the files nor for
+ * the lock held while they are written.  Does nothing while the thread
+ * is not running (no statistics, or before stats_start).  A failure to
+ * write is reported but never fails I/O.
  */
-extern void stats_write (void);
+extern void stats_flushed (void);
 
 /* Stop the thread and the endpoint without waiting for the end of an
  * interval, write everything a final time and forget the ftl handle.

@@ -332,3 +332,17 @@ kill_server ()
     { wait $_server_job; } 2>/dev/null || :
     rm -f "$1"
 }
+
+# stats_wait FILE JQ-EXPR: true once the statistics file FILE shows
+# JQ-EXPR, false if it does not within 10 s.  After a flush the server's
+# statistics thread rewrites the file at once, but outside the flush:
+# a test that reads it while the server runs waits for it.
+stats_wait ()
+{
+    local i
+    for (( i = 0; i < 100; i++ )); do
+        jq -e "$2" "$1" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}

@@ -21,7 +21,7 @@ uri="nbd+unix:///?socket=$sock"
 
 check ()
 {
-    if ! jq -e "$1" "$stats" >/dev/null; then
+    if ! stats_wait "$stats" "$1"; then
         echo "$0: FAIL: $1"
         jq .deadline "$stats"
         exit 1

@@ -77,15 +77,14 @@ if grep -E 'err= *[1-9]|verify: bad' "$tmp/fio.out"; then
 fi
 # randtrim trimmed every block it was given: the region reads as zeros.
 timeout 60 qemu-io -f raw -r "$uri" -c "read -P 0 48M 16M"
-# The statistics file is rewritten each second while counters change.
-for (( i = 0; i < 50; i++ )); do
-    jq -e '.host.trim_pages == 2 * 4096' "$stats" >/dev/null && break
-    sleep 0.2
-done
+# The statistics file is rewritten after flushes and each second while
+# counters change: wait until it shows every job's pages.  Written: 4096
+# pages by the fill and by each of keep, mixed and trimwrite; trimmed:
+# 4096 pages by randtrim and by trimwrite.  The first 48 MiB hold data,
+# the randtrim region is unmapped.
+stats_wait "$stats" '.host.write_pages == 4 * 4096 and
+                     .host.trim_pages == 2 * 4096' || :
 jq -c '{host, mapped_pages}' "$stats"
-# Written: 4096 pages by the fill and by each of keep, mixed and
-# trimwrite; trimmed: 4096 pages by randtrim and by trimwrite.  The first
-# 48 MiB hold data, the randtrim region is unmapped.
 jq -e '.host.write_pages == 4 * 4096' "$stats"
 jq -e '.host.trim_pages == 2 * 4096' "$stats"
 jq -e '.mapped_pages == 3 * 4096' "$stats"

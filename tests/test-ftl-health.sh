@@ -22,7 +22,7 @@ fields="critical_warning available_spare available_spare_threshold
 
 check ()
 {
-    if ! jq -e "$1" "$2" >/dev/null; then
+    if ! stats_wait "$2" "$1"; then
         echo "$0: FAIL: $1"
         cat "$2"
         exit 1

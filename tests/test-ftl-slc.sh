@@ -32,7 +32,7 @@ keys="size=32M op=50 pages-per-block=64 cell-bits=4
 
 check ()
 {
-    if ! jq -e "$1" "$stats" >/dev/null; then
+    if ! stats_wait "$stats" "$1"; then
         echo "$0: FAIL: $1"
         cat "$stats"
         exit 1

@@ -32,7 +32,7 @@ member ()
 # check EXPR: assert a jq expression about the statistics file.
 check ()
 {
-    if ! jq -e "$1" "$stats" >/dev/null; then
+    if ! stats_wait "$stats" "$1"; then
         echo "$0: FAIL: $1"
         cat "$stats"
         exit 1
@@ -88,6 +88,15 @@ for (( i = 0; i < 100; i++ )); do
 done
 check '.host.write_pages == 310'
 
+stop_server "$pid"
+
+# A flush wakes the statistics thread, which rewrites the file at once:
+# not within the flush, and not at the next interval (an hour away).
+start_server "$sock" "$pid" file="$disk" stats="$stats" stats-interval=3600
+flushes="$(member host.flushes)"
+writes="$(member host.write_pages)"
+timeout 120 nbdsh -u "$uri" -c 'h.pwrite(b"\x02" * 4096, 0); h.flush()'
+check ".host.flushes == $flushes + 1 and .host.write_pages == $writes + 1"
 stop_server "$pid"
 
 # At shutdown the file is written a final time (and the periodic writer

@@ -543,17 +543,18 @@ media_program (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
                 m->timing->slc_program_ns : m->timing->program_ns);
   if (r < 0)
     return op_end (m, n, r);
+  /* The file's writes (and a wait for its write lock) are media. */
+  uint64_t t = clock_ticks ();
   r = write_pages (m, n, data,
                    media_page_offset (m, media_ppn (m, blk, page)));
-  if (r < 0)
-    return op_end (m, n, r);
-  r = file_pwrite (m, oob, (size_t) n * FTL_OOB_BYTES,
-                   media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
-                   + (uint64_t) page * FTL_OOB_BYTES);
-  if (r < 0)
-    return op_end (m, n, r);
-  media_count_add (m, MEDIA_PROGRAMS, n);
-  return op_end (m, n, 0);
+  if (r == 0)
+    r = file_pwrite (m, oob, (size_t) n * FTL_OOB_BYTES,
+                     media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
+                     + (uint64_t) page * FTL_OOB_BYTES);
+  dl_io_end (t);
+  if (r == 0)
+    media_count_add (m, MEDIA_PROGRAMS, n);
+  return op_end (m, n, r);
 }
 
 int
@@ -568,8 +569,10 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
   if (r < 0)
     return op_end (m, n, r);
   media_count_add (m, MEDIA_READS, n);
+  uint64_t t = clock_ticks ();
   r = m->io->pread (m->io->opaque, m->fd, buf, (size_t) n << m->page_shift,
                     media_page_offset (m, ppn));
+  dl_io_end (t);
   return op_end (m, n, r);
 }
 
@@ -592,10 +595,13 @@ media_read_oob (struct media *m, uint32_t blk, uint32_t page, uint32_t n,
   assert (blk < m->blocks);
   assert (page + n <= m->pages_per_block);
   int r = untimed_begin (m);
-  if (r == 0)
+  if (r == 0) {
+    uint64_t t = clock_ticks ();
     r = m->io->pread (m->io->opaque, m->fd, buf, (size_t) n * FTL_OOB_BYTES,
                       media_meta_offset (m, blk) + FTL_BLKHDR_BYTES
                       + (uint64_t) page * FTL_OOB_BYTES);
+    dl_io_end (t);
+  }
   return untimed_end (m, r);
 }
 

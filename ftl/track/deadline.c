@@ -99,8 +99,8 @@ ftl_stage_name (enum ftl_stage s)
 
 /* ---- histograms ---- */
 
-unsigned
-dl_hist_index (uint64_t v)
+static inline unsigned
+hist_index (uint64_t v)
 {
   unsigned e;
 
@@ -109,6 +109,22 @@ dl_hist_index (uint64_t v)
   e = log2_u64 (v);
   return (e << DL_HIST_SUB_BITS)
     | ((v >> (e - DL_HIST_SUB_BITS)) & ((1u << DL_HIST_SUB_BITS) - 1));
+}
+
+/* Has the histogram a value (its buckets until one is not 0)? */
+static bool
+hist_any (const struct dl_hist *h)
+{
+  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
+    if (__atomic_load_n (&h->b[i], __ATOMIC_RELAXED))
+      return true;
+  return false;
+}
+
+unsigned
+dl_hist_index (uint64_t v)
+{
+  return hist_index (v);
 }
 
 uint64_t
@@ -126,16 +142,22 @@ dl_hist_bucket_max (unsigned i)
           << (e - DL_HIST_SUB_BITS)) - 1;
 }
 
-void
-dl_hist_add (struct dl_hist *h, uint64_t v)
+static inline void
+hist_add (struct dl_hist *h, uint64_t v)
 {
   uint64_t m = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
 
-  __atomic_fetch_add (&h->b[dl_hist_index (v)], 1, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&h->b[hist_index (v)], 1, __ATOMIC_RELAXED);
   while (v > m &&
          !__atomic_compare_exchange_n (&h->max, &m, v, true,
                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED))
     ;
+}
+
+void
+dl_hist_add (struct dl_hist *h, uint64_t v)
+{
+  hist_add (h, v);
 }
 
 uint64_t
@@ -193,6 +215,7 @@ dl_init (struct deadline *dl, uint64_t timeout_ns, unsigned retries,
   pthread_condattr_t ca;
 
   memset (dl, 0, sizeof *dl);
+  clock_ticks_init ();
   dl->timeout_ns = timeout_ns;
   dl->retries = retries;
   dl->fault = fault;
@@ -353,12 +376,11 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
     tls_model_end = 0;
   }
   if (tls_mask & MASK_STAGES) {
+    /* Its total in mixed, not in hist: each request is in one. */
     dl_hist_add (&l->mixed, us);
-    __atomic_fetch_add (&l->nmixed, 1, __ATOMIC_RELAXED);
-    for (unsigned i = 0; i < FTL_STAGE_OTHER; i++) {
-      if (!(tls_mask & (1u << i)))
-        continue;
-      /* Within the total (clock reads of one thread are monotonic). */
+    for (unsigned m = tls_mask & MASK_STAGES; m; m &= m - 1) {
+      unsigned i = __builtin_ctz (m);
+      /* Within the total (a span in converted ticks may round up). */
       uint64_t v = MIN (tls_stage[i], other);
       other -= v;
       dl_hist_add (&l->stage[i], v / 1000);
@@ -367,10 +389,13 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
     if (other > 0)
       dl_hist_add (&l->stage[FTL_STAGE_OTHER], other / 1000);
   }
+  else
+    dl_hist_add (&sh->hist[t->op], us);
   if (dl->slow && (total >= dl->slow_ns || aborted || flag))
     slow_keep (dl, t, r, total, aborted, flag);
-  for (unsigned i = 0; i < FTL_STAGE_OTHER; i++)
-    tls_stage[i] = 0;
+  if (tls_mask & MASK_STAGES)
+    for (unsigned i = 0; i < FTL_STAGE_OTHER; i++)
+      tls_stage[i] = 0;
   tls_mask = 0;
 }
 
@@ -408,11 +433,28 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
   total = clock_now () - t->start;
   us = total / 1000;
   sh = my_shard (dl);
-  dl_hist_add (&sh->hist[t->op], us);
   __atomic_fetch_add (&sh->lat[t->op].split[octave (us)][FTL_STAGE__MAX],
                       total, __ATOMIC_RELAXED);
-  if (__builtin_expect (tls_mask != 0 || total >= dl->slow_ns || flag ||
-                        aborted, 0))
+  if (__builtin_expect (total >= dl->slow_ns || flag || aborted, 0))
+    end_slow (dl, sh, t, r, total, aborted, flag);
+  else if (tls_mask == 0)
+    hist_add (&sh->hist[t->op], us);
+  else if (tls_mask == 1u << FTL_STAGE_MEDIA) {
+    /* Only the backing file's I/O (the common request): end_slow's
+     * work for that one stage.
+     */
+    struct dl_lat *l = &sh->lat[t->op];
+    uint64_t m = MIN (tls_stage[FTL_STAGE_MEDIA], total);
+    hist_add (&l->mixed, us);
+    hist_add (&l->stage[FTL_STAGE_MEDIA], m / 1000);
+    __atomic_fetch_add (&l->split[octave (us)][FTL_STAGE_MEDIA], m,
+                        __ATOMIC_RELAXED);
+    if (total > m)
+      hist_add (&l->stage[FTL_STAGE_OTHER], (total - m) / 1000);
+    tls_stage[FTL_STAGE_MEDIA] = 0;
+    tls_mask = 0;
+  }
+  else
     end_slow (dl, sh, t, r, total, aborted, flag);
   return r;
 }
@@ -492,6 +534,15 @@ dl_stage_end (uint64_t token)
 {
   if (token)
     dl_stage_end_at (token, clock_now ());
+}
+
+void
+dl_io_end (uint64_t t0)
+{
+  if (tls_req && !tls_timing) {
+    tls_stage[FTL_STAGE_MEDIA] += clock_ticks_ns (clock_ticks () - t0);
+    tls_mask |= 1u << FTL_STAGE_MEDIA;
+  }
 }
 
 int
@@ -855,10 +906,11 @@ op_stats (struct deadline *dl, unsigned op, struct ftl_latency *out)
   for (unsigned i = 0; i < FTL_SHARDS; i++) {
     const struct dl_lat *l = &dl->shards[i].lat[op];
     dl_hist_merge (h, &dl->shards[i].hist[op]);
-    /* (A request counted in nmixed has added to its histograms
-     * before: one that ends meanwhile may be half in the snapshot.)
+    /* Has a request timed a stage here (a look at the buckets, not a
+     * flag for the request path to set)?  One that ends meanwhile may
+     * be half in the snapshot: its total is in mixed first.
      */
-    bool any = __atomic_load_n (&l->nmixed, __ATOMIC_RELAXED) != 0;
+    bool any = hist_any (&l->mixed);
     for (unsigned o = 0; o < DL_OCTAVES; o++)
       for (unsigned s = any ? 0 : FTL_STAGE__MAX; s <= FTL_STAGE__MAX; s++)
         split[o][s] += __atomic_load_n (&l->split[o][s], __ATOMIC_RELAXED);
@@ -868,14 +920,11 @@ op_stats (struct deadline *dl, unsigned op, struct ftl_latency *out)
     for (unsigned s = 0; s < FTL_STAGE__MAX; s++)
       dl_hist_merge (&stage[s], &l->stage[s]);
   }
-  /* The requests that timed no stage: all other.  (A snapshot taken
-   * while requests end may see one in hist and not yet in mixed: a
-   * bucket never goes below zero.)
+  /* The requests that timed no stage (hist): all other.  The total
+   * histogram is theirs and the others' (mixed).
    */
-  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
-    stage[FTL_STAGE_OTHER].b[i] += h->b[i] - MIN (h->b[i], mixed->b[i]);
-  if (dl_hist_count (h) > dl_hist_count (mixed))
-    stage[FTL_STAGE_OTHER].max = MAX (stage[FTL_STAGE_OTHER].max, h->max);
+  dl_hist_merge (&stage[FTL_STAGE_OTHER], h);
+  dl_hist_merge (h, mixed);
   FILL_HIST (out, h);
   for (unsigned s = 0; s < FTL_STAGE__MAX; s++)
     FILL_HIST (&out->stage[s], &stage[s]);

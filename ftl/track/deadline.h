@@ -44,9 +44,11 @@
  *
  * Stages (enum ftl_stage, ftl.h).  The tracker also splits each
  * request's time into stages, at the least cost on the fast path: the
- * start and end it reads anyway give the total, and only the slow paths
- * time themselves (a lock that trylock could not take, a full write
- * cache, foreground GC, a modeled or stalled media wait, a sync):
+ * start and end it reads anyway give the total, the backing file's own
+ * reads and writes are timed with the tick counter (dl_io_end), and
+ * only the slow paths read the clock for themselves (a lock that
+ * trylock could not take, a full write cache, foreground GC, a modeled
+ * or stalled media wait, a sync):
  *
  *   t = dl_stage_begin (FTL_STAGE_GC);   0 if no request is served on
  *   ... gc_make_room ...                 this thread, or an outer stage
@@ -58,10 +60,12 @@
  * the rest of its wait cache); one of lower rank is part of the outer
  * (the programs of GC are gc, not media).  So the stages never overlap,
  * and "other" is the total minus the stages timed: they add up.  A
- * request that timed nothing (the fast path) adds to its total
- * histogram and to the total of its latency octave's split, one add
- * more than without stages; one that did also adds each of its stages
- * (the slow path of dl_end).  The slot shows the stage being timed to
+ * request that timed nothing (a read from the write cache, a write
+ * into it) adds to its total histogram and to the total of its latency
+ * octave's split, one add more than without stages; one that did (every
+ * request that reached the backing file: its reads and writes are
+ * media, dl_io_end) adds its total to the histogram of those that
+ * timed a stage instead, and each of its stages and the rest.  The slot shows the stage being timed to
  * the watchdog, which records it (with the resets) when it resets or
  * aborts the request: what it was waiting on, for the slow log.
  *
@@ -153,11 +157,11 @@ struct dl_lat {
    */
   uint64_t split[DL_OCTAVES][FTL_STAGE__MAX + 1];
   struct dl_hist mixed;         /* totals of the requests that timed a
-                                 * stage (the others: hist - mixed) */
-  struct dl_hist stage[FTL_STAGE__MAX];   /* non-zero stage times (us) */
-  uint64_t nmixed;              /* requests in mixed (atomic): a
-                                 * snapshot skips the histograms above
-                                 * while it is 0 */
+                                 * stage (the others' are in hist: all
+                                 * other) */
+  struct dl_hist stage[FTL_STAGE__MAX];   /* non-zero stage times (us);
+                                 * a snapshot skips them while mixed is
+                                 * empty */
 };
 
 struct dl_shard {
@@ -167,7 +171,9 @@ struct dl_shard {
                                  * over the shards is what is in
                                  * flight) */
   uint64_t requests;            /* requests tracked (atomic) */
-  struct dl_hist hist[FTL_OP__MAX];
+  struct dl_hist hist[FTL_OP__MAX];     /* totals of the requests that
+                                         * timed no stage (the rest:
+                                         * lat[].mixed) */
   struct dl_lat lat[FTL_OP__MAX];
   /* Timing model: requests that waited for it, their host stalls. */
   uint64_t modeled, stall_ns;
@@ -242,6 +248,18 @@ extern uint64_t dl_stage_begin (enum ftl_stage s);
 extern uint64_t dl_stage_begin_at (enum ftl_stage s, uint64_t now);
 extern void dl_stage_end (uint64_t t0);
 extern void dl_stage_end_at (uint64_t t0, uint64_t now);
+
+/* media.c: the backing file's own read or write, which began at t0
+ * (clock_ticks), is timed as the media stage of the request this thread
+ * serves (nothing if none is, or if a stage of it is being timed, which
+ * owns the span):
+ *
+ *   t = clock_ticks ();  pread or pwrite;  dl_io_end (t);
+ *
+ * Two reads of the tick counter (util/clock.h: one instruction each
+ * where it is the TSC) and no slot update: the fast path's cost.
+ */
+extern void dl_io_end (uint64_t t0);
 
 /* With the timing model: the request waits for a modeled end (media.c,
  * every modeled wait).  At its end, the time by which it ended after the

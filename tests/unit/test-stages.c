@@ -107,6 +107,73 @@ START_TEST (test_nested)
 }
 END_TEST
 
+/* The backing file's own I/O (dl_io_end): media on the fast path, in
+ * the histograms of the requests that timed a stage; inside a stage it
+ * is that stage's; outside a request nothing.  Totals count each
+ * request once, and the stages add up.
+ */
+START_TEST (test_file_io)
+{
+  static struct deadline dl;
+  struct dl_ticket t = { 0 };
+  struct ftl_stats st;
+  const struct ftl_latency *l;
+  uint64_t io, g, sum = 0;
+
+  ck_assert_int_eq (dl_init (&dl, 0, 0, NULL, NULL, NULL), 0);
+  io = clock_ticks ();
+  nap (1 * MS);
+  dl_io_end (io);               /* no request: not counted anywhere */
+
+  /* 3 ms of file I/O between 1 ms of other work on each side. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_READ, &t), 0);
+  nap (1 * MS);
+  io = clock_ticks ();
+  nap (3 * MS);
+  dl_io_end (io);
+  nap (1 * MS);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  /* File I/O inside GC: gc's. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_READ, &t), 0);
+  g = dl_stage_begin (FTL_STAGE_GC);
+  io = clock_ticks ();
+  nap (2 * MS);
+  dl_io_end (io);
+  dl_stage_end (g);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  /* Nothing timed. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_READ, &t), 0);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+
+  stats_of (&dl, &st);
+  l = &st.latency[FTL_OP_READ];
+  ck_assert_uint_eq (l->count, 3);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_MEDIA].count, 1);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_MEDIA].sum_ns, 3 * MS - MS / 100);
+  ck_assert_uint_lt (l->stage[FTL_STAGE_MEDIA].sum_ns, 3 * MS + SLACK);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_MEDIA].max, 2900);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_GC].count, 1);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_GC].sum_ns, 2 * MS);
+  ck_assert_uint_eq (l->stage[FTL_STAGE_OTHER].count, 3);
+  ck_assert_uint_ge (l->stage[FTL_STAGE_OTHER].sum_ns, 2 * MS);
+  for (unsigned s = 0; s < FTL_STAGE__MAX; s++) {
+    uint64_t n = 0;
+    sum += l->stage[s].sum_ns;
+    for (unsigned b = 0; b < FTL_LAT_BUCKETS; b++)
+      n += l->stage[s].buckets[b];
+    ck_assert_uint_eq (n, l->stage[s].count);
+  }
+  ck_assert_uint_eq (sum, l->sum_ns);
+  {
+    uint64_t n = 0;
+    for (unsigned b = 0; b < FTL_LAT_BUCKETS; b++)
+      n += l->buckets[b];
+    ck_assert_uint_eq (n, 3);
+  }
+  dl_free (&dl);
+}
+END_TEST
+
 /* The ring keeps the slow requests only, with what the ticket says
  * and stages that add up; a full ring counts what it drops.
  */
@@ -166,6 +233,7 @@ stages_suite (void)
   TCase *tc = tcase_create ("stages");
 
   tcase_add_test (tc, test_nested);
+  tcase_add_test (tc, test_file_io);
   tcase_add_test (tc, test_slow_ring);
   suite_add_tcase (s, tc);
   return s;
