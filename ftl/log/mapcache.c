@@ -250,8 +250,11 @@ load_group (struct ftl *ftl, uint64_t g)
     uint8_t oob[FTL_OOB_BYTES];
     struct ftl_oob o;
     r = media_read_oob (m, b, p, 1, oob);
+    /* The data page it locates is read after it: in the timing model
+     * too, even where the caller's reads are overlapped (deferred).
+     */
     if (r == 0)
-      r = media_read (m, ppn, 1, page);
+      r = media_read_now (m, ppn, 1, page);
     __atomic_fetch_add (&pm->read_pages, 1, __ATOMIC_RELAXED);
     if (r == 0 &&
         fmt_oob_decode (oob, sizeof oob, &o) == FTL_FMT_OK &&

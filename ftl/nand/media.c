@@ -577,6 +577,18 @@ media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf)
 }
 
 int
+media_read_now (struct media *m, uint32_t ppn, uint32_t n, void *buf)
+{
+  bool d = defer;
+  int r;
+
+  defer = false;
+  r = media_read (m, ppn, n, buf);
+  defer = d;
+  return r;
+}
+
+int
 media_read_retry (struct media *m, uint32_t blk, uint32_t n)
 {
   if (!m->timing)

@@ -295,6 +295,12 @@ extern int media_program (struct media *m, uint32_t blk, uint32_t page,
 
 /* Read n data pages starting at ppn (all in one block). */
 extern int media_read (struct media *m, uint32_t ppn, uint32_t n, void *buf);
+/* The same, waiting for the modeled read even between media_defer and
+ * media_deferred: a read whose result the next operations depend on (a
+ * translation page, before the data page it locates).
+ */
+extern int media_read_now (struct media *m, uint32_t ppn, uint32_t n,
+                           void *buf);
 
 /* Deferred waits, with the timing model on (no-ops without it): after
  * media_defer, this thread's operations reserve the model but do not

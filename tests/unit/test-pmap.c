@@ -254,8 +254,11 @@ START_TEST (test_paged_miss_timing)
     .path = path, .logical_bytes = SIZE, .page_size = PS,
     .pages_per_block = 64, .log = unit_log, .io = unit_nosync_io (),
     .map_cache_bytes = 4 * PMAP_GROUP_BYTES,
+    /* Dies enough that the translation page and the data page are
+     * apt to be on different ones: the data page still waits for it.
+     */
     .timing = {
-      .enabled = true, .channels = 1, .dies = 1, .planes = 1,
+      .enabled = true, .channels = 4, .dies = 2, .planes = 1,
       .read_ns = read_ns,
     },
   };
