@@ -479,11 +479,23 @@ for p in "${run_presets[@]}"; do
         dst="$(median_of "$c" 7)"
         wt="$(median_of "$c" 8)"
         host="$(awk -v k="$c" '$1 == k {
-                   n++; if ($9 != "-" && $9 != "") { s++; w[$9]++ } }
+                   n++
+                   if ($9 != "-" && $9 != "") {
+                       s++
+                       m = split($9, w, ",")
+                       for (i = 1; i <= m; i++) by[w[i]]++
+                   }
+               }
                END {
                    if (s == 0) exit
                    printf "SPOILED %d/%d:", s, n
-                   for (x in w) printf " %s", x
+                   sep = " "
+                   split("sync destage-stall host-stall", names, " ")
+                   for (i = 1; i <= 3; i++)
+                       if (names[i] in by) {
+                           printf "%s%s %d", sep, names[i], by[names[i]]
+                           sep = ", "
+                       }
                }' "$work/runs")"
         pub="$(published "$p" "${field_of[$c]}")"
         unit=IOPS
