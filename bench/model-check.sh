@@ -44,6 +44,31 @@
 # corners N times on a fresh image and gives the median, the range and
 # max/min.
 #
+# What the host's own work cost the run, beside each figure: "sync
+# ms/s", the time the backing file's syncs took (media.sync_ns) per
+# second of the run; "destage stall ms/s", the time by which the write
+# cache's destage batches' real work went on past their modeled
+# programs (cache.destage_stall_ns), which writers waiting for cache
+# room wait too and which is not in their host stall; "cache+sync %",
+# the share of the requests' time spent in the cache and sync stages
+# (latency_us.<op>.cache and .sync).  A run is spoiled by the host
+# (--host-limit, 10%) when the syncs took more than a tenth of its time
+# ("sync": another process's writeback makes them slow, and garbage
+# collection's erases wait for them), or the destage stall did
+# ("destage-stall"), or the requests' host stall is more than a tenth
+# of their time ("host-stall": at iodepth 1 and for the QD32 random
+# reads the wake-up from the model's sleeps alone may pass it on a busy
+# machine): the "host" column counts such runs and names what spoiled
+# them.
+#
+# For a preset with an SLC cache in front of slower cells (a figure
+# after the cache, post_cache_mbs: sata-qlc), "seq-write-cache" writes
+# --cache-write (512 MiB) sequentially on a fresh --cache-size (16 GiB,
+# sparse: the image holds what was written) image, whose SLC cache has
+# room for all of it, and compares it with the published figure (the
+# cache's); the sequential write over the full disk is compared with
+# the figure after the cache.
+#
 # See bench/README.md.
 
 set -euo pipefail
@@ -73,6 +98,11 @@ machine caps a figure.
   --repeat N         run every preset's corners N times, each on a fresh
                      image, and print the median, the range and max/min
                      (default 1)
+  --cache-size SIZE  the in-cache write corner's disk (default 16G)
+  --cache-write SIZE what it writes (default 512M)
+  --host-limit PCT   a run is spoiled by the host when the syncs or the
+                     destage stall took more than PCT% of its time, or
+                     the host stall PCT% of its requests' (default 10)
   -h, --help         this text
 EOF
 }
@@ -89,6 +119,9 @@ dir=
 plugin=
 ftl_args=()
 repeat=1
+cache_size=16G
+cache_write=512M
+host_limit=10
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -103,6 +136,9 @@ while [ $# -gt 0 ]; do
         --ftl-args) read -r -a ftl_args <<<"${2?--ftl-args needs a value}"
                     shift 2 ;;
         --repeat) repeat="${2:?--repeat needs a value}"; shift 2 ;;
+        --cache-size) cache_size="${2:?--cache-size needs a value}"; shift 2 ;;
+        --cache-write) cache_write="${2:?--cache-write needs a value}"; shift 2 ;;
+        --host-limit) host_limit="${2:?--host-limit needs a value}"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option '$1'" ;;
     esac
@@ -118,6 +154,15 @@ fi
 size_bytes="$(numfmt --from=iec "$size" 2>/dev/null)" ||
     die "bad size '$size'"
 [ "$size_bytes" -ge $((64 << 20)) ] || die "--size $size: at least 64M"
+cache_size_bytes="$(numfmt --from=iec "$cache_size" 2>/dev/null)" ||
+    die "bad size '$cache_size'"
+cache_write_bytes="$(numfmt --from=iec "$cache_write" 2>/dev/null)" ||
+    die "bad size '$cache_write'"
+[ "$cache_write_bytes" -ge $((1 << 20)) ] &&
+    [ "$cache_write_bytes" -le "$cache_size_bytes" ] ||
+    die "--cache-write $cache_write: 1M to --cache-size"
+[[ "$host_limit" =~ ^[0-9]+([.][0-9]+)?$ ]] ||
+    die "--host-limit $host_limit: a percentage"
 
 # shellcheck source=find-plugin.sh
 source "$here/find-plugin.sh"
@@ -167,13 +212,15 @@ trap 'exit 143' TERM
 sock="$work/ftl.sock"
 uri="nbd+unix:///?socket=$sock"
 
-# start_server ARGS...: a fresh image, nbdkit serving it.
+# start_server ARGS...: a fresh image of $disk_bytes (the plugin
+# creates it sparse), nbdkit serving it.
+disk_bytes="$size_bytes"
 start_server ()
 {
     local i
     rm -f "$work/ftl.img" "$work/stats.json" "$sock" "$work/pid"
     nbdkit -f -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
-        size="$size_bytes" op="$op" stats="$work/stats.json" \
+        size="$disk_bytes" op="$op" stats="$work/stats.json" \
         stats-interval=1 "$@" \
         "${ftl_args[@]}" \
         2>>"$work/server.log" &
@@ -201,21 +248,29 @@ stop_server ()
     server_pid=
 }
 
-# util_snapshot: "DIE_BUSY_NS HOST_BUSY_NS DIES STALL_US MODELED" from
-# the statistics once they stopped changing (the file is rewritten every
-# second while the counters move): STALL_US is the sum of the requests'
-# host stalls (timing.host_stall_us), MODELED the requests that waited
-# for the model; "0 0 0 0 0" without the timing model.
+# util_snapshot: "DIE_BUSY_NS HOST_BUSY_NS DIES STALL_US MODELED SYNC_NS
+# DESTAGE_STALL_NS LAT_US WAIT_US" from the statistics once they
+# stopped changing (the file is rewritten every second while the
+# counters move): STALL_US is the sum of the requests' host stalls
+# (timing.host_stall_us), MODELED the requests that waited for the
+# model (0 for both, and for the busy times, without the timing model);
+# SYNC_NS the time the backing file's syncs took (media.sync_ns),
+# DESTAGE_STALL_NS the destager's time past its modeled programs
+# (cache.destage_stall_ns); LAT_US the reads' and writes' total time,
+# WAIT_US the part of it in the cache and sync stages (latency_us).
 util_snapshot ()
 {
     local prev= cur
     while :; do
         sleep 1.1
-        cur="$(jq -r '(.timing.die_busy_ns // 0 | tostring) + " "
-                      + (.timing.host_busy_ns // 0 | tostring) + " "
-                      + (.timing.dies // 0 | tostring) + " "
-                      + (.timing.host_stall_us.sum // 0 | tostring) + " "
-                      + (.timing.host_stall_us.requests // 0 | tostring)' \
+        cur="$(jq -r '[.timing.die_busy_ns, .timing.host_busy_ns,
+                       .timing.dies, .timing.host_stall_us.sum,
+                       .timing.host_stall_us.requests, .media.sync_ns,
+                       .cache.destage_stall_ns,
+                       (.latency_us.read.sum + .latency_us.write.sum),
+                       ([.latency_us.read, .latency_us.write]
+                        | map(.cache.sum + .sync.sum) | add)]
+                      | map(. // 0 | tostring) | join(" ")' \
                   "$work/stats.json")"
         [ "$cur" = "$prev" ] && break
         prev="$cur"
@@ -224,11 +279,14 @@ util_snapshot ()
 }
 
 # fio_run OPTIONS...: prints "IOPS BW_BYTES_PER_S DIE_UTIL HOST_UTIL
-# STALL" of the run: the dies' and the host link's busy time in the
-# model over the run's time (fio's job runtime), from the statistics
-# before and after it, and the mean host stall of its requests in us
-# (how long after its modeled end a request ended: "-" without the
-# model).
+# STALL SYNC DSTALL WAIT SPOILED" of the run: the dies' and the host
+# link's busy time in the model over the run's time (fio's job
+# runtime), from the statistics before and after it, and the mean host
+# stall of its requests in us (how long after its modeled end a request
+# ended: "-" without the model); the syncs' and the destager's stall
+# time in ms per second of the run, the requests' share of time (%) in
+# the cache and sync stages; SPOILED is "-", or what made the host
+# spoil the run (host-stall, destage-stall, sync: see --host-limit).
 fio_run ()
 {
     local out="$work/fio.json" before after
@@ -238,7 +296,7 @@ fio_run ()
         >"$work/fio.stdout" 2>"$work/fio.stderr" ||
         { cat "$work/fio.stdout" "$work/fio.stderr" >&2; die "fio failed: $*"; }
     after="$(util_snapshot)"
-    jq -r --arg b "$before" --arg a "$after" '
+    jq -r --arg b "$before" --arg a "$after" --argjson lim "$host_limit" '
         ($b | split(" ") | map(tonumber)) as $b |
         ($a | split(" ") | map(tonumber)) as $a |
         .jobs[0] | (.job_runtime * 1e6) as $ns |
@@ -252,21 +310,37 @@ fio_run ()
            else "-" end) + " "
         + (if $a[4] > $b[4]
            then (($a[3] - $b[3]) / ($a[4] - $b[4]) * 10 | floor / 10 | tostring)
-           else "-" end)' "$out"
+           else "-" end) + " "
+        + (if $ns > 0 then (($a[5] - $b[5]) / $ns * 1000 | floor | tostring)
+           else "-" end) + " "
+        + (if $ns > 0 then (($a[6] - $b[6]) / $ns * 1000 | floor | tostring)
+           else "-" end) + " "
+        + (if $a[7] > $b[7]
+           then (($a[8] - $b[8]) / ($a[7] - $b[7]) * 100 | floor | tostring)
+           else "-" end) + " "
+        + ([ (if $a[7] > $b[7] and ($a[3] - $b[3]) > $lim / 100 * ($a[7] - $b[7])
+              then "host-stall" else empty end),
+             (if $ns > 0 and ($a[6] - $b[6]) > $lim / 100 * $ns
+              then "destage-stall" else empty end),
+             (if $ns > 0 and ($a[5] - $b[5]) > $lim / 100 * $ns
+              then "sync" else empty end) ]
+           | if length > 0 then join(",") else "-" end)' "$out"
 }
 
-iops () { fio_run "$@" | awk '{ printf "%.0f %s %s %s", $1, $3, $4, $5 }'; }
-mbs () { fio_run "$@" | awk '{ printf "%.1f %s %s %s", $2 / 1e6, $3, $4, $5 }'; }
+iops () { fio_run "$@" | awk '{ printf "%.0f %s %s %s %s %s %s %s", $1, $3, $4, $5, $6, $7, $8, $9 }'; }
+mbs () { fio_run "$@" | awk '{ printf "%.1f %s %s %s %s %s %s %s", $2 / 1e6, $3, $4, $5, $6, $7, $8, $9 }'; }
 
 tb=(--time_based --runtime="$runtime")
 
-# corners ARGS...: every corner against a server started with ARGS;
-# "name value" lines into $work/corners.
+# corners STEADY INCACHE ARGS...: every corner against a server started
+# with ARGS (the steady state if STEADY is yes, the in-cache write if
+# INCACHE is yes); "name value..." lines into $work/corners.
 corners ()
 {
-    local steady_run="$1"
-    shift
+    local steady_run="$1" incache="$2"
+    shift 2
     : >"$work/corners"
+    disk_bytes="$size_bytes"
     start_server "$@"
     echo "rand-write-qd1 $(iops --rw=randwrite --bs=4k --iodepth=1 "${tb[@]}" \
         --io_size=$((size_bytes / 16)))" >>"$work/corners"
@@ -286,9 +360,35 @@ corners ()
     sleep 1.5                   # the statistics file is rewritten each second
     stop_server
     aborted="$(jq -r '.deadline.aborted + .deadline.abort_all' "$work/stats.json")"
+    if [ "$incache" = yes ]; then
+        # Into the SLC cache: a fresh, large, sparse image whose cache
+        # holds all of it; no folding after the run (it would only
+        # lengthen the wait for the statistics to settle).
+        disk_bytes="$cache_size_bytes"
+        start_server "$@" slc-fold-idle=never
+        echo "seq-write-cache $(mbs --rw=write --bs=128k --iodepth=32 \
+            --io_size="$cache_write_bytes")" >>"$work/corners"
+        sleep 1.5
+        stop_server
+        aborted=$(( aborted + $(jq -r '.deadline.aborted + .deadline.abort_all' \
+                                  "$work/stats.json") ))
+        disk_bytes="$size_bytes"
+    fi
 }
 
 get () { awk -v k="$1" '$1 == k { print $2 }' "$2"; }
+# median_of CORNER FIELD: the median of field FIELD (awk's numbering:
+# 2 is the figure) of the corner's lines in $work/runs ("" if none has
+# one).
+median_of ()
+{
+    local v
+    mapfile -t v < <(awk -v k="$1" -v f="$2" \
+                         '$1 == k && $f != "-" && $f != "" { print $f }' \
+                         "$work/runs")
+    [ ${#v[@]} -gt 0 ] && stats_of "${v[@]}" | cut -d' ' -f1
+    return 0
+}
 # getn KEY FIELD FILE: the FIELD-th value of KEY's line.
 getn () { awk -v k="$1" -v f="$2" '$1 == k { print $(f + 1) }' "$3"; }
 
@@ -320,7 +420,7 @@ ceiling ()
 }
 
 echo "$prog: transport ceiling (timing=false), size $size, ${runtime}s runs" >&2
-corners yes timing=false
+corners yes yes timing=false
 cp "$work/corners" "$work/untimed"
 echo "$prog: the model's ceiling (nothing queues)" >&2
 ceiling
@@ -330,14 +430,15 @@ declare -A field_of=(
     [rand-read-qd1]=rand_read_qd1_iops [rand-read-qd32]=rand_read_qd32_iops
     [rand-write-qd1]=rand_write_qd1_iops [rand-write-qd32]=rand_write_qd32_iops
     [rand-write-steady]=rand_write_steady_iops
+    [seq-write-cache]=seq_write_mbs
 )
-order=(seq-read seq-write rand-read-qd1 rand-read-qd32 rand-write-qd1
-       rand-write-qd32 rand-write-steady)
+order=(seq-read seq-write seq-write-cache rand-read-qd1 rand-read-qd32
+       rand-write-qd1 rand-write-qd32 rand-write-steady)
 
 table="$work/table"
 {
-    echo "| preset | corner | unit | measured | range (max/min) | model only | published | ratio | die util | host util | host stall us | note |"
-    echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
+    echo "| preset | corner | unit | measured | range (max/min) | model only | published | ratio | die util | host util | host stall us | sync ms/s | destage stall ms/s | cache+sync % | host | note |"
+    echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
 } >"$table"
 
 for p in "${run_presets[@]}"; do
@@ -345,12 +446,17 @@ for p in "${run_presets[@]}"; do
     if $steady && [ "$(published "$p" rand_write_steady_iops)" != 0 ]; then
         st=yes
     fi
+    post="$(published "$p" post_cache_mbs)"
+    ic=no
+    if [ -n "$post" ] && [ "$post" != 0 ]; then
+        ic=yes
+    fi
     echo "$prog: $p ($(published "$p" drive))" >&2
     : >"$work/runs"
     aborts=0
     for (( run = 1; run <= repeat; run++ )); do
         [ "$repeat" -gt 1 ] && echo "$prog: $p, run $run of $repeat" >&2
-        corners "$st" model="$p"        # a fresh image each time
+        corners "$st" "$ic" model="$p"  # a fresh image each time
         cat "$work/corners" >>"$work/runs"
         aborts=$(( aborts + aborted ))
     done
@@ -368,6 +474,29 @@ for p in "${run_presets[@]}"; do
         du=; hu=
         [ ${#dv[@]} -gt 0 ] && du="$(stats_of "${dv[@]}" | cut -d' ' -f1)"
         [ ${#hv[@]} -gt 0 ] && hu="$(stats_of "${hv[@]}" | cut -d' ' -f1)"
+        # The host's work: medians over the runs; the runs it spoiled.
+        syn="$(median_of "$c" 6)"
+        dst="$(median_of "$c" 7)"
+        wt="$(median_of "$c" 8)"
+        host="$(awk -v k="$c" '$1 == k {
+                   n++
+                   if ($9 != "-" && $9 != "") {
+                       s++
+                       m = split($9, w, ",")
+                       for (i = 1; i <= m; i++) by[w[i]]++
+                   }
+               }
+               END {
+                   if (s == 0) exit
+                   printf "SPOILED %d/%d:", s, n
+                   sep = " "
+                   split("sync destage-stall host-stall", names, " ")
+                   for (i = 1; i <= 3; i++)
+                       if (names[i] in by) {
+                           printf "%s%s %d", sep, names[i], by[names[i]]
+                           sep = ", "
+                       }
+               }' "$work/runs")"
         pub="$(published "$p" "${field_of[$c]}")"
         unit=IOPS
         [[ "$c" == seq-* ]] && unit=MB/s
@@ -383,29 +512,30 @@ for p in "${run_presets[@]}"; do
         else
             ratio="$(awk -v m="${only:-$m}" -v p="$pub" 'BEGIN { printf "%.2f", m / p }')"
             cl="$(get "$c" "$work/ceiling")"
-            if awk -v u="$u" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
+            if [ -n "$u" ] && awk -v u="$u" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
                 note="transport cap: untimed $u"
             elif [ -n "$cl" ] &&
                  awk -v u="$cl" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
                 note="sleep cap: ceiling $cl"
             fi
         fi
-        post="$(published "$p" post_cache_mbs)"
-        if [ "$c" = seq-write ] && [ -n "$post" ] && [ "$post" != 0 ]; then
+        if [ "$c" = seq-write ] && [ "$ic" = yes ]; then
             note="published figure is the SLC cache's; after it: $post MB/s, ratio $(awk -v m="$m" -v p="$post" 'BEGIN { printf "%.2f", m / p }')"
+        elif [ "$c" = seq-write-cache ]; then
+            note="$cache_write into the SLC cache of a fresh $cache_size disk${note:+; $note}"
         fi
-        echo "| $p | $c | $unit | $m | $range | $only | $pub | $ratio | $du | $hu | $su | $note |" >>"$table"
+        echo "| $p | $c | $unit | $m | $range | $only | $pub | $ratio | $du | $hu | $su | $syn | $dst | $wt | $host | $note |" >>"$table"
     done
-    echo "| $p | deadline aborts | | $aborts | | | 0 | | | | | default timeout, all runs |" >>"$table"
+    echo "| $p | deadline aborts | | $aborts | | | 0 | | | | | | | | | default timeout, all runs |" >>"$table"
 done
 
 echo
 echo "Untimed plugin (timing=false) on this machine, the transport ceiling:"
 echo
-sed 's/^/    /' "$work/untimed"
+awk '{ print "    " $1 " " $2 }' "$work/untimed"
 echo
 echo "The model's ceiling on this machine (sata-tlc on 4096 dies, free transfers):"
 echo
-sed 's/^/    /' "$work/ceiling"
+awk '{ print "    " $1 " " $2 }' "$work/ceiling"
 echo
 cat "$table"

@@ -724,6 +724,10 @@ struct ftl_stats {
     uint64_t write_waits;       /* writes that found the cache full */
     uint64_t bypassed_pages;    /* pages of large writes that went
                                  * straight to the log */
+    uint64_t destage_stalls;    /* timing model: destage batches whose
+                                 * real work ended after their modeled
+                                 * programs */
+    uint64_t destage_stall_ns;  /* ... by how much, summed */
   } cache;
   struct {                      /* the paged map (map-cache=), since open */
     bool paged;                 /* false: the whole map is in memory */

@@ -838,4 +838,8 @@ cache_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->cache.flush_waits = __atomic_load_n (&c->flush_waits, __ATOMIC_RELAXED);
   st->cache.write_waits = __atomic_load_n (&c->write_waits, __ATOMIC_RELAXED);
   st->cache.bypassed_pages = __atomic_load_n (&c->bypassed, __ATOMIC_RELAXED);
+  st->cache.destage_stalls = __atomic_load_n (&c->destage_stalls,
+                                              __ATOMIC_RELAXED);
+  st->cache.destage_stall_ns = __atomic_load_n (&c->destage_stall_ns,
+                                                __ATOMIC_RELAXED);
 }

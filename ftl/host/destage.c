@@ -48,6 +48,29 @@ now_ns (void)
   return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
 }
 
+/* With the timing model: the batch's real work (taking the checkpoint
+ * lock, programming into the backing file, the map) went on past the
+ * modeled end of its programs by now - modeled, time the model did not
+ * cover and that writers waiting for cache room wait as well: counted
+ * in cache.destage_stall_ns (a backing file slowed by the host's
+ * writeback shows here, not in the requests' host stall).  0 (nothing
+ * programmed, or no model): nothing to compare.
+ */
+static void
+note_stall (struct ftl *ftl, uint64_t modeled)
+{
+  uint64_t now;
+
+  if (modeled == 0)
+    return;
+  now = clock_now ();
+  if (now <= modeled)
+    return;
+  __atomic_fetch_add (&ftl->cache.destage_stall_ns, now - modeled,
+                      __ATOMIC_RELAXED);
+  __atomic_fetch_add (&ftl->cache.destage_stalls, 1, __ATOMIC_RELAXED);
+}
+
 int
 destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer, uint32_t max)
 {
@@ -76,8 +99,10 @@ destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer, uint32_t max)
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   r = write_cached (ftl, e, n);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
+  uint64_t modeled = media_deferred (&ftl->media);
+  note_stall (ftl, modeled);
   /* Its pages are in the log whatever the wait says. */
-  (void) media_wait (&ftl->media, media_deferred (&ftl->media));
+  (void) media_wait (&ftl->media, modeled);
   dl_release ();
   cache_complete (ftl, e, n, ticket, r);
   return r < 0 ? r : (int) n;

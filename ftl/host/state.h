@@ -65,6 +65,10 @@ struct cache {
   /* Counters since open (atomic). */
   uint64_t hits, coalesced, destaged, dropped, flush_waits, write_waits;
   uint64_t bypassed;            /* pages written past the cache */
+  /* Batches whose real work ended after their programs' modeled end,
+   * and by how much in all (destage.c, timing model only).
+   */
+  uint64_t destage_stalls, destage_stall_ns;
 };
 
 /* A page picked by a destage batch. */

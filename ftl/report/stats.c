@@ -677,6 +677,14 @@ render_cache_errors (struct ftl_stat_set *s, const struct stats_view *v)
   u64 (s, "bypassed_pages", st->cache.bypassed_pages,
        COUNTER ("cache_bypassed_pages_total",
                 "Pages of large writes that went straight to the log."));
+  u64 (s, "destage_stalls", st->cache.destage_stalls,
+       COUNTER ("cache_destage_stalls_total",
+                "Destage batches whose real work ended after their "
+                "modeled programs (timing model)."));
+  u64 (s, "destage_stall_ns", st->cache.destage_stall_ns,
+       COUNTER_SCALED ("cache_destage_stall_seconds_total", 1e-9,
+                       "Time destage batches' real work went on past "
+                       "their modeled programs (timing model)."));
   end (s);
   begin (s, "errors");
   boolean (s, "enabled", st->errors, NULL);

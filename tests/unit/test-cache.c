@@ -21,7 +21,10 @@
  *   - a write of whole pages of at least write-cache-bypass bytes goes
  *     straight to the log and the cache's older copies of its pages go:
  *     no older version comes back, at a flush, after a restart, or
- *     when writers and destage batches race (test_bypass_race).
+ *     when writers and destage batches race (test_bypass_race);
+ *   - with the timing model, destage batches whose backing file is
+ *     slower than their modeled programs are counted, with the time
+ *     by which they ran over (cache.destage_stall_ns).
  */
 
 #include <config.h>
@@ -32,7 +35,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <sys/uio.h>
 
 #include "ftl-internal.h"
 #include "helpers.h"
@@ -318,6 +323,100 @@ START_TEST (test_full_cache_writers_destage)
     ck_assert_uint_eq (page_version (ftl, l), 1);
   ck_assert_uint_eq (stats (ftl).mapped_pages, 200);
   ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
+/* A backing file whose writes take SLOW_NS more each, once slow_on is
+ * set (as a host's writeback makes them wait): the destager's real work
+ * outlasts its modeled programs, and cache.destage_stall_ns says by how
+ * much; without the slowness, or without the model, it stays small.
+ */
+#define SLOW_NS (5 * 1000000L)
+static struct ftl_io slow_io;
+static bool slow_on;
+
+static void
+slow_down (void)
+{
+  if (__atomic_load_n (&slow_on, __ATOMIC_RELAXED)) {
+    struct timespec ts = { 0, SLOW_NS };
+    nanosleep (&ts, NULL);
+  }
+}
+
+static int
+slow_pwrite (void *opaque, int fd, const void *buf, size_t len, off_t off)
+{
+  slow_down ();
+  return media_default_io.pwrite (opaque, fd, buf, len, off);
+}
+
+static int
+slow_pwritev (void *opaque, int fd, const struct iovec *iov, int iovcnt,
+              off_t off)
+{
+  slow_down ();
+  return media_default_io.pwritev (opaque, fd, iov, iovcnt, off);
+}
+
+static struct ftl *
+open_timed (bool timed)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = LP * PS, .page_size = PS,
+    .pages_per_block = 8, .op_percent = 100, .log = unit_log,
+    .io = &slow_io, .write_cache_bytes = 16 * PS,
+    .timing = {
+      .enabled = timed, .read_ns = 10000, .program_ns = 100000,
+      .erase_ns = 100000, .channels = 1, .dies = 1, .planes = 1,
+      .nand_page = PS,
+    },
+  };
+  struct ftl *ftl;
+  char err[256];
+
+  slow_io = *unit_nosync_io ();
+  slow_io.pwrite = slow_pwrite;
+  slow_io.pwritev = slow_pwritev;
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  return ftl;
+}
+
+START_TEST (test_destage_stall)
+{
+  for (int timed = 0; timed < 2; timed++) {
+    for (int slow = 0; slow < 2; slow++) {
+      unit_dir_clean ();
+      struct ftl *ftl = open_timed (timed);
+      struct ftl_stats st;
+
+      __atomic_store_n (&slow_on, slow, __ATOMIC_RELAXED);
+      for (uint64_t l = 0; l < 64; l++)
+        write_page (ftl, l, 1, 0);
+      ck_assert_int_eq (ftl_flush (ftl), 0);
+      __atomic_store_n (&slow_on, false, __ATOMIC_RELAXED);
+      st = stats (ftl);
+      printf ("destage stall: model %d, slow file %d: %" PRIu64
+              " batches, %" PRIu64 " ns\n", timed, slow,
+              st.cache.destage_stalls, st.cache.destage_stall_ns);
+      ck_assert_uint_eq (st.cache.destaged_pages, 64);
+      if (timed && slow) {
+        /* Every batch programs at least one page: 100 us modeled, at
+         * least 5 ms real.
+         */
+        ck_assert_uint_gt (st.cache.destage_stalls, 0);
+        ck_assert_uint_ge (st.cache.destage_stall_ns,
+                           st.cache.destage_stalls * (SLOW_NS - 100000));
+      }
+      else if (!timed) {
+        ck_assert_uint_eq (st.cache.destage_stalls, 0);
+        ck_assert_uint_eq (st.cache.destage_stall_ns, 0);
+      }
+      else                      /* a fast file: far below the slow one */
+        ck_assert_uint_lt (st.cache.destage_stall_ns, 64 * SLOW_NS / 10);
+      ck_assert_int_eq (ftl_close (ftl), 0);
+    }
+  }
 }
 END_TEST
 
@@ -800,6 +899,7 @@ cache_suite (void)
   tcase_add_test (tc, test_power_cut);
   tcase_add_test (tc, test_bypass_supersedes);
   tcase_add_test (tc, test_bypass_race);
+  tcase_add_test (tc, test_destage_stall);
   suite_add_tcase (s, tc);
   return s;
 }
