@@ -287,7 +287,8 @@ program_batch (struct ftl *ftl, struct frontier *f,
  * how many there are.  They go to their own GC frontier: data that GC
  * finds still valid soon after it was written is likely rewritten soon
  * again, and mixing it with long-lived data would make those blocks
- * partly invalid again before long.  Trim pages count as old.
+ * partly invalid again before long.  Trim pages count as old,
+ * translation pages as young.
  */
 static uint32_t
 partition_young (struct ftl *ftl, struct log_page *mv, uint32_t n)
@@ -299,8 +300,12 @@ partition_young (struct ftl *ftl, struct log_page *mv, uint32_t n)
   if (one_log (ftl))
     return 0;
   for (uint32_t i = 0; i < n; i++) {
-    if (mv[i].kind == FTL_OOB_DATA &&
-        now - MIN (now, mv[i].seq) < ftl->hot_age)
+    /* Translation pages are rewritten by every checkpoint that finds
+     * their group dirty: hot, kept apart from cold data.
+     */
+    if ((mv[i].kind == FTL_OOB_DATA &&
+         now - MIN (now, mv[i].seq) < ftl->hot_age) ||
+        mv[i].kind == FTL_OOB_MAP)
       mv[young++] = mv[i];
     else
       tmp[old++] = mv[i];

@@ -488,6 +488,8 @@ ftl_render_timeline_line (const struct ftl_stat_set *prev,
     { "erases_per_s",          "media.erases" },
     { "gc_copied_pages_per_s", "gc.copied_pages" },
     { "gc_runs_per_s",         "gc.runs" },
+    { "map_misses_per_s",      "map.misses" },
+    { "map_program_pages_per_s", "map.program_pages" },
   };
   static const struct { const char *name, *path; } deltas[] = {
     { "gc_copied_pages",   "gc.copied_pages" },

@@ -15,6 +15,8 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,6 +306,74 @@ START_TEST (test_paged_miss_timing)
 }
 END_TEST
 
+/* A version 5 image (no paged map: its superblocks and checkpoints say
+ * version 5) opens as it is, read-only stays so, and the first
+ * read-write open makes it version 6 with its data intact.
+ */
+START_TEST (test_upgrade_from_v5)
+{
+  struct ftl *ftl = open_paged (16 * FTL_TP_ENTRIES * (uint64_t) PS / 8, 0,
+                                50);
+  uint8_t page[PS], buf[FTL_SB_SLOT], hb[FTL_CKPT_HDR_BYTES];
+  struct ftl_superblock sb;
+  struct ftl_ckpt_header h;
+  int fd;
+
+  ck_assert (!ftl->pm.on);
+  for (uint64_t l = 0; l < 64; l++) {
+    unit_fill_page (page, PS, l * 3, 5);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, l * 3 * PS, 0), 0);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* Both superblock copies and both checkpoint headers say 5. */
+  fd = open (path, O_RDWR);
+  ck_assert_int_ge (fd, 0);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq (pread (fd, buf, sizeof buf, i * FTL_SB_SLOT),
+                      (ssize_t) sizeof buf);
+    ck_assert_int_eq (fmt_sb_decode (buf, sizeof buf, &sb, NULL, 0),
+                      FTL_FMT_OK);
+    sb.version = 5;
+    memset (buf, 0, sizeof buf);
+    fmt_sb_encode (&sb, buf);
+    ck_assert_int_eq (pwrite (fd, buf, sizeof buf, i * FTL_SB_SLOT),
+                      (ssize_t) sizeof buf);
+  }
+  for (int s = 0; s < 2; s++) {
+    ck_assert_int_eq (pread (fd, hb, sizeof hb, sb.ckpt_offset[s]),
+                      (ssize_t) sizeof hb);
+    if (fmt_ckpt_header_decode (hb, sizeof hb, &h) != FTL_FMT_OK)
+      continue;
+    h.version = 5;
+    fmt_ckpt_header_encode (&h, hb);
+    ck_assert_int_eq (pwrite (fd, hb, sizeof hb, sb.ckpt_offset[s]),
+                      (ssize_t) sizeof hb);
+  }
+  close (fd);
+
+  struct ftl_options o = {
+    .path = path, .log = unit_log, .io = unit_nosync_io (),
+    .readonly = true,
+  };
+  char err[256];
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  ck_assert_uint_eq (ftl->sb.version, 5);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  o.readonly = false;
+  ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  ck_assert_uint_eq (ftl->sb.version, FTL_FORMAT_VERSION);
+  for (uint64_t l = 0; l < 64; l++) {
+    uint64_t lpn = l * 3, v = 0;
+    ck_assert_int_eq (ftl_read (ftl, page, PS, l * 3 * PS), 0);
+    ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &v), 1);
+    ck_assert_uint_eq (lpn, l * 3);
+    ck_assert_uint_eq (v, 5);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -317,6 +387,7 @@ suite (void)
   tcase_add_test (tc, test_paged_choice);
   tcase_add_test (tc, test_paged_fit);
   tcase_add_test (tc, test_paged_miss_timing);
+  tcase_add_test (tc, test_upgrade_from_v5);
   suite_add_tcase (s, tc);
   return s;
 }
