@@ -39,6 +39,14 @@
  *   ckpt_rw       every operation that changes the map holds it shared
  *                 for its whole duration; a checkpoint takes it
  *                 exclusively for the instant of its snapshot.
+ *   pm            a paged map (format version 6, map-cache=): l2p and
+ *                 check are then not arrays of the capacity but the
+ *                 cache's slots (mapcache.c: l2p_at, check_at), every
+ *                 access pins its group, and the translation pages'
+ *                 references change under pm.lock (pmap.c).  The
+ *                 groups' glocks and pm.lock are leaves; mapf, the
+ *                 frontier of translation pages, belongs to whoever
+ *                 holds ckpt_lock.
  *
  * Lock order (take left before right, never the reverse):
  *   bg.step_lock -> ckpt_lock -> ckpt_rw -> gc.lock -> trim_lock
