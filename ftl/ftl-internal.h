@@ -287,6 +287,21 @@ ctr_add (struct ftl *ftl, enum ftl_ckpt_counter c, uint64_t n)
   __atomic_fetch_add (&ftl->ctr[ftl_shard ()].v[c], n, __ATOMIC_RELAXED);
 }
 
+/* The counters of this thread's shard, for several adds at once
+ * (ctr_add looks the shard up each time).
+ */
+static inline uint64_t *
+ctr_mine (struct ftl *ftl)
+{
+  return ftl->ctr[ftl_shard ()].v;
+}
+
+static inline void
+ctr_add_to (uint64_t *v, enum ftl_ckpt_counter c, uint64_t n)
+{
+  __atomic_fetch_add (&v[c], n, __ATOMIC_RELAXED);
+}
+
 /* The sum over the shards. */
 static inline uint64_t
 ctr_get (struct ftl *ftl, enum ftl_ckpt_counter c)

@@ -157,6 +157,8 @@ read_run (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
   /* Every page of the run is verified: the one place where pages leave
    * the log, with the bit errors they would have had (errmodel.h).
    */
+  if (!ftl->em.enabled)
+    return 0;
   return errmodel_read (ftl, ppn, n, ec);
 }
 

@@ -129,11 +129,13 @@ do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
       pos += len;
     }
   }
-  ctr_add (ftl, FTL_CTR_HOST_READ, DIV_ROUND_UP (count, ftl->page_size));
-  ctr_add (ftl, FTL_CTR_HOST_READ_CMDS, 1);
-  ctr_add (ftl, FTL_CTR_HOST_READ_BYTES, count);
+  uint64_t *v = ctr_mine (ftl);
+  ctr_add_to (v, FTL_CTR_HOST_READ, DIV_ROUND_UP (count, ftl->page_size));
+  ctr_add_to (v, FTL_CTR_HOST_READ_CMDS, 1);
+  ctr_add_to (v, FTL_CTR_HOST_READ_BYTES, count);
  out:
-  free (bounce);
+  if (bounce)                   /* (page-aligned reads have none) */
+    free (bounce);
   return r;
 }
 
@@ -268,8 +270,9 @@ do_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
     dl_stage_end (t);
   }
   if (r == 0) {
-    ctr_add (ftl, FTL_CTR_HOST_WRITE_CMDS, 1);
-    ctr_add (ftl, FTL_CTR_HOST_WRITE_BYTES, count);
+    uint64_t *v = ctr_mine (ftl);
+    ctr_add_to (v, FTL_CTR_HOST_WRITE_CMDS, 1);
+    ctr_add_to (v, FTL_CTR_HOST_WRITE_BYTES, count);
   }
   return r;
 }

@@ -433,7 +433,8 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
   total = clock_now () - t->start;
   us = total / 1000;
   sh = my_shard (dl);
-  __atomic_fetch_add (&sh->lat[t->op].split[octave (us)][FTL_STAGE__MAX],
+  unsigned oct = octave (us);
+  __atomic_fetch_add (&sh->lat[t->op].split[oct][FTL_STAGE__MAX],
                       total, __ATOMIC_RELAXED);
   if (__builtin_expect (total >= dl->slow_ns || flag || aborted, 0))
     end_slow (dl, sh, t, r, total, aborted, flag);
@@ -447,7 +448,7 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
     uint64_t m = MIN (tls_stage[FTL_STAGE_MEDIA], total);
     hist_add (&l->mixed, us);
     hist_add (&l->stage[FTL_STAGE_MEDIA], m / 1000);
-    __atomic_fetch_add (&l->split[octave (us)][FTL_STAGE_MEDIA], m,
+    __atomic_fetch_add (&l->split[oct][FTL_STAGE_MEDIA], m,
                         __ATOMIC_RELAXED);
     if (total > m)
       hist_add (&l->stage[FTL_STAGE_OTHER], (total - m) / 1000);
