@@ -35,7 +35,7 @@ decode (const uint8_t *buf, size_t len)
   FUZZ_CHECK (h.logical_pages < FTL_PAGES_LIMIT);
   FUZZ_CHECK (!h.paged || h.version >= 6);
   FUZZ_CHECK (h.body_bytes == (h.paged
-                               ? 12 * ((h.logical_pages + 1023) / 1024)
+                               ? 24 * ((h.logical_pages + 1023) / 1024)
                                + 16 * (uint64_t) h.blocks + 16
                                : 4 * h.logical_pages
                                + (uint64_t) FTL_CKPT_BLOCK_BYTES * h.blocks));

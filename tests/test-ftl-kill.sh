@@ -228,6 +228,13 @@ EOF_PY
 # A small disk with small erase blocks, so that garbage collection and
 # checkpoints run all the time.
 args=(file="$disk" size=4M pages-per-block=16 op=40 wl-threshold=4)
+# FTL_KILL_PAGED=1 (test-ftl-kill-paged.sh): a paged map of two groups
+# whose cache holds one, so that every round evicts, reloads and writes
+# translation pages while it is killed.
+if [ -n "${FTL_KILL_PAGED:-}" ]; then
+    args=(file="$disk" size=8M pages-per-block=16 op=40 wl-threshold=4
+          map-cache=4K)
+fi
 
 # diagnose: what the clients and the server were doing when they made
 # no progress: each client's counts and last event, the server's syncs

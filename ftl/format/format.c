@@ -496,9 +496,15 @@ fmt_map_groups (uint64_t logical_pages)
 }
 
 uint64_t
+fmt_ckpt_podir_offset (uint64_t logical_pages)
+{
+  return FTL_CKPT_DIR_BYTES * fmt_map_groups (logical_pages);
+}
+
+uint64_t
 fmt_ckpt_pblock_offset (uint64_t logical_pages, uint32_t b)
 {
-  return FTL_CKPT_DIR_BYTES * fmt_map_groups (logical_pages)
+  return 2 * FTL_CKPT_DIR_BYTES * fmt_map_groups (logical_pages)
     + (uint64_t) FTL_CKPT_BLOCK_BYTES * b;
 }
 

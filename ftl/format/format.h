@@ -397,6 +397,10 @@ extern uint64_t fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
  *
  *   directory    a FTL_CKPT_DIR_BYTES entry per group of FTL_TP_ENTRIES
  *                logical pages: its translation page (fmt_ckpt_dir_*)
+ *   other        the same for the checkpoint in the other slot (the one
+ *                recovery falls back to), as GC had moved its pages
+ *                when this one was written: a page it names stays
+ *                while it is the other slot's (fmt_ckpt_podir_offset)
  *   block table  as above
  *   valid        4 bytes per erase block: its valid data pages
  *   mapped       8 bytes: logical pages with a mapping
@@ -409,6 +413,7 @@ extern uint64_t fmt_ckpt_block_offset (uint64_t logical_pages, uint32_t b);
 extern uint64_t fmt_map_groups (uint64_t logical_pages);
 extern uint64_t fmt_ckpt_pbody_bytes (uint64_t logical_pages,
                                       uint32_t blocks);
+extern uint64_t fmt_ckpt_podir_offset (uint64_t logical_pages);
 extern uint64_t fmt_ckpt_pblock_offset (uint64_t logical_pages, uint32_t b);
 extern uint64_t fmt_ckpt_pvalid_offset (uint64_t logical_pages,
                                         uint32_t blocks, uint32_t b);

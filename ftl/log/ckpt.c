@@ -189,7 +189,8 @@ snapshot_paged (struct ftl *ftl, uint8_t *body, struct tp_batch *tp)
  * failure the groups not written are dirty again.
  */
 static int
-write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body)
+write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body,
+           unsigned slot)
 {
   struct log_page lp[ALLOC_PROGRAM_MAX];
   uint32_t *bl = malloc ((tp->n / ftl->ppb + 2) * sizeof *bl), nb = 0;
@@ -232,7 +233,7 @@ write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body)
       encode_block (ftl, bl[i], body + fmt_ckpt_pblock_offset
                     (ftl->logical_pages, bl[i]));
     pthread_mutex_unlock (&ftl->alloc_lock);
-    pmap_ckpt_encode_dir (ftl, body);
+    pmap_ckpt_encode_dir (ftl, body, slot);
   }
   free (bl);
   free (pages);
@@ -442,11 +443,18 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
          / FTL_CKPT_CHUNK; i < chunks; i++)
     nonzero[i] = 1;
 
+  /* The slot it goes to: the older one (sync=false: never the pinned
+   * one, the only one known durable).  ckpt_lock keeps it so.
+   */
+  slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
+  if (ftl->pinned_gen)
+    slot = 1 - ftl->pinned_slot;
+
   /* 1a. A paged map: the dirty groups' translation pages, then the
-   * directory that names them.
+   * directory that names them (and the other slot's).
    */
   if (ftl->pm.on) {
-    r = write_tps (ftl, &tp, h.seq, body);
+    r = write_tps (ftl, &tp, h.seq, body, slot);
     if (r < 0)
       goto out;
     /* The directory and the valid counts of a disk that holds little
@@ -462,12 +470,8 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   if (r < 0)
     goto out;
 
-  /* 3. Write the older slot. */
-  slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
-  if (ftl->pinned_gen)
-    slot = 1 - ftl->pinned_slot;
-  /* Never over the newest durable checkpoint (sync=false: the pinned
-   * one, the only one known durable).
+  /* 3. Write the older slot, never over the newest durable checkpoint
+   * (sync=false: the pinned one).
    */
   assert (ftl->ckpt_gen == 0 || ftl->pinned_gen || slot != ftl->ckpt_slot);
   assert (!ftl->pinned_gen || slot != ftl->pinned_slot);

@@ -55,7 +55,9 @@ extern void pmap_tp_moved (struct ftl *ftl, uint64_t g, uint32_t from,
  */
 extern uint64_t pmap_ckpt_collect (struct ftl *ftl, uint8_t *buf,
                                    uint64_t *gs, uint64_t max);
-extern void pmap_ckpt_encode_dir (struct ftl *ftl, uint8_t *body);
+/* The directory of the checkpoint for slot, and the other slot's. */
+extern void pmap_ckpt_encode_dir (struct ftl *ftl, uint8_t *body,
+                                  unsigned slot);
 extern void pmap_ckpt_commit (struct ftl *ftl, unsigned slot);
 extern void pmap_ckpt_abort (struct ftl *ftl, const uint64_t *gs,
                              uint64_t from, uint64_t n);

@@ -88,7 +88,7 @@ pmap_memory (uint64_t logical_pages, uint32_t blocks, uint64_t cache)
    */
   uint64_t groups = fmt_map_groups (logical_pages);
   return 2 * cache + cache / PMAP_GROUP_BYTES / 4 * FTL_TP_BYTES
-    + groups * (4 + 1 + 4 + 8 + 8 + 8 + 8) + (uint64_t) blocks * 4;
+    + groups * (4 + 1 + 4 + 8 + 8 + 16 + 4 + 4) + (uint64_t) blocks * 4;
 }
 
 uint64_t
@@ -111,9 +111,11 @@ pmap_init (struct ftl *ftl)
   pm->dirseq = calloc (groups, sizeof *pm->dirseq);
   pm->sdir[0] = calloc (groups, sizeof *pm->sdir[0]);
   pm->sdir[1] = calloc (groups, sizeof *pm->sdir[1]);
+  pm->sver[0] = calloc (groups, sizeof *pm->sver[0]);
+  pm->sver[1] = calloc (groups, sizeof *pm->sver[1]);
   pm->tvalid = calloc (ftl->blocks, sizeof *pm->tvalid);
   if (!pm->gstate || !pm->ref || !pm->dir || !pm->dirseq || !pm->sdir[0] ||
-      !pm->sdir[1] || !pm->tvalid)
+      !pm->sdir[1] || !pm->sver[0] || !pm->sver[1] || !pm->tvalid)
     return -ENOMEM;
   pm->slot = malloc (groups * sizeof *pm->slot);
   pm->maxchunks = DIV_ROUND_UP (groups, PMAP_CHUNK);

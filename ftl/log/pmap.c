@@ -28,7 +28,12 @@
  * block (and in tvalid[]), whatever names it; GC moves it like a data
  * page (its copy keeps its version, and recovery takes a copy whose
  * version is the one its directory names), and the drain rule of
- * map.c applies when the last name of a page goes.
+ * map.c applies when the last name of a page goes.  A copy that GC
+ * made before the newest checkpoint lies in a block that recovery does
+ * not scan: so each checkpoint records, beside its own directory, the
+ * other slot's as GC has moved it (sdir, sver), and recovery takes the
+ * other slot's names from there, if that slot still holds the
+ * checkpoint they are of.
  *
  * The cache itself (pinning, loading, evicting) is mapcache.c, below
  * this module; this one keeps the references to translation pages
@@ -174,15 +179,21 @@ pmap_ckpt_abort (struct ftl *ftl, const uint64_t *gs, uint64_t from,
 }
 
 void
-pmap_ckpt_encode_dir (struct ftl *ftl, uint8_t *body)
+pmap_ckpt_encode_dir (struct ftl *ftl, uint8_t *body, unsigned slot)
 {
   struct pmap *pm = &ftl->pm;
+  uint8_t *other = body + fmt_ckpt_podir_offset (ftl->logical_pages);
+  unsigned o = 1 - slot;
 
   pthread_mutex_lock (&pm->lock);
-  for (uint64_t g = 0; g < pm->groups; g++)
+  for (uint64_t g = 0; g < pm->groups; g++) {
     if (pm->dir[g])
       fmt_ckpt_dir_encode (~pm->dir[g], pm->dirseq[g],
                            body + g * FTL_CKPT_DIR_BYTES);
+    if (pm->sdir[o][g])
+      fmt_ckpt_dir_encode (~pm->sdir[o][g], pm->sver[o][g],
+                           other + g * FTL_CKPT_DIR_BYTES);
+  }
   pthread_mutex_unlock (&pm->lock);
 }
 
@@ -194,6 +205,7 @@ pmap_ckpt_commit (struct ftl *ftl, unsigned slot)
   pthread_mutex_lock (&pm->lock);
   for (uint64_t g = 0; g < pm->groups; g++) {
     uint32_t old = pm->sdir[slot][g];
+    pm->sver[slot][g] = pm->dirseq[g];
     if (old == pm->dir[g])
       continue;
     pm->sdir[slot][g] = pm->dir[g];

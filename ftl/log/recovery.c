@@ -147,22 +147,19 @@ read_body (struct ftl *ftl, uint64_t off, uint64_t len, struct body *b)
  * takes the place of the page a directory names (tp_found).
  */
 
-/* A paged checkpoint's directory into the slot's names (and, for the
- * slot loaded, the map's), checking every entry.
+/* A directory of a paged checkpoint (at off in its body) into slot's
+ * names (and, for the map's, the map's), checking every entry.
  */
 static int
 apply_dir (struct ftl *ftl, const struct ftl_ckpt_header *h,
-           const struct body *body, unsigned slot, bool loaded,
-           char *errbuf, size_t errlen)
+           const struct body *body, uint64_t off0, unsigned slot,
+           bool map, char *errbuf, size_t errlen)
 {
   struct pmap *pm = &ftl->pm;
   uint64_t phys = (uint64_t) ftl->blocks * ftl->ppb;
 
-  if (!ftl->pm.sver[slot] &&
-      !(ftl->pm.sver[slot] = calloc (pm->groups, sizeof (uint64_t))))
-    return -ENOMEM;
   for (uint64_t g = 0; g < pm->groups; g++) {
-    uint64_t off = g * FTL_CKPT_DIR_BYTES;
+    uint64_t off = off0 + g * FTL_CKPT_DIR_BYTES;
     if (!body->present[off / FTL_CKPT_CHUNK])
       continue;
     uint32_t ppn;
@@ -178,8 +175,8 @@ apply_dir (struct ftl *ftl, const struct ftl_ckpt_header *h,
       return -EINVAL;
     }
     pm->sdir[slot][g] = ~ppn;
-    ftl->pm.sver[slot][g] = version;
-    if (loaded) {
+    pm->sver[slot][g] = version;
+    if (map) {
       pm->dir[g] = ~ppn;
       pm->dirseq[g] = version;
       __atomic_fetch_or (&ftl->l2p_pop[g / 64], UINT64_C (1) << (g % 64),
@@ -200,19 +197,10 @@ tp_found (struct ftl *ftl, uint64_t g, uint64_t version, uint32_t ppn)
   if (!pm->on || g >= pm->groups)
     return;
   for (unsigned s = 0; s < 2; s++)
-    if (ftl->pm.sver[s] && pm->sdir[s][g] && ftl->pm.sver[s][g] == version)
+    if (pm->sdir[s][g] && pm->sver[s][g] == version)
       pm->sdir[s][g] = ~ppn;
   if (pm->dir[g] && pm->dirseq[g] == version)
     pm->dir[g] = ~ppn;
-}
-
-static void
-free_versions (struct ftl *ftl)
-{
-  for (unsigned s = 0; s < 2; s++) {
-    free (ftl->pm.sver[s]);
-    ftl->pm.sver[s] = NULL;
-  }
 }
 
 /* Load a paged checkpoint body: the directory (apply_dir), the valid
@@ -220,14 +208,20 @@ free_versions (struct ftl *ftl)
  */
 static int
 apply_pbody (struct ftl *ftl, const struct ftl_ckpt_header *h,
-             const struct body *body, unsigned slot, char *errbuf,
-             size_t errlen)
+             const struct body *body, unsigned slot, bool other,
+             char *errbuf, size_t errlen)
 {
   const uint8_t *p;
   int r;
 
   map_clear (ftl);
-  r = apply_dir (ftl, h, body, slot, true, errbuf, errlen);
+  r = apply_dir (ftl, h, body, 0, slot, true, errbuf, errlen);
+  /* The other slot's pages, as this checkpoint saw them, if that slot
+   * still holds the checkpoint it saw there (an older one).
+   */
+  if (r == 0 && other)
+    r = apply_dir (ftl, h, body, fmt_ckpt_podir_offset (ftl->logical_pages),
+                   1 - slot, false, errbuf, errlen);
   if (r < 0)
     return r;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
@@ -393,31 +387,15 @@ load_checkpoint (struct ftl *ftl, struct ftl_ckpt_header *hp,
     return -EINVAL;
   }
   if (ftl->pm.on)
-    r = apply_pbody (ftl, &h[best], &body, best, errbuf, errlen);
+    r = apply_pbody (ftl, &h[best], &body, best,
+                     st[1 - best] == FTL_FMT_OK &&
+                     h[1 - best].generation < h[best].generation,
+                     errbuf, errlen);
   else
     r = apply_body (ftl, &h[best], &body, errbuf, errlen);
   free_body (&body);
   if (r < 0)
     return r;
-  /* A paged map: the other slot's translation pages stay too, if it
-   * holds a checkpoint (recovery may fall back to it).
-   */
-  if (ftl->pm.on && st[1 - best] == FTL_FMT_OK && h[1 - best].paged) {
-    r = read_body (ftl, ftl->sb.ckpt_offset[1 - best] + FTL_CKPT_HDR_BYTES,
-                   h[1 - best].body_bytes, &body);
-    if (r < 0) {
-      snprintf (errbuf, errlen, "reading checkpoint slot %d: %s", 1 - best,
-                strerror (-r));
-      return r;
-    }
-    if (fmt_checksum_sparse (body.p, body.len, 0, FTL_CKPT_CHUNK,
-                             body.present) == h[1 - best].body_checksum)
-      r = apply_dir (ftl, &h[1 - best], &body, 1 - best, false, errbuf,
-                     errlen);
-    free_body (&body);
-    if (r < 0)
-      return r;
-  }
 
   ftl->ckpt_gen = h[best].generation;
   ftl->ckpt_slot = best;
@@ -922,13 +900,10 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
              "session (the host crashed?): every mapped page is verified, "
              "and any that a crash of the host lost reads as an error");
   r = load_checkpoint (ftl, &h, errbuf, errlen);
-  if (r < 0) {
-    free_versions (ftl);
+  if (r < 0)
     return r;
-  }
   r = durable_load (ftl);
   if (r < 0) {
-    free_versions (ftl);
     snprintf (errbuf, errlen, "reading the durable-point record: %s",
               strerror (-r));
     return r;
@@ -949,12 +924,9 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
   ftl->last_ckpt_clean = h.clean;
   if (!clean) {
     r = roll_forward (ftl, h.seq, errbuf, errlen);
-    if (r < 0) {
-      free_versions (ftl);
+    if (r < 0)
       return r;
-    }
   }
-  free_versions (ftl);
   if (ftl->unsynced_found) {
     r = verify_mapped (ftl);
     if (r < 0) {

@@ -164,8 +164,8 @@ struct pmap {
                                  * names */
   uint32_t *tvalid;             /* per block: translation pages counted
                                  * in valid[] */
-  uint64_t *sver[2];            /* recovery only: the versions that each
-                                 * slot's directory names */
+  uint64_t *sver[2];            /* per group: the version of the page
+                                 * sdir[s] names */
   /* Where resident groups are: slot[g] (PMAP_NO_SLOT if none) indexes
    * chunks of PMAP_CHUNK slots, each slot a group's entries (~ppn) and
    * their checks.  Chunks are allocated as the resident groups grow
