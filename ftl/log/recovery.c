@@ -147,6 +147,26 @@ read_body (struct ftl *ftl, uint64_t off, uint64_t len, struct body *b)
  * takes the place of the page a directory names (tp_found).
  */
 
+/* A checkpoint's block table (at p), checking every entry. */
+static int
+apply_blocks (struct ftl *ftl, const uint8_t *p, char *errbuf, size_t errlen)
+{
+  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
+    struct ftl_ckpt_block cb;
+    char why[128];
+    fmt_ckpt_block_decode (p, &cb);
+    if (!fmt_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
+      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
+      return -EINVAL;
+    }
+    ftl->state[b] = cb.state;
+    media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
+    media_set_slc (&ftl->media, b, cb.slc);
+    errmodel_set_program_hour (&ftl->em, b, cb.program_hour);
+  }
+  return 0;
+}
+
 /* A directory of a paged checkpoint (at off in its body) into slot's
  * names (and, for the map's, the map's), checking every entry.
  */
@@ -211,7 +231,6 @@ apply_pbody (struct ftl *ftl, const struct ftl_ckpt_header *h,
              const struct body *body, unsigned slot, bool other,
              char *errbuf, size_t errlen)
 {
-  const uint8_t *p;
   int r;
 
   map_clear (ftl);
@@ -243,21 +262,8 @@ apply_pbody (struct ftl *ftl, const struct ftl_ckpt_header *h,
               "mapped, more than the disk has", ftl->mapped);
     return -EINVAL;
   }
-  p = body->p + fmt_ckpt_pblock_offset (ftl->logical_pages, 0);
-  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
-    struct ftl_ckpt_block cb;
-    char why[128];
-    fmt_ckpt_block_decode (p, &cb);
-    if (!fmt_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
-      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
-      return -EINVAL;
-    }
-    ftl->state[b] = cb.state;
-    media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
-    media_set_slc (&ftl->media, b, cb.slc);
-    errmodel_set_program_hour (&ftl->em, b, cb.program_hour);
-  }
-  return 0;
+  return apply_blocks (ftl, body->p + fmt_ckpt_pblock_offset
+                       (ftl->logical_pages, 0), errbuf, errlen);
 }
 
 /* Load the map and the block table of a checkpoint body that passed its
@@ -289,22 +295,8 @@ apply_body (struct ftl *ftl, const struct ftl_ckpt_header *h,
     if (ppn != FTL_UNMAPPED)
       l2p_set (ftl, lpn, ppn);
   }
-  /* The block table. */
-  p = body->p + fmt_ckpt_block_offset (ftl->logical_pages, 0);
-  for (uint32_t b = 0; b < ftl->blocks; b++, p += FTL_CKPT_BLOCK_BYTES) {
-    struct ftl_ckpt_block cb;
-    char why[128];
-    fmt_ckpt_block_decode (p, &cb);
-    if (!fmt_ckpt_block_check (&cb, ftl->ppb, why, sizeof why)) {
-      snprintf (errbuf, errlen, "checkpoint: erase block %u %s", b, why);
-      return -EINVAL;
-    }
-    ftl->state[b] = cb.state;
-    media_set_block (&ftl->media, b, cb.erase_count, cb.write_pointer);
-    media_set_slc (&ftl->media, b, cb.slc);
-    errmodel_set_program_hour (&ftl->em, b, cb.program_hour);
-  }
-  return 0;
+  return apply_blocks (ftl, body->p + fmt_ckpt_block_offset
+                       (ftl->logical_pages, 0), errbuf, errlen);
 }
 
 /* Read both checkpoint slots and load the newest valid one. */

@@ -344,9 +344,9 @@ read_runs (struct ftl *ftl, const struct gc_victim *v,
                  media_ppn_page (&ftl->media, mv[i + j].from), v->block);
         return -EIO;
       }
-      if (mv[i + j].kind == FTL_OOB_MAP &&
-          o.data_checksum != fmt_checksum (pj, ftl->page_size,
-                                           mv[i + j].from)) {
+      bool intact = o.data_checksum == fmt_checksum (pj, ftl->page_size,
+                                                     mv[i + j].from);
+      if (mv[i + j].kind == FTL_OOB_MAP && !intact) {
         /* A damaged translation page stays where it is (its group's
          * load reports it); the victim is left alone.
          */
@@ -355,8 +355,7 @@ read_runs (struct ftl *ftl, const struct gc_victim *v,
                  media_ppn_page (&ftl->media, mv[i + j].from), v->block);
         return -EIO;
       }
-      if (o.data_checksum != fmt_checksum (pj, ftl->page_size,
-                                           mv[i + j].from)) {
+      if (!intact) {
         /* A mapped page damaged after it was written: what it held is
          * lost, and its logical page must go on reading as an error,
          * never as something else: it moves as poison (format.h).
