@@ -503,6 +503,7 @@ int
 ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
 {
   struct dl_ticket t;
+  uint64_t t0 = ftl->timing.enabled ? clock_now () : 0;
   int r = begin (ftl, FTL_OP_READ, &t, count, offset, 0);
 
   if (r < 0)
@@ -515,7 +516,7 @@ ftl_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
     r = do_read (ftl, buf, count, offset);
     uint64_t done = media_deferred (&ftl->media);
     return dl_end (&ftl->dl, &t,
-                   host_side (ftl, t.start, done, count, true, r));
+                   host_side (ftl, t0, done, count, true, r));
   }
   return dl_end (&ftl->dl, &t, do_read (ftl, buf, count, offset));
 }
@@ -525,6 +526,7 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
            unsigned flags)
 {
   struct dl_ticket t;
+  uint64_t t0 = ftl->timing.enabled ? clock_now () : 0;
   int r = begin (ftl, FTL_OP_WRITE, &t, count, offset, flags);
 
   if (r < 0)
@@ -532,7 +534,7 @@ ftl_write (struct ftl *ftl, const void *buf, uint64_t count, uint64_t offset,
   if (ftl->timing.enabled) {
     r = do_write (ftl, buf, count, offset, flags);
     return dl_end (&ftl->dl, &t,
-                   host_side (ftl, t.start, 0, count, false, r));
+                   host_side (ftl, t0, 0, count, false, r));
   }
   return dl_end (&ftl->dl, &t, do_write (ftl, buf, count, offset, flags));
 }

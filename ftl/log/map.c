@@ -254,17 +254,19 @@ map_stripe_mask (uint64_t first, uint64_t last)
 void
 map_lock_mask (struct ftl *ftl, uint64_t mask)
 {
-  for (unsigned i = 0; i < FTL_STRIPES; i++)
-    if (mask & (UINT64_C (1) << i))
-      dl_lock (&ftl->stripe[i]);
+  /* In ascending order (the lock order), one step per stripe held. */
+  for (uint64_t m = mask; m; m &= m - 1)
+    dl_lock (&ftl->stripe[__builtin_ctzll (m)]);
 }
 
 void
 map_unlock_mask (struct ftl *ftl, uint64_t mask)
 {
-  for (unsigned i = FTL_STRIPES; i-- > 0; )
-    if (mask & (UINT64_C (1) << i))
-      pthread_mutex_unlock (&ftl->stripe[i]);
+  for (uint64_t m = mask; m; ) {
+    unsigned i = 63 - __builtin_clzll (m);
+    pthread_mutex_unlock (&ftl->stripe[i]);
+    m &= ~(UINT64_C (1) << i);
+  }
 }
 
 void

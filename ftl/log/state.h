@@ -20,6 +20,7 @@
 #define FTL_NO_BLOCK      UINT32_MAX
 #define FTL_STRIPES       64
 #define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
+_Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
 
 /* Free blocks that host frontiers may not take, so that garbage
  * collection can always make progress.  One is enough: the copies of a

@@ -269,7 +269,7 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
 
   t->slot = NULL;
   t->op = op;
-  t->start = clock_now ();
+  t->ticks = clock_ticks ();
   tls_slot = NULL;
   tls_committed = false;
   tls_req = true;
@@ -295,7 +295,7 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
     __atomic_store_n (&s->op, op, __ATOMIC_RELAXED);
     __atomic_store_n (&s->stage, 0, __ATOMIC_RELAXED);
     __atomic_store_n (&s->progress, 0, __ATOMIC_RELAXED);
-    __atomic_store_n (&s->deadline, t->start + dl->timeout_ns,
+    __atomic_store_n (&s->deadline, clock_now () + dl->timeout_ns,
                       __ATOMIC_RELAXED);
     __atomic_store_n (&s->ctl, CTL (gen, S_ACTIVE), __ATOMIC_RELEASE);
     t->slot = s;
@@ -366,7 +366,7 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
 
   if (tls_mask & MASK_MODELED) {
     /* Host stall: how long after its last modeled end it ended. */
-    uint64_t done = t->start + total;
+    uint64_t done = clock_now ();
     uint64_t stall = done > tls_model_end ? done - tls_model_end : 0;
     __atomic_fetch_add (&sh->modeled, 1, __ATOMIC_RELAXED);
     if (stall > 0) {
@@ -430,7 +430,7 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
     clock_sleep_until (clock_now () + delay);
   if (s)
     __atomic_store_n (&s->ctl, CTL (t->gen, S_FREE), __ATOMIC_RELEASE);
-  total = clock_now () - t->start;
+  total = clock_ticks_ns (clock_ticks () - t->ticks);
   us = total / 1000;
   sh = my_shard (dl);
   unsigned oct = octave (us);

@@ -44,8 +44,9 @@
  *
  * Stages (enum ftl_stage, ftl.h).  The tracker also splits each
  * request's time into stages, at the least cost on the fast path: the
- * start and end it reads anyway give the total, the backing file's own
- * reads and writes are timed with the tick counter (dl_io_end), and
+ * total is two reads of the tick counter (clock.h: one instruction
+ * where it is the TSC), the backing file's own reads and writes are
+ * timed with it too (dl_io_end), and
  * only the slow paths read the clock for themselves (a lock that
  * trylock could not take, a full write cache, foreground GC, a modeled
  * or stalled media wait, a sync):
@@ -219,7 +220,8 @@ enum { DLC_REQUESTS, DLC_EXPIRED, DLC_HANDLED, DLC_RESET, DLC_ABORTED,
 struct dl_ticket {
   struct dl_slot *slot;         /* NULL: not tracked */
   uint64_t gen;
-  uint64_t start;
+  uint64_t ticks;               /* clock_ticks at dl_begin (the total's
+                                 * one clock read each side) */
   unsigned op;
   unsigned flags;               /* for the slow log: */
   uint64_t offset, count;
