@@ -314,7 +314,7 @@ model_wait (struct media *m, uint64_t end, uint32_t n)
     }
     if (now + clock_early () >= end)
       break;
-    clock_sleep_until (MIN (end, now + 1000000));
+    clock_wait_model (MIN (end, now + 1000000));
     if (m->dl && end - now > 1000000)
       dl_progress (m->dl, 1);
     now = clock_now ();

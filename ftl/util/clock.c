@@ -28,13 +28,19 @@
  *     new sample), and a sleep aims early by half of it, at most
  *     EARLY_MAX_NS: waits still end a little late on average, and much
  *     closer to their time; a burst of load elsewhere, which makes the
- *     average jump, cannot make them end much early.
+ *     average jump, cannot make them end much early;
+ *   - a modeled wait that is the only one (clock_wait_model: a client
+ *     at queue depth 1, whose latency is the figure) sleeps until its
+ *     oversleep before its end and spins the rest, at most
+ *     CLOCK_SPIN_MAX_NS: it ends on time, for CPU time that a lone
+ *     request leaves idle anyway.
  */
 #define SLEEPERS_PRECISE 4
 #define OVERSLEEP_MAX_NS 200000
 #define EARLY_MAX_NS 20000
 static uint64_t oversleep_ns[2];        /* atomic; per mode */
 static unsigned sleepers;               /* atomic */
+static unsigned model_waiters;          /* atomic: in clock_wait_model */
 static FTL_TLS int slack_mode = -1;    /* this thread's: 0 precise */
 
 void
@@ -72,9 +78,47 @@ clock_sleep_until (uint64_t t)
   __atomic_sub_fetch (&sleepers, 1, __ATOMIC_RELAXED);
 }
 
+/* The lone modeled wait's spin: its sleep ends this far before t (the
+ * mean oversleep, plus a margin for a late wake-up). */
+#define SPIN_MARGIN_NS 10000
+
+static inline void
+cpu_relax (void)
+{
+#if defined __x86_64__ || defined __i386__
+  __builtin_ia32_pause ();
+#endif
+}
+
+void
+clock_wait_model (uint64_t t)
+{
+  unsigned n = __atomic_add_fetch (&model_waiters, 1, __ATOMIC_RELAXED);
+
+  if (n == 1) {
+    uint64_t avg = __atomic_load_n (&oversleep_ns[0], __ATOMIC_RELAXED);
+    uint64_t lead = MIN (avg + SPIN_MARGIN_NS, CLOCK_SPIN_MAX_NS);
+    uint64_t now = clock_now ();
+
+    if (t > now + lead)
+      clock_sleep_until (t - lead);
+    /* Spin while alone: a second waiter makes this one sleep again. */
+    while ((now = clock_now ()) < t &&
+           __atomic_load_n (&model_waiters, __ATOMIC_RELAXED) == 1)
+      cpu_relax ();
+    if (now < t)
+      clock_sleep_until (t);
+  }
+  else
+    clock_sleep_until (t);
+  __atomic_sub_fetch (&model_waiters, 1, __ATOMIC_RELAXED);
+}
+
 uint64_t
 clock_early (void)
 {
+  if (__atomic_load_n (&model_waiters, __ATOMIC_RELAXED) == 0)
+    return 0;
   int mode = __atomic_load_n (&sleepers, __ATOMIC_RELAXED)
     >= SLEEPERS_PRECISE;
   return MIN (__atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED) / 2,

@@ -13,9 +13,8 @@
 #include <stdint.h>
 #include <time.h>
 
-/* CLOCK_MONOTONIC in ns.  Inline: every request reads it at its start
- * and its end, and the stages of a slow one (deadline.h) a few times
- * more.
+/* CLOCK_MONOTONIC in ns.  Inline: the stages of a slow request
+ * (deadline.h) and every modeled wait read it.
  */
 static inline uint64_t
 clock_now (void)
@@ -61,8 +60,19 @@ extern void clock_ticks_init (void);
  * waits end on time on average).
  */
 extern void clock_sleep_until (uint64_t t);
-/* How early clock_sleep_until aims: a wait for t is over once
- * now + clock_early () >= t.
+/* A modeled wait (the timing model's, media.c) until t, in pieces of
+ * at most 1 ms.  As clock_sleep_until, except for a thread that is the
+ * only one in a modeled wait (a client at queue depth 1): it sleeps
+ * until shortly before t (by its measured oversleep, at most
+ * CLOCK_SPIN_MAX_NS) and spins the rest, so that it ends at t and not a
+ * wake-up late.  With more waiters nobody spins: they would take the
+ * CPU from each other and from the client.
+ */
+#define CLOCK_SPIN_MAX_NS 50000
+extern void clock_wait_model (uint64_t t);
+/* How early clock_wait_model may end: a modeled wait for t is over once
+ * now + clock_early () >= t (0 while no other thread is in one: the
+ * next wait spins to its end).
  */
 extern uint64_t clock_early (void);
 
