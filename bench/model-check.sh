@@ -37,19 +37,21 @@
 # before and after the run, over fio's job runtime): a corner held by
 # the dies or the link shows it near 1; one below its figure with both
 # low was held back by this machine.  "host stall us" is the mean time
-# by which the run's requests ended after their modeled end
-# (timing.host_stall_us): real work of this machine (the backing file,
-# copies, waking up) that the model's time did not cover; a figure
-# spoiled by the host shows it large.  --repeat N runs each preset's
+# by which the real work of this machine made the run's requests slower
+# than the model (timing.host_stall_us): the time after their modeled
+# end (the backing file, copies, waking up), and syncs of the backing
+# file and waits for other threads held up by them, before a modeled
+# end; a figure spoiled by the host shows it large.  --repeat N runs each preset's
 # corners N times on a fresh image and gives the median, the range and
 # max/min.
 #
 # What the host's own work cost the run, beside each figure: "sync
 # ms/s", the time the backing file's syncs took (media.sync_ns) per
-# second of the run; "destage stall ms/s", the time by which the write
-# cache's destage batches' real work went on past their modeled
-# programs (cache.destage_stall_ns), which writers waiting for cache
-# room wait too and which is not in their host stall; "cache+sync %",
+# second of the run; "destage stall ms/s", the write cache's destage
+# batches' real work that their modeled programs did not cover (syncs
+# before them, work past their end: cache.destage_stall_ns), which
+# writers waiting for cache room wait too and count into their host
+# stall; "cache+sync %",
 # the share of the requests' time spent in the cache and sync stages
 # (latency_us.<op>.cache and .sync).  A run is spoiled by the host
 # (--host-limit, 10%) when the syncs took more than a tenth of its time

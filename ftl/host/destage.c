@@ -48,26 +48,31 @@ now_ns (void)
   return ts.tv_sec * UINT64_C (1000000000) + ts.tv_nsec;
 }
 
-/* With the timing model: the batch's real work (taking the checkpoint
+/* With the timing model: the batch's real work that the model did not
+ * cover: host, the syncs of the backing file it ran before programs
+ * (GC's barrier before an erase: dl_host_ns across the batch, already
+ * in dl.host_ns), and the time by which its work (taking the checkpoint
  * lock, programming into the backing file, the map) went on past the
- * modeled end of its programs by now - modeled, time the model did not
- * cover and that writers waiting for cache room wait as well: counted
- * in cache.destage_stall_ns (a backing file slowed by the host's
- * writeback shows here, not in the requests' host stall).  0 (nothing
- * programmed, or no model): nothing to compare.
+ * modeled end of its programs (dl_host_late), which requests waiting
+ * for cache room wait too.  Both count in cache.destage_stall_ns (a
+ * backing file slowed by the host's writeback shows here).  modeled 0:
+ * nothing programmed, or no model.
  */
 static void
-note_stall (struct ftl *ftl, uint64_t modeled)
+note_stall (struct ftl *ftl, uint64_t modeled, uint64_t host)
 {
   uint64_t now;
 
-  if (modeled == 0)
+  if (modeled == 0 && host == 0)
     return;
   now = clock_now ();
-  if (now <= modeled)
+  if (modeled && now > modeled) {
+    dl_host_late (&ftl->dl, now - modeled);
+    host += now - modeled;
+  }
+  if (host == 0)
     return;
-  __atomic_fetch_add (&ftl->cache.destage_stall_ns, now - modeled,
-                      __ATOMIC_RELAXED);
+  __atomic_fetch_add (&ftl->cache.destage_stall_ns, host, __ATOMIC_RELAXED);
   __atomic_fetch_add (&ftl->cache.destage_stalls, 1, __ATOMIC_RELAXED);
 }
 
@@ -96,11 +101,12 @@ destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer, uint32_t max)
    * dies meanwhile; its pages stay in the cache until then.
    */
   media_defer (&ftl->media);
+  uint64_t host = dl_host_ns ();
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   r = write_cached (ftl, e, n);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
   uint64_t modeled = media_deferred (&ftl->media);
-  note_stall (ftl, modeled);
+  note_stall (ftl, modeled, dl_host_ns () - host);
   /* Its pages are in the log whatever the wait says. */
   (void) media_wait (&ftl->media, modeled);
   dl_release ();

@@ -139,6 +139,22 @@ do_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t offset)
   return r;
 }
 
+/* Wait for room in a full shard of the write cache, for a batch that
+ * another thread runs: with the timing model, the host work that held
+ * it up is this request's host stall too (dl_wait_begin).
+ */
+static bool
+wait_slot (struct ftl *ftl, unsigned shard)
+{
+  struct dl_wait w;
+  bool ok;
+
+  dl_wait_begin (&w);
+  ok = cache_wait_slot (ftl, shard);
+  dl_wait_end (&w);
+  return ok;
+}
+
 /* Put [offset, offset+count) from buf (zeros if NULL) into the write
  * cache.  Once one page is in, the request is not interrupted (all or
  * nothing, deadline.h).
@@ -169,7 +185,7 @@ cache_write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
        * one in flight to complete.
        */
       r = destage_batch (ftl, UINT64_MAX, shard, ALLOC_PROGRAM_MAX);
-      if (r == 0 && !cache_wait_slot (ftl, shard))
+      if (r == 0 && !wait_slot (ftl, shard))
         r = -ETIMEDOUT;
       if (r < 0)
         break;

@@ -65,8 +65,11 @@ struct cache {
   /* Counters since open (atomic). */
   uint64_t hits, coalesced, destaged, dropped, flush_waits, write_waits;
   uint64_t bypassed;            /* pages written past the cache */
-  /* Batches whose real work ended after their programs' modeled end,
-   * and by how much in all (destage.c, timing model only).
+  /* Batches whose real work the model did not cover (it ended after
+   * their programs' modeled end, or syncs of the backing file came
+   * before the programs), and how much in all (destage.c, timing model
+   * only).  A writer waiting for cache room takes the growth of
+   * destage_stall_ns over its wait as host stall (request.c).
    */
   uint64_t destage_stalls, destage_stall_ns;
 };

@@ -732,7 +732,13 @@ media_sync_always (struct media *m)
   if (r == 0) {
     uint64_t t0 = clock_now ();
     r = m->io->sync (m->io->opaque, m->fd);
-    media_count_add (m, MEDIA_SYNC_NS, clock_now () - t0);
+    uint64_t t1 = clock_now ();
+    media_count_add (m, MEDIA_SYNC_NS, t1 - t0);
+    /* The model has no time for it: host work (deadline.h), but for
+     * the part that deferred programs of this thread cover.
+     */
+    if (m->timing)
+      dl_host_work (m->dl, t0, t1, defer ? defer_end : 0);
   }
   if (r == 0)
     media_count_add (m, MEDIA_SYNCS, 1);

@@ -764,21 +764,28 @@ gc_reclaim (struct ftl *ftl, uint32_t target, bool bg)
 int
 gc_make_room (struct ftl *ftl, bool urgent)
 {
+  struct dl_wait w;
   uint64_t t;
   int r;
 
   if (!urgent && alloc_nfree (ftl) > ftl->gc.low)
     return 0;
-  /* The request that runs this waits for a free block: its gc stage. */
+  /* The request that runs this waits for a free block: its gc stage;
+   * and for another thread's collection (gc.lock), whose host work
+   * (syncs) is then its host stall too.
+   */
   t = dl_stage_begin (FTL_STAGE_GC);
+  dl_wait_begin (&w);
   if (!urgent) {
     /* With a background thread, reclaim just enough to go on. */
     r = gc_reclaim (ftl, ftl_bell_listening (&ftl->bell) ? ftl->gc.low : ftl->gc.high,
                     false);
+    dl_wait_end (&w);
     dl_stage_end (t);
     return r == -ENOSPC ? 0 : r;
   }
   r = gc_reclaim (ftl, FTL_RESERVE_BLOCKS, false);
+  dl_wait_end (&w);
   dl_stage_end (t);
   if (r < 0 && wl_worn_out (ftl))
     return -EROFS;              /* GC retired the last blocks it could */

@@ -49,6 +49,16 @@ static FTL_TLS uint64_t tls_stage[FTL_STAGE__MAX];
  */
 static FTL_TLS uint64_t tls_model_end;
 #define MASK_MODELED (1u << 8)
+/* Host work outside the model (dl_host_work, dl_host_wait): the part
+ * noted since the latest modeled end (pending: if no modeled end
+ * follows, the tail after the latest covers it), and the part that a
+ * later modeled end followed (committed: the model's time began after
+ * it, so it adds to the host stall).  tls_host_all: every such ns this
+ * thread ever noted, request or not (the destager's batches read it).
+ */
+static FTL_TLS uint64_t tls_host_pending, tls_host_committed;
+static FTL_TLS uint64_t tls_host_all;
+static FTL_TLS struct deadline *tls_dl;  /* the request's tracker */
 #define MASK_STAGES ((1u << FTL_STAGE_OTHER) - 1)
 
 static inline struct dl_shard *
@@ -95,107 +105,6 @@ const char *
 ftl_stage_name (enum ftl_stage s)
 {
   return s < FTL_STAGE__MAX ? stage_names[s] : "unknown";
-}
-
-/* ---- histograms ---- */
-
-static inline unsigned
-hist_index (uint64_t v)
-{
-  unsigned e;
-
-  if (v < (1u << DL_HIST_SUB_BITS))
-    return v;
-  e = log2_u64 (v);
-  return (e << DL_HIST_SUB_BITS)
-    | ((v >> (e - DL_HIST_SUB_BITS)) & ((1u << DL_HIST_SUB_BITS) - 1));
-}
-
-/* Has the histogram a value (its buckets until one is not 0)? */
-static bool
-hist_any (const struct dl_hist *h)
-{
-  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
-    if (__atomic_load_n (&h->b[i], __ATOMIC_RELAXED))
-      return true;
-  return false;
-}
-
-unsigned
-dl_hist_index (uint64_t v)
-{
-  return hist_index (v);
-}
-
-uint64_t
-dl_hist_bucket_max (unsigned i)
-{
-  unsigned e = i >> DL_HIST_SUB_BITS, sub = i & ((1u << DL_HIST_SUB_BITS) - 1);
-
-  if (i < (1u << DL_HIST_SUB_BITS))
-    return i;
-  if (e < DL_HIST_SUB_BITS)       /* unused indices */
-    return (1u << DL_HIST_SUB_BITS) - 1;
-  if (e == 63 && sub == (1u << DL_HIST_SUB_BITS) - 1)
-    return UINT64_MAX;
-  return (((uint64_t) (1u << DL_HIST_SUB_BITS) + sub + 1)
-          << (e - DL_HIST_SUB_BITS)) - 1;
-}
-
-static inline void
-hist_add (struct dl_hist *h, uint64_t v)
-{
-  uint64_t m = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
-
-  __atomic_fetch_add (&h->b[hist_index (v)], 1, __ATOMIC_RELAXED);
-  while (v > m &&
-         !__atomic_compare_exchange_n (&h->max, &m, v, true,
-                                       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-    ;
-}
-
-void
-dl_hist_add (struct dl_hist *h, uint64_t v)
-{
-  hist_add (h, v);
-}
-
-uint64_t
-dl_hist_count (const struct dl_hist *h)
-{
-  uint64_t total = 0;
-
-  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
-    total += __atomic_load_n (&h->b[i], __ATOMIC_RELAXED);
-  return total;
-}
-
-void
-dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src)
-{
-  uint64_t max = __atomic_load_n (&src->max, __ATOMIC_RELAXED);
-
-  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++)
-    dst->b[i] += __atomic_load_n (&src->b[i], __ATOMIC_RELAXED);
-  dst->max = MAX (dst->max, max);
-}
-
-uint64_t
-dl_hist_quantile (const struct dl_hist *h, double q)
-{
-  uint64_t n = 0, total = dl_hist_count (h), rank;
-  uint64_t max = __atomic_load_n (&h->max, __ATOMIC_RELAXED);
-
-  if (total == 0)
-    return 0;
-  rank = (uint64_t) ceil (q * total);
-  rank = MAX (rank, 1);
-  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++) {
-    n += __atomic_load_n (&h->b[i], __ATOMIC_RELAXED);
-    if (n >= rank)
-      return MIN (dl_hist_bucket_max (i), max);
-  }
-  return max;
 }
 
 /* ---- the tracker ---- */
@@ -273,6 +182,7 @@ dl_begin (struct deadline *dl, enum ftl_op op, struct dl_ticket *t)
   tls_slot = NULL;
   tls_committed = false;
   tls_req = true;
+  tls_dl = dl;
   if (!dl->timeout_ns)
     return 0;
   if (__atomic_load_n (&dl->stalled, __ATOMIC_ACQUIRE)) {
@@ -365,9 +275,18 @@ end_slow (struct deadline *dl, struct dl_shard *sh, const struct dl_ticket *t,
   unsigned o = octave (us);
 
   if (tls_mask & MASK_MODELED) {
-    /* Host stall: how long after its last modeled end it ended. */
-    uint64_t done = clock_now ();
-    uint64_t stall = done > tls_model_end ? done - tls_model_end : 0;
+    /* Host stall: how long after its last modeled end it ended, and
+     * the host's work (syncs, waits for it) that a later modeled end
+     * followed.  With no modeled end, its host work alone.
+     */
+    uint64_t stall = tls_host_committed;
+    if (tls_model_end) {
+      uint64_t done = clock_now ();
+      stall += done > tls_model_end ? done - tls_model_end : 0;
+    }
+    else
+      stall += tls_host_pending;
+    tls_host_pending = tls_host_committed = 0;
     __atomic_fetch_add (&sh->modeled, 1, __ATOMIC_RELAXED);
     if (stall > 0) {
       dl_hist_add (&sh->stall, stall / 1000);
@@ -439,19 +358,19 @@ dl_end (struct deadline *dl, struct dl_ticket *t, int r)
   if (__builtin_expect (total >= dl->slow_ns || flag || aborted, 0))
     end_slow (dl, sh, t, r, total, aborted, flag);
   else if (tls_mask == 0)
-    hist_add (&sh->hist[t->op], us);
+    dl_hist_add (&sh->hist[t->op], us);
   else if (tls_mask == 1u << FTL_STAGE_MEDIA) {
     /* Only the backing file's I/O (the common request): end_slow's
      * work for that one stage.
      */
     struct dl_lat *l = &sh->lat[t->op];
     uint64_t m = MIN (tls_stage[FTL_STAGE_MEDIA], total);
-    hist_add (&l->mixed, us);
-    hist_add (&l->stage[FTL_STAGE_MEDIA], m / 1000);
+    dl_hist_add (&l->mixed, us);
+    dl_hist_add (&l->stage[FTL_STAGE_MEDIA], m / 1000);
     __atomic_fetch_add (&l->split[oct][FTL_STAGE_MEDIA], m,
                         __ATOMIC_RELAXED);
     if (total > m)
-      hist_add (&l->stage[FTL_STAGE_OTHER], (total - m) / 1000);
+      dl_hist_add (&l->stage[FTL_STAGE_OTHER], (total - m) / 1000);
     tls_stage[FTL_STAGE_MEDIA] = 0;
     tls_mask = 0;
   }
@@ -503,6 +422,72 @@ dl_model_end (uint64_t end)
   tls_mask |= MASK_MODELED;
   if (end > tls_model_end)
     tls_model_end = end;
+  /* The model's time of this end began after the host work noted so
+   * far (the model schedules from the time it is asked): not covered.
+   */
+  tls_host_committed += tls_host_pending;
+  tls_host_pending = 0;
+}
+
+/* The part of [t0, t1] after cover and after the request's latest
+ * modeled end.
+ */
+void
+dl_host_work (struct deadline *dl, uint64_t t0, uint64_t t1, uint64_t cover)
+{
+  uint64_t from = MAX (t0, MAX (cover, tls_model_end));
+
+  if (t1 <= from)
+    return;
+  tls_host_all += t1 - from;
+  if (dl)
+    __atomic_fetch_add (&dl->host_ns, t1 - from, __ATOMIC_RELAXED);
+  dl_host_wait (t1 - from);
+}
+
+void
+dl_host_late (struct deadline *dl, uint64_t ns)
+{
+  if (dl && ns)
+    __atomic_fetch_add (&dl->host_ns, ns, __ATOMIC_RELAXED);
+}
+
+void
+dl_host_wait (uint64_t ns)
+{
+  if (ns == 0 || !tls_req)
+    return;
+  tls_mask |= MASK_MODELED;
+  tls_host_pending += ns;
+}
+
+void
+dl_wait_begin (struct dl_wait *w)
+{
+  w->t0 = 0;
+  if (!tls_req || !tls_dl)
+    return;
+  w->all = __atomic_load_n (&tls_dl->host_ns, __ATOMIC_RELAXED);
+  w->own = tls_host_all;
+  w->t0 = clock_now ();
+}
+
+void
+dl_wait_end (const struct dl_wait *w)
+{
+  if (w->t0 == 0)
+    return;
+  uint64_t all = __atomic_load_n (&tls_dl->host_ns, __ATOMIC_RELAXED) - w->all;
+  uint64_t own = tls_host_all - w->own;
+  uint64_t span = clock_now () - w->t0;
+  if (all > own && span > own)
+    dl_host_wait (MIN (all - own, span - own));
+}
+
+uint64_t
+dl_host_ns (void)
+{
+  return tls_host_all;
 }
 
 uint64_t
@@ -857,27 +842,6 @@ dl_stop (struct deadline *dl)
   __atomic_store_n (&dl->stalled, false, __ATOMIC_RELEASE);
 }
 
-/* Histogram bucket i's power of 2 in the statistics (ftl.h:
- * FTL_LAT_BUCKETS): 0 below 1 us, b for [2^(b-1), 2^b) us.
- */
-static unsigned
-lat_bucket (unsigned i)
-{
-  if (i < (1u << DL_HIST_SUB_BITS))
-    return i ? log2_u64 (i) + 1 : 0;
-  return (i >> DL_HIST_SUB_BITS) + 1;
-}
-
-static void
-fold_buckets (const struct dl_hist *h, uint64_t *out)
-{
-  for (unsigned i = 0; i < DL_HIST_BUCKETS; i++) {
-    unsigned b = lat_bucket (i);
-    if (b < FTL_LAT_BUCKETS)
-      out[b] += h->b[i];
-  }
-}
-
 /* The quantiles, maximum and buckets of a merged histogram. */
 #define FILL_HIST(dst, h) do {                          \
     if (((dst)->count = dl_hist_count (h)) == 0)        \
@@ -886,7 +850,7 @@ fold_buckets (const struct dl_hist *h, uint64_t *out)
     (dst)->p99 = dl_hist_quantile ((h), 0.99);          \
     (dst)->p999 = dl_hist_quantile ((h), 0.999);        \
     (dst)->max = (h)->max;                              \
-    fold_buckets ((h), (dst)->buckets);                 \
+    dl_hist_fold ((h), (dst)->buckets);                 \
   } while (0)
 
 /* One kind of request: its histograms merged over the shards, the
@@ -911,7 +875,7 @@ op_stats (struct deadline *dl, unsigned op, struct ftl_latency *out)
      * flag for the request path to set)?  One that ends meanwhile may
      * be half in the snapshot: its total is in mixed first.
      */
-    bool any = hist_any (&l->mixed);
+    bool any = dl_hist_any (&l->mixed);
     for (unsigned o = 0; o < DL_OCTAVES; o++)
       for (unsigned s = any ? 0 : FTL_STAGE__MAX; s <= FTL_STAGE__MAX; s++)
         split[o][s] += __atomic_load_n (&l->split[o][s], __ATOMIC_RELAXED);

@@ -73,7 +73,13 @@
  * Host stall: with the timing model, a request notes each modeled end it
  * waits for (dl_model_end), and at its end the time past the latest is
  * its host stall (a histogram of its own): the real work (the backing
- * file, copies, locks) that the modeled time did not cover.
+ * file, copies, locks) that the modeled time did not cover.  The host
+ * work that came before a modeled end adds to it too (dl_host_work,
+ * dl_host_wait): a sync of the backing file run by the request (its
+ * own flush, or GC's barrier before an erase), and the part of a wait
+ * for another thread (a lock, cache room, a free block: dl_wait_begin)
+ * that the handle's threads spent on such work; the model schedules the
+ * next operation only after them.
  *
  * The slow log: requests longer than slow_ns, and those the watchdog
  * reset or aborted, are copied at their end into a ring (a mutex, taken
@@ -102,33 +108,11 @@
 #include "ftl.h"
 #include "util/log.h"
 #include "util/util.h"
+#include "track/hist.h"
 
 struct fault;
 
 #define DL_SLOTS 1024
-
-/* Log-scale histogram of microseconds: 8 buckets per power of 2, so a
- * percentile is reported within 12.5%.
- */
-#define DL_HIST_SUB_BITS 3
-#define DL_HIST_BUCKETS (64 << DL_HIST_SUB_BITS)
-
-struct dl_hist {
-  uint64_t b[DL_HIST_BUCKETS];  /* the count is their sum: one atomic
-                                 * add per value, not two */
-  uint64_t max;
-};
-
-extern unsigned dl_hist_index (uint64_t v);
-/* The largest value that falls in bucket i. */
-extern uint64_t dl_hist_bucket_max (unsigned i);
-extern void dl_hist_add (struct dl_hist *h, uint64_t v);
-/* The number of values added. */
-extern uint64_t dl_hist_count (const struct dl_hist *h);
-/* Add src's values to dst (dst is not shared). */
-extern void dl_hist_merge (struct dl_hist *dst, const struct dl_hist *src);
-/* The q-quantile (0 < q <= 1), never above the maximum seen. */
-extern uint64_t dl_hist_quantile (const struct dl_hist *h, double q);
 
 struct dl_slot {
   uint64_t ctl;                 /* generation << 3 | state (atomic) */
@@ -200,6 +184,13 @@ struct deadline {
                                  * (atomic) */
   uint64_t rejected;            /* failed at once while stalled */
 
+  /* With the timing model: the host work that the model did not cover,
+   * done by any thread of the handle (dl_host_work, dl_host_late; ns,
+   * atomic): what a request that waited for another thread may have
+   * waited for (dl_wait_begin).
+   */
+  uint64_t host_ns __attribute__ ((aligned (64)));
+
   /* The slow-request ring (slow_lock; empty without a slow log). */
   pthread_mutex_t slow_lock;
   pthread_cond_t slow_cond;
@@ -270,13 +261,55 @@ extern void dl_io_end (uint64_t t0);
  */
 extern void dl_model_end (uint64_t end);
 
+/* With the timing model: work of the host that the model does not
+ * cover, done by this thread: a sync of the backing file in [t0, t1]
+ * (media.c), of which the part after cover (the modeled end of
+ * programs this thread issued and will wait for: media_defer) and after
+ * the request's latest modeled end is the host's.  If a modeled end
+ * follows it, that end's time began after it: it adds to the
+ * request's host stall.  If none does, the time after the request's
+ * last modeled end already holds it.  It adds to dl->host_ns (dl may
+ * be NULL) for the requests that wait for this thread.
+ */
+extern void dl_host_work (struct deadline *dl, uint64_t t0, uint64_t t1,
+                          uint64_t cover);
+/* ns of host work by this thread that went on past the modeled end of
+ * what it did (a destage batch's writes to the backing file), which
+ * requests waiting for it wait too: dl->host_ns only.
+ */
+extern void dl_host_late (struct deadline *dl, uint64_t ns);
+/* The request waited ns for host work of another thread (a hold-up
+ * that a modeled end then followed, as for dl_host_work).
+ */
+extern void dl_host_wait (uint64_t ns);
+/* The host work this thread has noted (dl_host_work) since it started,
+ * whether or not it served a request.
+ */
+extern uint64_t dl_host_ns (void);
+
+/* A wait of the request for other threads (a lock, room in the write
+ * cache, a free block that another thread's garbage collection makes):
+ * the host work of the handle's threads meanwhile (dl->host_ns), less
+ * this thread's own, at most the span less its own, is the request's
+ * (dl_host_wait).  Outside a request, or without the timing model,
+ * nothing.
+ */
+struct dl_wait {
+  uint64_t t0, all, own;
+};
+extern void dl_wait_begin (struct dl_wait *w);
+extern void dl_wait_end (const struct dl_wait *w);
+
 /* Take a lock, a wait for it counted as the queue stage. */
 static inline void
 dl_lock (pthread_mutex_t *m)
 {
   if (pthread_mutex_trylock (m) != 0) {
+    struct dl_wait w;
     uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
+    dl_wait_begin (&w);
     pthread_mutex_lock (m);
+    dl_wait_end (&w);
     dl_stage_end (t);
   }
 }
@@ -285,8 +318,11 @@ static inline void
 dl_rdlock (pthread_rwlock_t *rw)
 {
   if (pthread_rwlock_tryrdlock (rw) != 0) {
+    struct dl_wait w;
     uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
+    dl_wait_begin (&w);
     pthread_rwlock_rdlock (rw);
+    dl_wait_end (&w);
     dl_stage_end (t);
   }
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ftl-internal.h"
+#include "helpers.h"
 
 #define MS (UINT64_C (1000000))
 /* A sleep may end late on a loaded machine, never early. */
@@ -226,6 +227,188 @@ START_TEST (test_slow_ring)
 }
 END_TEST
 
+/* The host stall of the request just ended (the sum's growth). */
+static uint64_t
+stall_of (struct deadline *dl, uint64_t *sum, uint64_t *requests)
+{
+  struct ftl_stats st;
+  uint64_t d;
+
+  stats_of (dl, &st);
+  d = st.host_stall.sum_ns - *sum;
+  *sum = st.host_stall.sum_ns;
+  *requests = st.host_stall.requests;
+  return d;
+}
+
+/* Host work (a sync) after the last modeled end is in the tail once;
+ * before a modeled end it adds to the tail; deferred programs cover
+ * what they cover; with no modeled end it is the stall alone; outside
+ * a request it counts for nobody's stall.
+ */
+START_TEST (test_host_stall)
+{
+  static struct deadline dl;
+  struct dl_ticket t = { 0 };
+  uint64_t sum = 0, n = 0, h, t0, d;
+
+  ck_assert_int_eq (dl_init (&dl, 0, 0, NULL, NULL, NULL), 0);
+  h = dl_host_ns ();
+  t0 = clock_now ();
+  nap (1 * MS);
+  dl_host_work (&dl, t0, clock_now (), 0);     /* no request */
+  ck_assert_uint_ge (dl_host_ns () - h, 1 * MS);
+  ck_assert_uint_eq (dl.host_ns, dl_host_ns () - h);
+  stall_of (&dl, &sum, &n);
+  ck_assert_uint_eq (n, 0);
+
+  /* A: 2 ms modeled, then a 3 ms sync: the tail holds it, once. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  dl_model_end (clock_now () + 2 * MS);
+  nap (2 * MS);
+  t0 = clock_now ();
+  nap (3 * MS);
+  dl_host_work (&dl, t0, clock_now (), 0);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  d = stall_of (&dl, &sum, &n);
+  ck_assert_uint_eq (n, 1);
+  ck_assert_uint_ge (d, 3 * MS);
+  ck_assert_uint_lt (d, 3 * MS + SLACK);
+
+  /* B: a 3 ms sync, then 2 ms modeled from after it: 3 ms. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  t0 = clock_now ();
+  nap (3 * MS);
+  dl_host_work (&dl, t0, clock_now (), 0);
+  dl_model_end (clock_now () + 2 * MS);
+  nap (2 * MS);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  d = stall_of (&dl, &sum, &n);
+  ck_assert_uint_eq (n, 2);
+  ck_assert_uint_ge (d, 3 * MS);
+  ck_assert_uint_lt (d, 3 * MS + SLACK);
+
+  /* C: programs deferred until t0 + 2 ms, a 3 ms sync meanwhile, then
+   * the wait for them: 1 ms of the sync was not covered.
+   */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  t0 = clock_now ();
+  nap (3 * MS);
+  dl_host_work (&dl, t0, clock_now (), t0 + 2 * MS);
+  dl_model_end (t0 + 2 * MS);
+  dl_model_end (clock_now () + 1 * MS);
+  nap (1 * MS);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  d = stall_of (&dl, &sum, &n);
+  ck_assert_uint_eq (n, 3);
+  ck_assert_uint_ge (d, 1 * MS);
+  ck_assert_uint_lt (d, 1 * MS + SLACK);
+
+  /* D: 4 ms waited behind another thread's host work, no model. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_FLUSH, &t), 0);
+  dl_host_wait (4 * MS);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  d = stall_of (&dl, &sum, &n);
+  ck_assert_uint_eq (n, 4);
+  ck_assert_uint_eq (d, 4 * MS);
+
+  /* F: a 3 ms wait for another thread, which did 2 ms of host work
+   * meanwhile: 2 ms; its own 1 ms sync inside the span is not counted
+   * twice; and another thread's 50 ms counts for at most the wait.
+   */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  {
+    struct dl_wait w;
+    dl_wait_begin (&w);
+    nap (2 * MS);
+    dl_host_late (&dl, 2 * MS);
+    t0 = clock_now ();
+    nap (1 * MS);
+    dl_host_work (&dl, t0, clock_now (), 0);
+    dl_wait_end (&w);
+    dl_wait_begin (&w);
+    nap (1 * MS);
+    dl_host_late (&dl, 50 * MS);
+    dl_wait_end (&w);
+  }
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  d = stall_of (&dl, &sum, &n);
+  ck_assert_uint_eq (n, 5);
+  ck_assert_uint_ge (d, 4 * MS);
+  ck_assert_uint_lt (d, 4 * MS + SLACK);
+
+  /* E: neither: not a request of the model. */
+  ck_assert_int_eq (dl_begin (&dl, FTL_OP_WRITE, &t), 0);
+  ck_assert_int_eq (dl_end (&dl, &t, 0), 0);
+  d = stall_of (&dl, &sum, &n);
+  ck_assert_uint_eq (n, 5);
+  ck_assert_uint_eq (d, 0);
+  dl_free (&dl);
+}
+END_TEST
+
+/* A backing file whose syncs take SLOW_SYNC. */
+#define SLOW_SYNC (10 * MS)
+static int
+slow_sync (void *opaque, int fd)
+{
+  nap (SLOW_SYNC);
+  return 0;
+}
+
+/* Through the library: with the timing model, a flush's slow sync is
+ * its host stall, and a FUA write's sync after its modeled program is
+ * counted once.
+ */
+START_TEST (test_host_stall_sync)
+{
+  struct ftl_io io = media_default_io;
+  char path[512];
+  struct ftl_options o = {
+    .logical_bytes = 4 << 20, .page_size = 4096, .pages_per_block = 16,
+    .log = unit_log, .io = &io,
+    .timing = { .enabled = true, .program_ns = 2 * MS, .channels = 1,
+                .dies = 1, .planes = 1 },
+  };
+  static uint8_t page[4096];
+  struct ftl *ftl;
+  struct ftl_stats st;
+  char err[256];
+  uint64_t sum, n, syncs, k;
+
+  unit_dir_clean ();
+  unit_path (path, sizeof path, "stall.img");
+  o.path = path;
+  io.sync = slow_sync;
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  ftl_get_stats (ftl, &st);
+  sum = st.host_stall.sum_ns;
+  n = st.host_stall.requests;
+  syncs = st.media_syncs;
+
+  memset (page, 'h', sizeof page);
+  ck_assert_int_eq (ftl_write (ftl, page, sizeof page, 0, FTL_FUA), 0);
+  ftl_get_stats (ftl, &st);
+  k = st.media_syncs - syncs;
+  syncs = st.media_syncs;
+  ck_assert_uint_ge (k, 1);
+  ck_assert_uint_eq (st.host_stall.requests, n + 1);
+  ck_assert_uint_ge (st.host_stall.sum_ns - sum, k * SLOW_SYNC);
+  ck_assert_uint_lt (st.host_stall.sum_ns - sum, k * SLOW_SYNC + SLACK);
+  sum = st.host_stall.sum_ns;
+
+  ck_assert_int_eq (ftl_write (ftl, page, sizeof page, 4096, 0), 0);
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ftl_get_stats (ftl, &st);
+  k = st.media_syncs - syncs;
+  ck_assert_uint_ge (k, 1);
+  ck_assert_uint_eq (st.host_stall.requests, n + 3);
+  ck_assert_uint_ge (st.host_stall.sum_ns - sum, k * SLOW_SYNC);
+  ck_assert_uint_lt (st.host_stall.sum_ns - sum, k * SLOW_SYNC + SLACK);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 stages_suite (void)
 {
@@ -235,6 +418,10 @@ stages_suite (void)
   tcase_add_test (tc, test_nested);
   tcase_add_test (tc, test_file_io);
   tcase_add_test (tc, test_slow_ring);
+  tcase_add_test (tc, test_host_stall);
+  tcase_add_test (tc, test_host_stall_sync);
+  tcase_add_unchecked_fixture (tc, unit_dir_create, unit_dir_remove);
+  tcase_set_timeout (tc, 30);
   suite_add_tcase (s, tc);
   return s;
 }
