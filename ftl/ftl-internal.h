@@ -158,6 +158,9 @@ struct ftl {
 
   struct media media;
   struct ftl_superblock sb;
+  uint32_t seed_flags;          /* sb.flags & FTL_SB_LPN_SEED, fixed at
+                                 * open: how data checksums are seeded
+                                 * (page_seed, format.h) */
   uint64_t logical_bytes;
   uint64_t logical_pages;
   uint32_t page_size;

@@ -167,6 +167,14 @@ extern const uint8_t *ftl_inspect_header_copy (struct ftl *ftl,
 extern const uint8_t *ftl_inspect_oob_entry (const uint8_t *meta,
                                              uint32_t page);
 
+/* The seed of the data checksum of the page at ppn whose OOB entry is
+ * o (fmt_page_seed: the LPN field, or the PPN in images made before
+ * format version 7).
+ */
+extern uint64_t ftl_inspect_page_seed (struct ftl *ftl,
+                                       const struct ftl_oob *o,
+                                       uint32_t ppn);
+
 /* Read n data pages from physical page ppn on, all in its erase block
  * (-EINVAL if they are not), as they are on the media, whatever the map
  * says of them.  (Page p of an erase block is at its data_offset + p *

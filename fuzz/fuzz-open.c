@@ -105,7 +105,10 @@ reseal_image (uint8_t *img, size_t n, unsigned flags)
       if (flags & RESEAL_DATA) {
         if (e[2] == FTL_OOB_TRIM)
           fuzz_reseal_trim_page (page, sb.page_size);
-        put64le (e + 24, fmt_checksum (page, sb.page_size, ppn));
+        put64le (e + 24, fmt_checksum (page, sb.page_size,
+                                       fmt_page_seed (sb.flags,
+                                                      e[2] & ~FTL_OOB_SLC,
+                                                      get32le (e + 4), ppn)));
       }
       if (flags & RESEAL_META)
         fuzz_reseal_oob (e);
@@ -138,8 +141,8 @@ check_page (struct ftl *ftl, const uint8_t *img, size_t n, uint64_t lpn,
   FUZZ_CHECK (fmt_oob_decode (img + meta, FTL_OOB_BYTES, &o) == FTL_FMT_OK);
   FUZZ_CHECK (o.kind == FTL_OOB_DATA);
   FUZZ_CHECK (o.lpn == lpn);
-  FUZZ_CHECK (fmt_checksum (img + data, ftl->page_size, ppn)
-              == o.data_checksum);
+  FUZZ_CHECK (fmt_checksum (img + data, ftl->page_size,
+                            oob_seed (ftl, &o, ppn)) == o.data_checksum);
   FUZZ_CHECK (memcmp (buf, img + data, len) == 0);
 }
 

@@ -250,7 +250,9 @@ check_page (struct checker *c, const struct image *im, uint64_t lpn,
                  ec);
   if (data == NULL)
     return;                     /* reported with the read error */
-  if (fmt_checksum (data, im->g.page_size, ppn) != o.data_checksum) {
+  if (fmt_checksum (data, im->g.page_size,
+                    ftl_inspect_page_seed (im->ftl, &o, ppn))
+      != o.data_checksum) {
     check_error (c, WHERE_FMT ": data checksum mismatch",
                  WHERE (im, lpn, ppn));
     check_fix (c, lpn, FIX_UNMAP, "data checksum mismatch");

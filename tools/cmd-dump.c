@@ -161,7 +161,8 @@ dump_page (const struct image *im, uint64_t ppn64, bool hex)
   s = fmt_oob_decode (oob, FTL_OOB_BYTES, &o);
   printf ("  OOB entry:        %s\n", fmt_status_string (s));
   if (s == FTL_FMT_OK) {
-    uint64_t sum = fmt_checksum (data, im->g.page_size, ppn);
+    uint64_t sum = fmt_checksum (data, im->g.page_size,
+                                 ftl_inspect_page_seed (im->ftl, &o, ppn));
 
     if (o.kind == FTL_OOB_DATA)
       printf ("  kind:             data\n"
@@ -251,11 +252,13 @@ print_block_page (const struct image *im, const struct ftl_block_info *bi,
     printf ("  page %5u  map   group %-8u seq %-12" PRIu64 " %s", p, o->lpn,
             o->seq, tp_status (im, o, ppn));
   else
-    printf ("  page %5u  trim  %-3u records     seq %-12" PRIu64, p, o->lpn,
-            o->seq);
+    printf ("  page %5u  trim  %-3u records     seq %-12" PRIu64, p,
+            o->trim_entries, o->seq);
   if (data == NULL)
     printf (", unreadable");
-  else if (fmt_checksum (data, im->g.page_size, ppn) != o->data_checksum)
+  else if (fmt_checksum (data, im->g.page_size,
+                         ftl_inspect_page_seed (im->ftl, o, ppn))
+           != o->data_checksum)
     printf (", DATA CHECKSUM MISMATCH");
   if (o->erase_count != bi->erase_count)
     printf (", erase count %u (WRONG)", o->erase_count);

@@ -211,9 +211,9 @@ fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
 }
 
 /* Version 5's flags: only known ones, the mark of a sync=false session
- * only on a superblock in use and with a pinned checkpoint, and the
- * bytes after them zeros (so that a superblock encodes back to its
- * bytes).
+ * only on a superblock in use and with a pinned checkpoint, LPN seeds
+ * from version 7 on, and the bytes after them zeros (so that a
+ * superblock encodes back to its bytes).
  */
 static bool
 sb_flags_ok (const uint8_t *buf, const struct ftl_superblock *sb,
@@ -228,6 +228,8 @@ sb_flags_ok (const uint8_t *buf, const struct ftl_superblock *sb,
   else if ((sb->flags & FTL_SB_UNSYNCED) ? sb->state != FTL_SB_DIRTY ||
            sb->pinned_ckpt_gen == 0 : sb->pinned_ckpt_gen != 0)
     bad = "unsynced flag inconsistent: flags";
+  else if ((sb->flags & FTL_SB_LPN_SEED) && sb->version < 7)
+    bad = "LPN-seeded checksums flag before format version 7: flags";
   if (bad && why)
     snprintf (why, whylen, "%s 0x%x with state %u and pinned checkpoint %"
               PRIu64, bad, sb->flags, sb->state, sb->pinned_ckpt_gen);

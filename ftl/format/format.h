@@ -112,7 +112,17 @@
  * of version 5 in its checkpoints.  Version 5 images are read as they
  * are and become version 6 when first opened read-write, as before.
  */
-#define FTL_FORMAT_VERSION     6
+/* Version 7: the data checksum in a page's OOB entry may be seeded
+ * with what the entry says the page is (its kind and its LPN field:
+ * the logical page, the group, or the count of trim records) in place
+ * of its PPN (FTL_SB_LPN_SEED, set when the image is made): a copy to
+ * another page keeps the checksum, so garbage collection verifies a
+ * page once and programs its copy without hashing it again.  An image
+ * without the flag keeps PPN seeds.  Version 6 images are read as they
+ * are and become version 7 when first opened read-write, as before; a
+ * program that reads up to version 6 refuses a version 7 image.
+ */
+#define FTL_FORMAT_VERSION     7
 
 /* The data region starts at a multiple of an erase block's data size,
  * or of this if that is larger (version 4, fmt_data_align).
@@ -166,7 +176,11 @@ enum ftl_sb_state { FTL_SB_DIRTY = 0, FTL_SB_CLEAN = 1 };
 /* Superblock flags (version 5). */
 #define FTL_SB_UNSYNCED        0x1u  /* a sync=false session has it open */
 #define FTL_SB_PAGED           0x2u  /* version 6: the map is paged */
-#define FTL_SB_FLAGS_KNOWN     (FTL_SB_UNSYNCED | FTL_SB_PAGED)
+#define FTL_SB_LPN_SEED        0x4u  /* version 7: data checksums seeded
+                                      * with the OOB entry's kind and
+                                      * LPN field (fmt_page_seed) */
+#define FTL_SB_FLAGS_KNOWN     (FTL_SB_UNSYNCED | FTL_SB_PAGED | \
+                                FTL_SB_LPN_SEED)
 
 /* A translation page (version 6): the map entries of FTL_TP_ENTRIES
  * consecutive logical pages (a group), 4 bytes each, inverted as in a
@@ -321,7 +335,7 @@ struct ftl_oob {
                                  * same field on the media as lpn) */
   uint64_t seq;                 /* DATA: the data's; TRIM: highest entry */
   uint32_t erase_count;         /* erase count of the block */
-  uint64_t data_checksum;       /* XXH3 of the page, seeded with the PPN */
+  uint64_t data_checksum;       /* XXH3 of the page (fmt_page_seed) */
 };
 
 /* One trim record: logical pages [lpn, lpn+count) unmapped at seq. */
@@ -348,6 +362,31 @@ extern const char *fmt_status_string (enum ftl_fmt_status s);
 
 /* Checksums (XXH3, from libxxhash). */
 extern uint64_t fmt_checksum (const void *data, size_t len, uint64_t seed);
+
+/* The seed of the data checksum of the page at ppn whose OOB entry
+ * says kind and field (the LPN field: a data or poison page's logical
+ * page, a translation page's group, a trim page's count of records):
+ * with FTL_SB_LPN_SEED in the superblock's flags (version 7) kind and
+ * field, which a copy of the page keeps; else the PPN.  The two kinds
+ * of seed never meet: a PPN is below 2^32.
+ */
+static inline uint64_t
+fmt_page_seed (uint32_t sb_flags, unsigned kind, uint32_t field,
+               uint32_t ppn)
+{
+  if (sb_flags & FTL_SB_LPN_SEED)
+    return (UINT64_C (1) << 63) | ((uint64_t) kind << 32) | field;
+  return ppn;
+}
+
+/* The same for a decoded OOB entry. */
+static inline uint64_t
+fmt_oob_seed (uint32_t sb_flags, const struct ftl_oob *o, uint32_t ppn)
+{
+  return fmt_page_seed (sb_flags, o->kind,
+                        o->kind == FTL_OOB_TRIM ? o->trim_entries : o->lpn,
+                        ppn);
+}
 /* fmt_checksum of len bytes of data, read only where present says:
  * data[j] lies in piece (base + j) / piece, and a piece that present
  * does not flag is taken as zeros without being read (a sparse buffer

@@ -6,7 +6,8 @@
  * before it returns it:
  *
  *   media_read (the run)
- *     -> checksum of each page (fmt_checksum, seeded with its PPN)
+ *     -> checksum of each page (fmt_checksum, seeded with its LPN, or
+ *        its PPN in images made before version 7: page_seed)
  *     -> equal to check[lpn] (map.c)?          fast: no more I/O
  *        else: the OOB entries of the rest of the run (kind, LPN, the
  *        block's erase count, the checksum): the slow way, which notes
@@ -59,7 +60,8 @@ verify_fast (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t n,
 
   for (uint32_t i = 0; i < n; i++) {
     const uint8_t *p = buf + ((size_t) i << ftl->page_shift);
-    s->sum[i] = fmt_checksum (p, ftl->page_size, ppn + i);
+    s->sum[i] = fmt_checksum (p, ftl->page_size,
+                              page_seed (ftl, FTL_OOB_DATA, lpn + i, ppn + i));
     s->seen[i] = check_load (ftl, lpn + i);
     if (first == n && map_check_fold (s->sum[i]) != s->seen[i])
       first = i;

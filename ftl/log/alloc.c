@@ -281,7 +281,6 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       .kind = lp->kind,
       .seq = lp->seq,
       .erase_count = ec,
-      .data_checksum = fmt_checksum (data[i], ftl->page_size, ppn),
       .slc = slc,
     };
     if (lp->kind == FTL_OOB_TRIM) {
@@ -302,6 +301,16 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       seq_sum += lp->seq;
       nseq++;
     }
+    /* A copy's checksum under LPN seeds is the one it was verified
+     * against (gc.c); else the page is hashed here.
+     */
+    assert (!lp->has_sum || ftl->seed_flags);
+    o.data_checksum = lp->has_sum ? lp->sum :
+      fmt_checksum (data[i], ftl->page_size, oob_seed (ftl, &o, ppn));
+#ifdef FTL_SELF_CHECK
+    assert (o.data_checksum ==
+            fmt_checksum (data[i], ftl->page_size, oob_seed (ftl, &o, ppn)));
+#endif
     /* A poison page's checksum vouches for damaged data: no check. */
     check[i] = lp->kind == FTL_OOB_DATA ?
       map_check_fold (o.data_checksum) : 0;

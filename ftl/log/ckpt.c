@@ -93,7 +93,7 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   /* A sync=false session marks the image in use with the checkpoint
    * it pins; a clean close clears the mark.
    */
-  sb.flags = (sb.flags & FTL_SB_PAGED) |
+  sb.flags = (sb.flags & (FTL_SB_PAGED | FTL_SB_LPN_SEED)) |
     (state == FTL_SB_DIRTY && ftl->pinned_gen ? FTL_SB_UNSYNCED : 0);
   sb.pinned_ckpt_gen = sb.flags & FTL_SB_UNSYNCED ? ftl->pinned_gen : 0;
   memset (buf, 0, sizeof buf);

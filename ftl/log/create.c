@@ -125,6 +125,8 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   sb->created = time (NULL);
   if (paged)
     sb->flags |= FTL_SB_PAGED;
+  /* A copy keeps its page's checksum (format.h, version 7). */
+  sb->flags |= FTL_SB_LPN_SEED;
   return 0;
 }
 

@@ -194,6 +194,23 @@ check_load (struct ftl *ftl, uint64_t lpn)
 /* A page's data checksum (fmt_checksum) as kept in check[]: 32 bits,
  * never 0 (which means unknown).
  */
+/* The seed of the data checksum of the page at ppn that holds kind and
+ * field (fmt_page_seed: the image's seeds); for a decoded OOB entry,
+ * oob_seed.
+ */
+static inline uint64_t
+page_seed (const struct ftl *ftl, unsigned kind, uint32_t field,
+           uint32_t ppn)
+{
+  return fmt_page_seed (ftl->seed_flags, kind, field, ppn);
+}
+
+static inline uint64_t
+oob_seed (const struct ftl *ftl, const struct ftl_oob *o, uint32_t ppn)
+{
+  return fmt_oob_seed (ftl->seed_flags, o, ppn);
+}
+
 static inline uint32_t
 map_check_fold (uint64_t sum)
 {

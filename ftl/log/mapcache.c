@@ -262,7 +262,8 @@ load_group (struct ftl *ftl, uint64_t g)
         fmt_oob_decode (oob, sizeof oob, &o) == FTL_FMT_OK &&
         o.kind == FTL_OOB_MAP && o.lpn == g && o.seq == version &&
         o.erase_count == media_erase_count (m, b) &&
-        fmt_checksum (page, ftl->page_size, ppn) == o.data_checksum) {
+        fmt_checksum (page, ftl->page_size, oob_seed (ftl, &o, ppn))
+        == o.data_checksum) {
       for (uint64_t i = 0; i < n; i++) {
         uint32_t v;
         memcpy (&v, page + 4 * i, 4);

@@ -561,7 +561,8 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
     const uint8_t *page = data + ((size_t) (i - win) << ftl->page_shift);
     /* Even a torn page's number is never given out again. */
     *maxseq = MAX (*maxseq, o.seq);
-    if (fmt_checksum (page, ftl->page_size, ppn) != o.data_checksum) {
+    if (fmt_checksum (page, ftl->page_size, oob_seed (ftl, &o, ppn))
+        != o.data_checksum) {
       r = damaged_page (ftl, b, i, ppn, &o, items);
       if (r < 0)
         return r;
@@ -608,7 +609,8 @@ intact_version (struct ftl *ftl, uint32_t lpn, uint64_t seq, uint8_t *page)
       o.erase_count != media_erase_count (&ftl->media, blk))
     return false;
   return media_read (&ftl->media, ppn, 1, page) == 0 &&
-    fmt_checksum (page, ftl->page_size, ppn) == o.data_checksum;
+    fmt_checksum (page, ftl->page_size, oob_seed (ftl, &o, ppn))
+    == o.data_checksum;
 }
 
 /* Set a mapping in recovery: with a paged map, through the cache, and
@@ -771,7 +773,8 @@ verify_mapped (struct ftl *ftl)
       ok = fmt_oob_decode (oob, sizeof oob, &o) == FTL_FMT_OK &&
         (o.kind == FTL_OOB_DATA || o.kind == FTL_OOB_POISON) &&
         o.lpn == lpn && o.erase_count == media_erase_count (m, b) &&
-        fmt_checksum (page, ftl->page_size, ppn) == o.data_checksum;
+        fmt_checksum (page, ftl->page_size, oob_seed (ftl, &o, ppn))
+        == o.data_checksum;
     }
     if (!ok) {
       log_debug (ftl, FTL_DEBUG_RECOVERY, "logical page %" PRIu64 ": page "

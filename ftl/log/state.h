@@ -122,6 +122,10 @@ struct log_page {
                                  * (installed whatever lpn mapped to);
                                  * else the page GC copies it from
                                  * (moved only if lpn still maps there) */
+  bool has_sum;                 /* sum is the data's checksum, verified
+                                 * (a copy under LPN seeds: format.h);
+                                 * else the program computes it */
+  uint64_t sum;
 };
 
 /* Sequence numbers reserved by programs in flight (durable.c). */

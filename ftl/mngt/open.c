@@ -353,6 +353,7 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
   uint64_t whole = pmap_whole_bytes (ftl->logical_pages);
   uint64_t cache = pmap_cache_bytes (o, ftl->logical_bytes, ftl->page_size);
   ftl->pm.on = (ftl->sb.flags & FTL_SB_PAGED) != 0;
+  ftl->seed_flags = ftl->sb.flags & FTL_SB_LPN_SEED;
   if (!ftl->pm.on && o->map_cache_bytes && cache < whole) {
     char a[32];
     snprintf (c->err, c->errlen, "map-cache=%" PRIu64 " is below the whole "

@@ -344,8 +344,9 @@ read_runs (struct ftl *ftl, const struct gc_victim *v,
                  media_ppn_page (&ftl->media, mv[i + j].from), v->block);
         return -EIO;
       }
-      bool intact = o.data_checksum == fmt_checksum (pj, ftl->page_size,
-                                                     mv[i + j].from);
+      bool intact = o.data_checksum ==
+        fmt_checksum (pj, ftl->page_size,
+                      oob_seed (ftl, &o, mv[i + j].from));
       if (mv[i + j].kind == FTL_OOB_MAP && !intact) {
         /* A damaged translation page stays where it is (its group's
          * load reports it); the victim is left alone.
@@ -378,6 +379,13 @@ read_runs (struct ftl *ftl, const struct gc_victim *v,
       }
       if (mv[i + j].kind == FTL_OOB_POISON)
         memset (pj, 0, ftl->page_size);
+      else if (ftl->seed_flags) {
+        /* Verified, and its copy's seed is the same: the program takes
+         * the checksum as it is instead of hashing the page again.
+         */
+        mv[i + j].has_sum = true;
+        mv[i + j].sum = o.data_checksum;
+      }
     }
     i += run - 1;
   }
@@ -439,10 +447,12 @@ choose_moves (struct ftl *ftl, struct gc_victim *v, struct log_page *mv,
       int r = media_read (&ftl->media, ppn, 1, p);
       if (r < 0)
         return r;
-      if (fmt_checksum (p, ftl->page_size, ppn) == o.data_checksum)
+      if (fmt_checksum (p, ftl->page_size, oob_seed (ftl, &o, ppn))
+          == o.data_checksum)
         mv[n++] = (struct log_page) {
           .kind = FTL_OOB_TRIM, .trim_entries = o.trim_entries,
-          .seq = o.seq, .from = ppn };
+          .seq = o.seq, .from = ppn,
+          .has_sum = ftl->seed_flags != 0, .sum = o.data_checksum };
     }
     else if (o.kind == FTL_OOB_MAP) {
       /* A translation page that the map or a checkpoint names (pmap.c):

@@ -290,6 +290,13 @@ ftl_inspect_meta_unwritten (struct ftl *ftl, uint32_t first, uint32_t n)
   return media_meta_is_hole (handle_media (ftl), first, n);
 }
 
+uint64_t
+ftl_inspect_page_seed (struct ftl *ftl, const struct ftl_oob *o,
+                       uint32_t ppn)
+{
+  return oob_seed (ftl, o, ppn);
+}
+
 size_t
 ftl_inspect_meta_bytes (struct ftl *ftl)
 {

@@ -320,6 +320,74 @@ unit_read_file (const char *path, void *buf, size_t len, uint64_t off)
 }
 
 void
+unit_seed_by_ppn (const char *path)
+{
+  int fd = open (path, O_RDWR | O_CLOEXEC);
+  uint8_t slot[FTL_SB_BYTES];
+  struct ftl_superblock sb[2];
+  bool ok[2];
+  int best = -1;
+
+  ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
+  for (int s = 0; s < 2; s++) {
+    ck_assert_int_eq (pread (fd, slot, FTL_SB_BYTES, s * FTL_SB_SLOT),
+                      FTL_SB_BYTES);
+    ok[s] = fmt_sb_decode (slot, FTL_SB_BYTES, &sb[s], NULL, 0)
+      == FTL_FMT_OK;
+    if (ok[s] && (best < 0 || sb[s].generation > sb[best].generation))
+      best = s;
+  }
+  ck_assert_int_ge (best, 0);
+  ck_assert_uint_eq (sb[best].version, FTL_FORMAT_VERSION);
+  ck_assert (sb[best].flags & FTL_SB_LPN_SEED);
+
+  /* Every OOB entry of the current erase count... of any erase count:
+   * an entry that decodes gets its page's checksum seeded with the PPN,
+   * if the checksum matched with the LPN seed (else it stays damaged).
+   */
+  const struct ftl_superblock *g = &sb[best];
+  uint64_t meta_bytes = (uint64_t) g->meta_pages * g->page_size;
+  uint8_t *meta = malloc (meta_bytes), *page = malloc (g->page_size);
+  ck_assert (meta && page);
+  for (uint32_t b = 0; b < g->blocks; b++) {
+    uint64_t off = fmt_meta_area_offset (g, b);
+    bool changed = false;
+    ck_assert_int_eq (pread (fd, meta, meta_bytes, off), (ssize_t) meta_bytes);
+    for (uint32_t i = 0; i < g->pages_per_block; i++) {
+      uint8_t *e = meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES;
+      uint32_t ppn = b * g->pages_per_block + i;
+      struct ftl_oob o;
+      if (fmt_oob_decode (e, FTL_OOB_BYTES, &o) != FTL_FMT_OK)
+        continue;
+      ck_assert_int_eq (pread (fd, page, g->page_size,
+                               fmt_data_page_offset (g, b, i)),
+                        (ssize_t) g->page_size);
+      if (fmt_checksum (page, g->page_size, fmt_oob_seed (g->flags, &o, ppn))
+          != o.data_checksum)
+        continue;
+      o.data_checksum = fmt_checksum (page, g->page_size, ppn);
+      fmt_oob_encode (&o, e);
+      changed = true;
+    }
+    if (changed)
+      ck_assert_int_eq (pwrite (fd, meta, meta_bytes, off),
+                        (ssize_t) meta_bytes);
+  }
+  free (meta);
+  free (page);
+  for (int s = 0; s < 2; s++) {
+    uint8_t buf[FTL_SB_BYTES];
+    if (!ok[s])
+      continue;
+    sb[s].flags &= ~FTL_SB_LPN_SEED;
+    fmt_sb_encode (&sb[s], buf);
+    ck_assert_int_eq (pwrite (fd, buf, FTL_SB_BYTES, s * FTL_SB_SLOT),
+                      FTL_SB_BYTES);
+  }
+  ck_assert_int_eq (close (fd), 0);
+}
+
+void
 unit_make_interleaved (const char *path, uint32_t version)
 {
   int fd = open (path, O_RDWR | O_CLOEXEC);
@@ -328,8 +396,9 @@ unit_make_interleaved (const char *path, uint32_t version)
   bool ok[2];
   int best = -1;
 
-  ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
   ck_assert (version >= 1 && version < 4);
+  unit_seed_by_ppn (path);      /* as images before version 7 were */
+  ck_assert_msg (fd >= 0, "open %s: %s", path, strerror (errno));
   for (int s = 0; s < 2; s++) {
     ck_assert_int_eq (pread (fd, slot[s], FTL_SB_BYTES, s * FTL_SB_SLOT),
                       FTL_SB_BYTES);

@@ -88,11 +88,18 @@ extern void unit_read_file (const char *path, void *buf, size_t len,
                             uint64_t off);
 extern uint64_t unit_file_size (const char *path);
 
+/* Make the closed image at path (of this version) seed its data
+ * checksums with the PPN, as images made before version 7 do: every
+ * intact page's OOB entry is rewritten, and the superblocks lose
+ * FTL_SB_LPN_SEED.
+ */
+extern void unit_seed_by_ppn (const char *path);
 /* Rewrite a closed image of this version in the layout of versions 1
  * to 3 (format.h): every erase block's metadata area moved to just
  * before its data pages, both superblock copies saying version and
- * meta_offset 0.  Nothing else changes: checkpoints and OOB entries
- * name pages, not file offsets.
+ * meta_offset 0, its checksums seeded with the PPN (unit_seed_by_ppn).
+ * Nothing else changes: checkpoints and OOB entries name pages, not
+ * file offsets.
  */
 extern void unit_make_interleaved (const char *path, uint32_t version);
 

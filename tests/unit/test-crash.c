@@ -1342,7 +1342,10 @@ START_TEST (test_unsynced_version_4)
   ck_assert_msg (r == 0, "%s", err);
   ck_assert_int_eq (write_whole_page (ftl, 5, 1), 0);
   ck_assert_int_eq (ftl_close (ftl), 0);
-  /* Both copies as a version 4 program writes them. */
+  /* Both copies as a version 4 program writes them, its checksums
+   * seeded with the PPN.
+   */
+  unit_seed_by_ppn (img);
   for (int s = 0; s < 2; s++) {
     struct ftl_superblock sb;
     unit_read_file (img, buf, sizeof buf, s * FTL_SB_SLOT);

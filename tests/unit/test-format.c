@@ -236,7 +236,7 @@ START_TEST (test_sb_unsynced_mark)
     { FTL_SB_CLEAN, FTL_SB_UNSYNCED, 7 },
     { FTL_SB_DIRTY, FTL_SB_UNSYNCED, 0 },
     { FTL_SB_DIRTY, 0, 7 },
-    { FTL_SB_DIRTY, 0x4, 0 },
+    { FTL_SB_DIRTY, 0x8, 0 },
     { FTL_SB_DIRTY, FTL_SB_UNSYNCED | 0x80000000u, 7 },
   };
 
@@ -256,6 +256,23 @@ START_TEST (test_sb_unsynced_mark)
                                          sizeof why), FTL_FMT_BAD_FIELD);
     ck_assert_msg (strstr (why, "flag") != NULL, "case %zu: %s", i, why);
   }
+  /* The LPN seed flag (version 7) decodes, but not in a version 6
+   * superblock (nor the paged map's in a version 5 one).
+   */
+  sb.state = FTL_SB_CLEAN;
+  sb.pinned_ckpt_gen = 0;
+  sb.flags = FTL_SB_LPN_SEED;
+  fmt_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, &out, NULL, 0),
+                    FTL_FMT_OK);
+  ck_assert_uint_eq (out.flags, FTL_SB_LPN_SEED);
+  sb.version = 6;
+  fmt_sb_encode (&sb, buf);
+  ck_assert_int_eq (sb_decode_checked (buf, FTL_SB_BYTES, NULL, why,
+                                       sizeof why), FTL_FMT_BAD_FIELD);
+  ck_assert_msg (strstr (why, "LPN-seeded") != NULL, "%s", why);
+  sb.version = FTL_FORMAT_VERSION;
+  sb.flags = 0;
   /* The 4 bytes after the flags are reserved: zeros. */
   sb.state = FTL_SB_DIRTY;
   sb.flags = FTL_SB_UNSYNCED;

@@ -115,7 +115,12 @@ START_TEST (test_inspect_handle)
   ck_assert_int_eq (ftl_inspect_read_pages (ftl, ppn, 1, data), 0);
   ck_assert_uint_eq (data[0], 6);
   ck_assert_uint_eq (data[PS - 1], 6);
-  ck_assert_uint_eq (fmt_checksum (data, PS, ppn), o.data_checksum);
+  ck_assert_uint_eq (fmt_checksum (data, PS, ftl_inspect_page_seed (ftl, &o, ppn)),
+                     o.data_checksum);
+  /* A new image seeds with the page's kind and logical page. */
+  ck_assert_uint_eq (fmt_checksum (data, PS, fmt_page_seed (FTL_SB_LPN_SEED,
+                                                            FTL_OOB_DATA, 5, 0)),
+                     o.data_checksum);
   free (meta);
 
   /* An unwritten logical page is not mapped. */

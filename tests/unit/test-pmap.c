@@ -325,6 +325,7 @@ START_TEST (test_upgrade_from_v5)
     ck_assert_int_eq (ftl_write (ftl, page, PS, l * 3 * PS, 0), 0);
   }
   ck_assert_int_eq (ftl_close (ftl), 0);
+  unit_seed_by_ppn (path);      /* as version 5 seeded its checksums */
 
   /* Both superblock copies and both checkpoint headers say 5. */
   fd = open (path, O_RDWR);
@@ -363,6 +364,9 @@ START_TEST (test_upgrade_from_v5)
   o.readonly = false;
   ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
   ck_assert_uint_eq (ftl->sb.version, FTL_FORMAT_VERSION);
+  /* It keeps its PPN seeds (format.h, version 7). */
+  ck_assert (!(ftl->sb.flags & FTL_SB_LPN_SEED));
+  ck_assert_uint_eq (ftl->seed_flags, 0);
   for (uint64_t l = 0; l < 64; l++) {
     uint64_t lpn = l * 3, v = 0;
     ck_assert_int_eq (ftl_read (ftl, page, PS, l * 3 * PS), 0);
@@ -370,7 +374,37 @@ START_TEST (test_upgrade_from_v5)
     ck_assert_uint_eq (lpn, l * 3);
     ck_assert_uint_eq (v, 5);
   }
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  /* Garbage collection over its PPN-seeded pages: every copy hashed
+   * for its new place, read back intact, after a reopen too.
+   */
+  struct ftl_stats st;
+  uint64_t lpages = ftl->logical_pages, rng = 11;
+  for (uint64_t l = 0; l < lpages; l++)
+    if (l % 3 != 0 || l / 3 >= 64) {
+      unit_fill_page (page, PS, l, 8);
+      ck_assert_int_eq (ftl_write (ftl, page, PS, l * PS, 0), 0);
+    }
+  for (uint64_t i = 0; i < 2 * lpages; i++) {
+    uint64_t l = unit_rnd (&rng) % lpages;
+    if (l % 3 != 0 || l / 3 >= 64) {
+      unit_fill_page (page, PS, l, 8);
+      ck_assert_int_eq (ftl_write (ftl, page, PS, l * PS, 0), 0);
+    }
+  }
+  ftl_get_stats (ftl, &st);
+  ck_assert_uint_gt (st.gc_copied_pages, 0);
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint64_t l = 0; l < lpages; l++) {
+      uint64_t lpn = l, v = 0;
+      ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+      ck_assert_int_eq (unit_page_identify (page, PS, &lpn, &v), 1);
+      ck_assert_uint_eq (lpn, l);
+      ck_assert_uint_eq (v, l % 3 == 0 && l / 3 < 64 ? 5 : 8);
+    }
+    ck_assert_int_eq (ftl_close (ftl), 0);
+    if (pass == 0)
+      ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+  }
 }
 END_TEST
 
