@@ -105,6 +105,10 @@ machine caps a figure.
   --host-limit PCT   a run is spoiled by the host when the syncs or the
                      destage stall took more than PCT% of its time, or
                      the host stall PCT% of its requests' (default 10)
+  --runs FILE        also write every run's figures to FILE, a line per
+                     corner and run: preset, run, corner, figure, die
+                     and host utilisation, host stall us, sync and
+                     destage stall ms/s, cache+sync %, what spoiled it
   -h, --help         this text
 EOF
 }
@@ -121,6 +125,7 @@ dir=
 plugin=
 ftl_args=()
 repeat=1
+runs_file=
 cache_size=16G
 cache_write=512M
 host_limit=10
@@ -141,6 +146,7 @@ while [ $# -gt 0 ]; do
         --cache-size) cache_size="${2:?--cache-size needs a value}"; shift 2 ;;
         --cache-write) cache_write="${2:?--cache-write needs a value}"; shift 2 ;;
         --host-limit) host_limit="${2:?--host-limit needs a value}"; shift 2 ;;
+        --runs) runs_file="${2:?--runs needs a file}"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option '$1'" ;;
     esac
@@ -165,6 +171,9 @@ cache_write_bytes="$(numfmt --from=iec "$cache_write" 2>/dev/null)" ||
     die "--cache-write $cache_write: 1M to --cache-size"
 [[ "$host_limit" =~ ^[0-9]+([.][0-9]+)?$ ]] ||
     die "--host-limit $host_limit: a percentage"
+if [ -n "$runs_file" ]; then
+    : >"$runs_file" || die "--runs $runs_file: cannot write it"
+fi
 
 # shellcheck source=find-plugin.sh
 source "$here/find-plugin.sh"
@@ -460,6 +469,9 @@ for p in "${run_presets[@]}"; do
         [ "$repeat" -gt 1 ] && echo "$prog: $p, run $run of $repeat" >&2
         corners "$st" "$ic" model="$p"  # a fresh image each time
         cat "$work/corners" >>"$work/runs"
+        [ -z "$runs_file" ] ||
+            awk -v p="$p" -v r="$run" '{ print p, r, $0 }' "$work/corners" \
+                >>"$runs_file"
         aborts=$(( aborts + aborted ))
     done
     for c in "${order[@]}"; do
