@@ -46,9 +46,12 @@ start_server "$sock" "$pid" file="$disk" size=64M stats="$stats" \
 jq -e '.rates.write_pages_per_s == 0 and .rates.waf_interval == null
        and .stats.host.write_pages == 0' "$log" >/dev/null
 
-# Three seconds of random writes over twice the disk (GC runs).
+# Three seconds of random writes over twice the disk (GC runs): held
+# to 10000 a second, so that the timeline has lines while they run
+# however fast the machine writes.
 timeout 120 fio --name=w --ioengine=nbd --uri="$uri" --rw=randwrite \
-    --bs=4k --size=64M --io_size=128M --randseed=7 --output="$tmp/fio.out"
+    --bs=4k --size=64M --io_size=128M --randseed=7 --rate_iops=10000 \
+    --output="$tmp/fio.out"
 
 # The endpoint, scraped from the loopback address while the disk serves.
 "$py" - "$port" <<'PY'
