@@ -68,8 +68,8 @@ struct cache {
   /* Batches whose real work the model did not cover (it ended after
    * their programs' modeled end, or syncs of the backing file came
    * before the programs), and how much in all (destage.c, timing model
-   * only).  A writer waiting for cache room takes the growth of
-   * destage_stall_ns over its wait as host stall (request.c).
+   * only).  The part that others may wait for is in dl.host_ns too,
+   * which a writer waiting for cache room reads (dl_wait_begin).
    */
   uint64_t destage_stalls, destage_stall_ns;
 };

@@ -53,8 +53,9 @@ static FTL_TLS uint64_t tls_model_end;
  * noted since the latest modeled end (pending: if no modeled end
  * follows, the tail after the latest covers it), and the part that a
  * later modeled end followed (committed: the model's time began after
- * it, so it adds to the host stall).  tls_host_all: every such ns this
- * thread ever noted, request or not (the destager's batches read it).
+ * it, so it adds to the host stall).  tls_host_all: this thread's own
+ * host work (dl_host_work) ever noted, request or not (the destager's
+ * batches and dl_wait_end read it).
  */
 static FTL_TLS uint64_t tls_host_pending, tls_host_committed;
 static FTL_TLS uint64_t tls_host_all;
@@ -479,8 +480,10 @@ dl_wait_end (const struct dl_wait *w)
     return;
   uint64_t all = __atomic_load_n (&tls_dl->host_ns, __ATOMIC_RELAXED) - w->all;
   uint64_t own = tls_host_all - w->own;
+  if (all <= own)
+    return;                     /* nobody else's (no model: always) */
   uint64_t span = clock_now () - w->t0;
-  if (all > own && span > own)
+  if (span > own)
     dl_host_wait (MIN (all - own, span - own));
 }
 
