@@ -189,7 +189,7 @@ struct ftl {
   uint32_t *valid;
   uint64_t mapped;              /* atomic: LPNs with data */
   struct pmap pm;               /* the paged map (pmap.c), if pm.on */
-  pthread_mutex_t stripe[FTL_STRIPES];
+  pthread_rwlock_t stripe[FTL_STRIPES];
   /* Barriers: barrier_started counts those begun, and barrier_done is
    * one more than the number of the highest one that completed
    * (barriers may overlap).  drain_epoch[b] is at least 1 + the value

@@ -170,6 +170,12 @@ destager (void *arg)
 
   while (!stopping (ftl)) {
     pthread_mutex_lock (&c->lock);
+    /* Asleep before the check of the dirty pages, and a writer adds
+     * its page before it looks (destage_kick): either this sees the
+     * page, or the writer sees the flag and signals under the lock.
+     */
+    __atomic_store_n (&c->asleep, true, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence (__ATOMIC_SEQ_CST);
     if (!stopping (ftl) && dirty_pages (ftl) < c->start) {
       struct timespec ts;
       clock_gettime (CLOCK_REALTIME, &ts);
@@ -180,6 +186,7 @@ destager (void *arg)
       }
       pthread_cond_timedwait (&c->cond, &c->lock, &ts);
     }
+    __atomic_store_n (&c->asleep, false, __ATOMIC_RELAXED);
     pthread_mutex_unlock (&c->lock);
     if (stopping (ftl))
       break;
@@ -210,8 +217,14 @@ destage_kick (struct ftl *ftl)
 {
   struct cache *c = &ftl->cache;
 
+  /* Only a sleeping destager needs the signal: a busy one goes on
+   * until the dirty pages are down to cache.low.  The fence orders the
+   * caller's pages (counted in dirty) before the load of the flag.
+   */
+  __atomic_thread_fence (__ATOMIC_SEQ_CST);
   if (__atomic_load_n (&c->running, __ATOMIC_ACQUIRE) &&
-      dirty_pages (ftl) >= c->start) {
+      dirty_pages (ftl) >= c->start &&
+      __atomic_load_n (&c->asleep, __ATOMIC_SEQ_CST)) {
     pthread_mutex_lock (&c->lock);
     pthread_cond_signal (&c->cond);
     pthread_mutex_unlock (&c->lock);

@@ -60,6 +60,8 @@ struct cache {
   /* The destager thread (destage.c). */
   pthread_t thread;
   bool running, stop;           /* atomic */
+  bool asleep;                  /* atomic: the thread waits on cond, or
+                                 * is about to (set under lock) */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   /* Counters since open (atomic). */

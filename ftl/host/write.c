@@ -19,7 +19,8 @@
  *                  the newer one.  A page that a failed write did not
  *                  program keeps what the cache or the log held;
  *   write_cached   a batch of the write cache's pages, any logical
- *                  pages: the stripe locks of all of them, then per
+ *                  pages: the stripe locks of all of them, shared (no
+ *                  other batch holds these pages: map.c), then per
  *                  temperature one frontier; each page is checked to be
  *                  still the cache's (not trimmed meanwhile) under those
  *                  locks, just before it is programmed from the cache's
@@ -47,12 +48,23 @@
 
 #include "ftl-internal.h"
 
+static void
+stripes_lock (struct ftl *ftl, uint64_t mask, bool shared)
+{
+  if (shared)
+    map_lock_mask_shared (ftl, mask);
+  else
+    map_lock_mask (ftl, mask);
+}
+
 /* Make sure host frontier f has an open erase block.  The caller holds
- * the stripe locks in mask and f's lock; when free blocks are low they
- * are released while garbage is collected, then taken again.
+ * the stripe locks in mask (shared: as a destage batch does) and f's
+ * lock; when free blocks are low they are released while garbage is
+ * collected, then taken again.
  */
 static int
-host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask)
+host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask,
+                     bool shared)
 {
   bool collected = false;
   int r;
@@ -76,7 +88,7 @@ host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask)
      * get a block above the reserve, up to the reserve or fail.
      */
     r = gc_make_room (ftl, collected);
-    map_lock_mask (ftl, mask);
+    stripes_lock (ftl, mask, shared);
     dl_lock (&f->lock);
     if (r < 0)
       return r;
@@ -98,7 +110,7 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
   struct log_page pages[ALLOC_PROGRAM_MAX];
 
   while (n > 0) {
-    int r = host_frontier_ready (ftl, f, mask);
+    int r = host_frontier_ready (ftl, f, mask, false);
     if (r < 0)
       return r;
     uint32_t k = MIN (n, alloc_frontier_room (ftl, f));
@@ -202,6 +214,12 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
   const uint8_t *ptrs[ALLOC_PROGRAM_MAX];
   uint32_t idx[ALLOC_PROGRAM_MAX];
   bool hot[ALLOC_PROGRAM_MAX];
+  uint64_t sum[ALLOC_PROGRAM_MAX];
+  /* Seeded by LPN, a checksum does not depend on where the page goes:
+   * it is computed here, before the locks (a page in flight does not
+   * change).  Else alloc_programv computes it with the PPN.
+   */
+  bool by_lpn = ftl->seed_flags & FTL_SB_LPN_SEED;
   uint64_t mask = 0;
   int r = 0;
 
@@ -209,8 +227,11 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
   for (uint32_t i = 0; i < n; i++) {
     mask |= map_stripe_mask (e[i].lpn, e[i].lpn);
     hot[i] = alloc_range_is_hot (ftl, e[i].lpn, e[i].lpn);
+    if (by_lpn)
+      sum[i] = fmt_checksum (cache_page (ftl, e[i].slot), ftl->page_size,
+                             page_seed (ftl, FTL_OOB_DATA, e[i].lpn, 0));
   }
-  map_lock_mask (ftl, mask);
+  map_lock_mask_shared (ftl, mask);
   for (int temp = 0; temp < 2 && r == 0; temp++) {
     uint32_t cnt = 0, i = 0;
     for (uint32_t j = 0; j < n; j++)
@@ -221,7 +242,7 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
     struct frontier *f = alloc_host_frontier (ftl, temp);
     pthread_mutex_lock (&f->lock);
     while (i < cnt) {
-      r = host_frontier_ready (ftl, f, mask);
+      r = host_frontier_ready (ftl, f, mask, true);
       if (r < 0)
         break;
       uint32_t room = MIN (alloc_frontier_room (ftl, f), ALLOC_PROGRAM_MAX);
@@ -232,6 +253,7 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
           continue;             /* trimmed since it was picked */
         pages[k] = (struct log_page) {
           .kind = FTL_OOB_DATA, .lpn = x->lpn, .from = FTL_UNMAPPED,
+          .has_sum = by_lpn, .sum = by_lpn ? sum[idx[i]] : 0,
         };
         ptrs[k++] = cache_page (ftl, x->slot);
       }

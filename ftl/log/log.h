@@ -246,10 +246,13 @@ extern int map_memory_check (uint64_t logical_bytes, uint32_t page_size,
 extern void map_lock (struct ftl *ftl, uint64_t first, uint64_t last);
 extern void map_unlock (struct ftl *ftl, uint64_t first, uint64_t last);
 /* The stripes of [first, last] as a bit mask, and locking a set of
- * stripes (in ascending order) for writes of scattered pages.
+ * stripes (in ascending order) for writes of scattered pages:
+ * exclusively, or shared (map_lock_mask_shared) by writers whose pages
+ * no other holder can be writing (destage batches: map.c).
  */
 extern uint64_t map_stripe_mask (uint64_t first, uint64_t last);
 extern void map_lock_mask (struct ftl *ftl, uint64_t mask);
+extern void map_lock_mask_shared (struct ftl *ftl, uint64_t mask);
 extern void map_unlock_mask (struct ftl *ftl, uint64_t mask);
 /* A host write programmed lpn at ppn, whose data has the check check
  * (map_check_fold; 0 if none may be trusted).  Caller holds lpn's

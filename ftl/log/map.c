@@ -31,8 +31,8 @@
  * folded to 32 bits (map_check_fold), so that a read can verify a page
  * without reading its OOB entry; 0 means "not known here".  It is a
  * hint, never trusted on its own: a read accepts a page whose data
- * matches it (the checksum is seeded with the physical page, so a
- * check left from another page of lpn does not match), and verifies
+ * matches it (a check left from another page of lpn matches only the
+ * same data: its seed is that page's PPN, or lpn itself), and verifies
  * any other page against its OOB entry, as before, then notes the
  * check it found there.  A host write sets it before it publishes the
  * new mapping, a relocation after its compare-and-swap; a check that a
@@ -42,10 +42,18 @@
  * per logical page.
  *
  * Stripe locks: LPN ranges of 2^FTL_STRIPE_SHIFT pages hash to
- * FTL_STRIPES mutexes.  A request locks every stripe it touches in
- * ascending index order, so writers of different regions run in parallel
- * and writers of one region are ordered (their sequence numbers follow
- * the order in which they update the map).
+ * FTL_STRIPES reader-writer locks.  A request locks every stripe it
+ * touches in ascending index order, so writers of different regions run
+ * in parallel and writers of one region are ordered (their sequence
+ * numbers follow the order in which they update the map).  Writes
+ * straight to the log and trims take them exclusively.  Destage
+ * batches (write_cached) take them shared: their pages are the write
+ * cache's pages in flight, which no other batch holds and no writer
+ * changes until the batch completes (cache.c), so batches only need to
+ * be ordered against the exclusive holders, and a batch of scattered
+ * pages, which spans nearly every stripe, does not stop the others.
+ * Writers are preferred, so that a stream of batches never starves a
+ * trim; nobody takes a stripe it already holds.
  */
 
 #include <config.h>
@@ -104,8 +112,13 @@ map_init (struct ftl *ftl)
     if (r < 0)
       return r;
   }
+  pthread_rwlockattr_t a;
+  pthread_rwlockattr_init (&a);
+  pthread_rwlockattr_setkind_np (&a,
+                                 PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
   for (unsigned i = 0; i < FTL_STRIPES; i++)
-    pthread_mutex_init (&ftl->stripe[i], NULL);
+    pthread_rwlock_init (&ftl->stripe[i], &a);
+  pthread_rwlockattr_destroy (&a);
   return 0;
 }
 
@@ -235,7 +248,7 @@ map_free (struct ftl *ftl)
   ftl->valid = NULL;
   ftl->drain_epoch = NULL;
   for (unsigned i = 0; i < FTL_STRIPES; i++)
-    pthread_mutex_destroy (&ftl->stripe[i]);
+    pthread_rwlock_destroy (&ftl->stripe[i]);
 }
 
 uint64_t
@@ -256,7 +269,14 @@ map_lock_mask (struct ftl *ftl, uint64_t mask)
 {
   /* In ascending order (the lock order), one step per stripe held. */
   for (uint64_t m = mask; m; m &= m - 1)
-    dl_lock (&ftl->stripe[__builtin_ctzll (m)]);
+    dl_wrlock (&ftl->stripe[__builtin_ctzll (m)]);
+}
+
+void
+map_lock_mask_shared (struct ftl *ftl, uint64_t mask)
+{
+  for (uint64_t m = mask; m; m &= m - 1)
+    dl_rdlock (&ftl->stripe[__builtin_ctzll (m)]);
 }
 
 void
@@ -264,7 +284,7 @@ map_unlock_mask (struct ftl *ftl, uint64_t mask)
 {
   for (uint64_t m = mask; m; ) {
     unsigned i = 63 - __builtin_clzll (m);
-    pthread_mutex_unlock (&ftl->stripe[i]);
+    pthread_rwlock_unlock (&ftl->stripe[i]);
     m &= ~(UINT64_C (1) << i);
   }
 }

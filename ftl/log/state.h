@@ -122,9 +122,10 @@ struct log_page {
                                  * (installed whatever lpn mapped to);
                                  * else the page GC copies it from
                                  * (moved only if lpn still maps there) */
-  bool has_sum;                 /* sum is the data's checksum, verified
-                                 * (a copy under LPN seeds: format.h);
-                                 * else the program computes it */
+  bool has_sum;                 /* sum is the data's checksum, under
+                                 * LPN seeds (format.h): a copy's,
+                                 * verified, or one computed before the
+                                 * locks; else the program computes it */
   uint64_t sum;
 };
 

@@ -327,6 +327,19 @@ dl_rdlock (pthread_rwlock_t *rw)
   }
 }
 
+static inline void
+dl_wrlock (pthread_rwlock_t *rw)
+{
+  if (pthread_rwlock_trywrlock (rw) != 0) {
+    struct dl_wait w;
+    uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
+    dl_wait_begin (&w);
+    pthread_rwlock_wrlock (rw);
+    dl_wait_end (&w);
+    dl_stage_end (t);
+  }
+}
+
 /* Register a request.  Returns 0, or -ETIMEDOUT while the media is
  * stalled (the request must fail at once, without doing anything).
  */

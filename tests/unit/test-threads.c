@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ftl-internal.h"
 #include "helpers.h"
@@ -604,6 +605,89 @@ START_TEST (test_checkpoint_by_trims)
 }
 END_TEST
 
+/* ---- stripe locks ---- */
+
+struct stripe_arg {
+  struct ftl *ftl;
+  uint64_t mask;
+  bool shared;
+  bool taken;                   /* atomic */
+  bool release;                 /* atomic: let go now */
+};
+
+static void *
+stripe_holder (void *arg)
+{
+  struct stripe_arg *a = arg;
+
+  if (a->shared)
+    map_lock_mask_shared (a->ftl, a->mask);
+  else
+    map_lock_mask (a->ftl, a->mask);
+  __atomic_store_n (&a->taken, true, __ATOMIC_RELEASE);
+  while (!__atomic_load_n (&a->release, __ATOMIC_ACQUIRE))
+    usleep (1000);
+  map_unlock_mask (a->ftl, a->mask);
+  return NULL;
+}
+
+/* Up to seconds for a->taken; its value. */
+static bool
+taken_within (struct stripe_arg *a, double seconds)
+{
+  double end = unit_now () + seconds;
+
+  while (!__atomic_load_n (&a->taken, __ATOMIC_ACQUIRE) && unit_now () < end)
+    usleep (1000);
+  return __atomic_load_n (&a->taken, __ATOMIC_ACQUIRE);
+}
+
+/* Destage batches take the stripes of their pages shared (a batch of
+ * scattered pages spans all of them): two of them hold every stripe at
+ * once.  A trim or a write past the cache takes its stripe exclusively:
+ * it waits for the batches, and a batch that comes after it waits for
+ * it (writers first, so that batches never starve a trim).
+ */
+START_TEST (test_stripes_shared_and_exclusive)
+{
+  struct ftl *ftl;
+  pthread_t th[3];
+  struct stripe_arg b1, b2, ex, b3;
+
+  ftl = unit_open (path, 4 << 20, PS, 16, 30, 1, unit_nosync_io ());
+  b1 = (struct stripe_arg) { .ftl = ftl, .mask = UINT64_MAX, .shared = true };
+  b2 = b1;
+  ex = (struct stripe_arg) { .ftl = ftl, .mask = map_stripe_mask (5, 5) };
+  b3 = (struct stripe_arg) { .ftl = ftl, .mask = map_stripe_mask (5, 5),
+    .shared = true };
+
+  ck_assert_int_eq (pthread_create (&th[0], NULL, stripe_holder, &b1), 0);
+  ck_assert (taken_within (&b1, 5));
+  ck_assert_int_eq (pthread_create (&th[1], NULL, stripe_holder, &b2), 0);
+  ck_assert_msg (taken_within (&b2, 5),
+                 "a second batch waited for the first one's stripes");
+  ck_assert_int_eq (pthread_create (&th[2], NULL, stripe_holder, &ex), 0);
+  ck_assert_msg (!taken_within (&ex, 0.1),
+                 "an exclusive holder got a stripe that batches hold");
+  /* A batch arriving while the exclusive holder waits: after it. */
+  pthread_t t3;
+  ck_assert_int_eq (pthread_create (&t3, NULL, stripe_holder, &b3), 0);
+  ck_assert_msg (!taken_within (&b3, 0.1),
+                 "a batch went before a waiting exclusive holder");
+  __atomic_store_n (&b1.release, true, __ATOMIC_RELEASE);
+  __atomic_store_n (&b2.release, true, __ATOMIC_RELEASE);
+  ck_assert (taken_within (&ex, 5));
+  ck_assert (!__atomic_load_n (&b3.taken, __ATOMIC_ACQUIRE));
+  __atomic_store_n (&ex.release, true, __ATOMIC_RELEASE);
+  ck_assert (taken_within (&b3, 5));
+  __atomic_store_n (&b3.release, true, __ATOMIC_RELEASE);
+  for (int i = 0; i < 3; i++)
+    pthread_join (th[i], NULL);
+  pthread_join (t3, NULL);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 static Suite *
 threads_suite (void)
 {
@@ -620,6 +704,7 @@ threads_suite (void)
   tcase_add_test (tc, test_checkpoint_by_background_thread);
   tcase_add_test (tc, test_checkpoint_by_writer);
   tcase_add_test (tc, test_checkpoint_by_trims);
+  tcase_add_test (tc, test_stripes_shared_and_exclusive);
   suite_add_tcase (s, tc);
   return s;
 }
