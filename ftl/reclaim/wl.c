@@ -1,7 +1,8 @@
 /* nbdkit-ftl: wear leveling, retirement and end of life.
  *
  * Dynamic wear leveling is in alloc.c: a frontier takes the least worn
- * free block (the cold GC frontier the most worn one).  That only
+ * free block (the frontiers of long-lived data, cold GC relocations
+ * and the host streams' cold data, the most worn one).  That only
  * spreads erases over the blocks that get erased; a block holding cold
  * data is never a GC victim and keeps a low erase count while the rest
  * wear out.  Static wear leveling (wl_pick) therefore chooses, when the

@@ -77,17 +77,36 @@ lowest_free (struct ftl *ftl)
   return best;
 }
 
-/* Every frontier (host, GC of young data, metadata) opens the free
- * block with the lowest erase count, except the frontier of cold
- * relocated data, which opens the one with the highest.  Erase counts
- * are set by hand on the free blocks of a new image; then single pages
- * are written (and a trim is logged) and the blocks they land in are
- * checked.
+/* The free block with the highest erase count now. */
+static uint32_t
+highest_free (struct ftl *ftl)
+{
+  uint32_t best = FTL_NO_BLOCK, best_ec = 0;
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    if (ftl->state[b] == FTL_BLK_FREE &&
+        (best == FTL_NO_BLOCK || media_erase_count (&ftl->media, b) > best_ec)) {
+      best = b;
+      best_ec = media_erase_count (&ftl->media, b);
+    }
+  return best;
+}
+
+/* The frontiers of short-lived data (hot host writes, GC of young data,
+ * metadata) open the free block with the lowest erase count; those of
+ * long-lived data (the host stream's cold frontier, which takes first
+ * writes and rewrites of cold data, and GC of cold data) the one with
+ * the highest.  Erase counts are set by hand on the free blocks of a
+ * new image; then single pages are written (and a trim is logged) and
+ * the blocks they land in are checked.
  */
 START_TEST (test_lowest_erase_count)
 {
   struct ftl *ftl = open_new (1);
   static const uint32_t order[] = { 13, 7, 2, 18 };
+  /* Blocks with the highest counts, 119, 118 and 117 (b * 7 % 20 is 19,
+   * 18 and 17).
+   */
+  static const uint32_t worn[] = { 17, 14, 11 };
 
   ck_assert_uint_eq (ftl->nfree, ftl->blocks);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
@@ -97,42 +116,53 @@ START_TEST (test_lowest_erase_count)
   for (uint32_t i = 0; i < 4; i++)
     media_set_block (&ftl->media, order[i], 10 + i, 0);
 
-  /* The first page opens block 13; when it is full, block 7; ... */
-  for (uint32_t i = 0; i < 3; i++) {
+  /* First writes go to the cold host frontier: the first page opens
+   * block 17; when it is full, block 14.
+   */
+  ck_assert (!ftl->one_log);
+  for (uint32_t i = 0; i < 2; i++) {
     write_page (ftl, i * PPB, 1);
-    ck_assert_uint_eq (block_of_lpn (ftl, i * PPB), order[i]);
-    ck_assert_uint_eq (ftl->state[order[i]], FTL_BLK_OPEN);
+    ck_assert_uint_eq (block_of_lpn (ftl, i * PPB), worn[i]);
+    ck_assert_uint_eq (ftl->state[worn[i]], FTL_BLK_OPEN);
     for (uint32_t p = 1; p < PPB; p++) {
       write_page (ftl, i * PPB + p, 1);
-      ck_assert_uint_eq (block_of_lpn (ftl, i * PPB + p), order[i]);
+      ck_assert_uint_eq (block_of_lpn (ftl, i * PPB + p), worn[i]);
     }
-    ck_assert_uint_eq (ftl->state[order[i]], FTL_BLK_FULL);
-    ck_assert_uint_eq (ftl->valid[order[i]], PPB);
+    ck_assert_uint_eq (ftl->state[worn[i]], FTL_BLK_FULL);
+    ck_assert_uint_eq (ftl->valid[worn[i]], PPB);
   }
-  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 3);
+  ck_assert_uint_eq (ftl->nfree, ftl->blocks - 2);
 
-  /* The GC frontier of young data: block 18 (count 13). */
-  ck_assert (!ftl->one_log);
+  /* Rewrites of data just written are hot: the hot frontier opens
+   * block 13 (count 10).
+   */
+  write_page (ftl, 0, 2);
+  ck_assert_uint_eq (block_of_lpn (ftl, 0), order[0]);
+  ck_assert_uint_eq (ftl->state[order[0]], FTL_BLK_OPEN);
+  ck_assert_uint_eq (ftl->valid[worn[0]], PPB - 1);
+
+  /* The GC frontier of young data: block 7 (count 11). */
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, 0), 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
-  ck_assert_uint_eq (ftl->gcw.block, order[3]);
-  ck_assert_uint_eq (ftl->state[order[3]], FTL_BLK_OPEN);
+  ck_assert_uint_eq (ftl->gcw.block, order[1]);
+  ck_assert_uint_eq (ftl->state[order[1]], FTL_BLK_OPEN);
 
-  /* The GC frontier of cold data: the most worn free block, count 119
-   * (the first b with b * 7 % 20 == 19 is 17).
+  /* The GC frontier of cold data: the most worn free block left, count
+   * 117.
    */
+  ck_assert_uint_eq (highest_free (ftl), worn[2]);
   pthread_rwlock_rdlock (&ftl->ckpt_rw);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
   pthread_rwlock_unlock (&ftl->ckpt_rw);
-  ck_assert_uint_eq (ftl->gcf.block, 17);
-  ck_assert_uint_eq (media_erase_count (&ftl->media, 17), 119);
+  ck_assert_uint_eq (ftl->gcf.block, worn[2]);
+  ck_assert_uint_eq (media_erase_count (&ftl->media, worn[2]), 117);
 
-  /* The metadata frontier: among the rest (100 + (b*7)%20) the lowest
-   * is 100 at block 0; a trim record page goes there.
+  /* The metadata frontier: the least worn free block left, block 2
+   * (count 12); a trim record page goes there.
    */
   uint32_t want = lowest_free (ftl);
-  ck_assert_uint_eq (want, 0);
+  ck_assert_uint_eq (want, order[2]);
   ck_assert_int_eq (ftl_trim (ftl, 2 * PS, 0, 0), 0);
   ck_assert_int_eq (ftl_flush (ftl), 0);
   ck_assert_uint_eq (ftl->metaf.block, want);
@@ -145,6 +175,27 @@ START_TEST (test_lowest_erase_count)
   /* Nothing was erased: the counts are the ones set. */
   ck_assert_uint_eq (media_erase_count (&ftl->media, 13), 10);
   ck_assert_uint_eq (media_count (&ftl->media, MEDIA_ERASES), 0);
+  open_abandon (ftl);
+}
+END_TEST
+
+/* With one log (no hot/cold separation) a host stream's data is of
+ * every temperature: its frontier opens the least worn free block, and
+ * so does the GC frontier.
+ */
+START_TEST (test_one_log_least_worn)
+{
+  struct ftl *ftl = open_new (1);
+
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    media_set_block (&ftl->media, b, 100 + (b * 7) % 20, 0);
+  ftl->one_log = true;
+  write_page (ftl, 0, 1);
+  ck_assert_uint_eq (block_of_lpn (ftl, 0), 0);          /* count 100 */
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ck_assert_uint_eq (ftl->gcf.block, 3);                 /* count 101 */
   open_abandon (ftl);
 }
 END_TEST
@@ -638,6 +689,7 @@ alloc_suite (void)
   tcase_add_checked_fixture (tc, setup, NULL);
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_lowest_erase_count);
+  tcase_add_test (tc, test_one_log_least_worn);
   tcase_add_test (tc, test_map_install_unmap);
   tcase_add_test (tc, test_accounting_through_api);
   tcase_add_test (tc, test_host_reserve);
