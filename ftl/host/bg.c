@@ -14,8 +14,9 @@
  *      move, if a block is due for one (gc_wear_level);
  *   4. with the error model on: a read reclaim, if a block is noted
  *      for one (gc_read_reclaim);
- *   5. while free blocks are at or below gc.high: one victim (watermark
- *      mode, where victims waiting for a barrier count as free up to a
+ *   5. while free blocks are at or below gc.high (one more while erase
+ *      counts are uneven, wl_free_choice): one victim (watermark mode,
+ *      where victims waiting for a barrier count as free up to a
  *      batch, see gc_step), or one slice after yielding while a
  *      request's deadline is near (deadline mode), holding ckpt_rw
  *      shared only for it;
@@ -127,20 +128,23 @@ yield (struct ftl *ftl)
  * victims that wait for a barrier (gc.pending) with the free blocks, up
  * to gc.high + gc.erase_batch - 1, so that up to erase_batch of them
  * share one; once the free blocks alone are down to gc.high, they get
- * their barrier.  Returns 1 if it did something, 0 if there was nothing
- * to do (and no victim is in progress), or a negative errno (-ENOSPC:
- * nothing to reclaim).
+ * their barrier.  While erase counts are uneven, one block more is kept
+ * free, so that frontiers have a choice (wl_free_choice, wl.c).
+ * Returns 1 if it did something, 0 if there was nothing to do (and no
+ * victim is in progress), or a negative errno (-ENOSPC: nothing to
+ * reclaim).
  */
 static int
 gc_step (struct ftl *ftl)
 {
   bool slices = ftl->gc.mode == FTL_GC_DEADLINE;
   uint32_t nfree = alloc_nfree (ftl), npending = gc_npending (ftl);
-  uint32_t target = ftl->gc.high + ftl->gc.erase_batch - 1;
+  uint32_t choice = wl_free_choice (ftl);
+  uint32_t target = ftl->gc.high + ftl->gc.erase_batch - 1 + choice;
   int r;
 
   if (slices) {
-    if (nfree > ftl->gc.high && !gc_in_progress (ftl))
+    if (nfree > ftl->gc.high + choice && !gc_in_progress (ftl))
       return 0;
   }
   else if (nfree + npending > target &&

@@ -24,8 +24,9 @@
  * own copies.  A background sync then serves erase_batch victims
  * instead of one, for erase_batch - 1 blocks of spare space (the
  * background thread keeps free + pending above gc.high + erase_batch -
- * 1, see bg.c).  After its erase a block is retired if worn out (wl.c)
- * or returns to the free pool.
+ * 1, see bg.c, and one more while erase counts are uneven, see
+ * wl_free_choice in wl.c).  After its erase a block is retired if worn
+ * out (wl.c) or returns to the free pool.
  *
  * Drained blocks (FULL, nothing valid, no trim page a replay may need)
  * cost nothing to reclaim: collections take them first (find_drained),
@@ -814,7 +815,7 @@ gc_slice (struct ftl *ftl)
 
   gc_lock (ftl);
   if (v->block == FTL_NO_BLOCK) {
-    if (alloc_nfree (ftl) > gc->high) {
+    if (alloc_nfree (ftl) > gc->high + wl_free_choice (ftl)) {
       r = 0;
       goto out;
     }

@@ -111,6 +111,11 @@ extern void wl_init (struct ftl *ftl, uint32_t threshold, uint32_t endurance);
  */
 extern uint32_t wl_pick (struct ftl *ftl, bool (*skip) (struct ftl *,
                                                         uint32_t));
+/* Free blocks the background thread keeps beyond gc.high so that a
+ * frontier has a choice of erase counts: 1 while the spread that
+ * wl_pick found last is at least 3/8 of the static threshold, else 0.
+ */
+extern uint32_t wl_free_choice (struct ftl *ftl);
 /* After block b was erased (caller holds alloc_lock): retire it if it
  * is worn out, else return it to the free pool.
  */

@@ -72,6 +72,8 @@ struct wl {
   uint32_t retired;             /* retired blocks, under alloc_lock */
   uint32_t last_cycle;          /* blocks whose next erase retires them
                                  * (wl_on_last_cycle), under alloc_lock */
+  uint32_t spread;              /* atomic: the erase count spread that
+                                 * wl_pick found last */
   bool worn_out;                /* atomic: too few blocks left to write */
 };
 

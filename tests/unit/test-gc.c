@@ -1070,6 +1070,60 @@ START_TEST (test_background_erase_batch)
 }
 END_TEST
 
+/* While erase counts are uneven, background steps keep one block more
+ * free than gc.high, so that a frontier that needs a block has a choice
+ * of erase counts (wl_free_choice, wl.c); while they are even, they do
+ * not.  The spread is made by hand: the free blocks get 100 erases more
+ * than they had (nothing is programmed in them, so no OOB entry names
+ * the old count), against a static threshold of 200, whose moves stay
+ * out of the way (the choice starts at 3/8 of it, 75).
+ */
+START_TEST (test_background_wear_choice)
+{
+  struct ftl *ftl = open_manual (FTL_GC_WATERMARK, 200);
+  struct ref r;
+  uint64_t rng = 29 + seed_offset;
+  unsigned at_high = 0;
+
+  ck_assert_uint_eq (ftl->gc.erase_batch, 1);
+  bg_fill (ftl, &r, &rng);
+  step_until_idle (ftl, 1000, 16);
+  /* Even wear: the steps stop with gc.high + 1 free (more only when
+   * they erased blocks with nothing to copy).
+   */
+  for (unsigned round = 0; round < 40; round++) {
+    bg_overwrite (ftl, &r, &rng, 16, 0);
+    step_until_idle (ftl, 1000, 16);
+    ck_assert_uint_eq (wl_free_choice (ftl), 0);
+    ck_assert_uint_gt (alloc_nfree (ftl), ftl->gc.high);
+    at_high += alloc_nfree (ftl) == ftl->gc.high + 1;
+  }
+  ck_assert_uint_gt (at_high, 20);
+
+  pthread_mutex_lock (&ftl->alloc_lock);
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    if (ftl->state[b] == FTL_BLK_FREE)
+      media_set_block (&ftl->media, b,
+                       media_erase_count (&ftl->media, b) + 100, 0);
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  /* Uneven: after the first victim has shown the spread, every round
+   * ends with a block more free.
+   */
+  for (unsigned round = 0; round < 40; round++) {
+    bg_overwrite (ftl, &r, &rng, 16, 0);
+    step_until_idle (ftl, 1000, 16);
+    ck_assert_uint_eq (wl_free_choice (ftl), 1);
+    ck_assert_uint_gt (alloc_nfree (ftl), ftl->gc.high + 1);
+  }
+  ck_assert_uint_eq (ctr_get (ftl, FTL_CTR_WL_MOVED), 0);
+
+  verify_all (ftl, &r);
+  ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
 /* Deadline mode: a GC step is one slice, at most GC_SLICE (8) pages
  * relocated; steps go on until the high watermark.
  */
@@ -1125,6 +1179,7 @@ gc_suite (void)
   tcase_add_test (tc, test_erase_after_barrier);
   tcase_add_test (tc, test_background_steps);
   tcase_add_test (tc, test_background_erase_batch);
+  tcase_add_test (tc, test_background_wear_choice);
   tcase_add_test (tc, test_background_slices);
   suite_add_tcase (s, tc);
   return s;
