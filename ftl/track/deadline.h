@@ -300,17 +300,37 @@ struct dl_wait {
 extern void dl_wait_begin (struct dl_wait *w);
 extern void dl_wait_end (const struct dl_wait *w);
 
-/* Take a lock, a wait for it counted as the queue stage. */
+/* A wait for a lock, counted as the queue stage and, for the host
+ * work of other threads meanwhile, as host stall (dl_wait_begin).
+ */
+struct dl_queued {
+  struct dl_wait w;
+  uint64_t t;
+};
+
+static inline void
+dl_queued_begin (struct dl_queued *q)
+{
+  q->t = dl_stage_begin (FTL_STAGE_QUEUE);
+  dl_wait_begin (&q->w);
+}
+
+static inline void
+dl_queued_end (const struct dl_queued *q)
+{
+  dl_wait_end (&q->w);
+  dl_stage_end (q->t);
+}
+
+/* Take a lock, a wait for it counted as above. */
 static inline void
 dl_lock (pthread_mutex_t *m)
 {
   if (pthread_mutex_trylock (m) != 0) {
-    struct dl_wait w;
-    uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
-    dl_wait_begin (&w);
+    struct dl_queued q;
+    dl_queued_begin (&q);
     pthread_mutex_lock (m);
-    dl_wait_end (&w);
-    dl_stage_end (t);
+    dl_queued_end (&q);
   }
 }
 
@@ -318,12 +338,10 @@ static inline void
 dl_rdlock (pthread_rwlock_t *rw)
 {
   if (pthread_rwlock_tryrdlock (rw) != 0) {
-    struct dl_wait w;
-    uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
-    dl_wait_begin (&w);
+    struct dl_queued q;
+    dl_queued_begin (&q);
     pthread_rwlock_rdlock (rw);
-    dl_wait_end (&w);
-    dl_stage_end (t);
+    dl_queued_end (&q);
   }
 }
 
@@ -331,12 +349,10 @@ static inline void
 dl_wrlock (pthread_rwlock_t *rw)
 {
   if (pthread_rwlock_trywrlock (rw) != 0) {
-    struct dl_wait w;
-    uint64_t t = dl_stage_begin (FTL_STAGE_QUEUE);
-    dl_wait_begin (&w);
+    struct dl_queued q;
+    dl_queued_begin (&q);
     pthread_rwlock_wrlock (rw);
-    dl_wait_end (&w);
-    dl_stage_end (t);
+    dl_queued_end (&q);
   }
 }
 
