@@ -162,6 +162,9 @@ static void *
 writer (void *arg)
 {
   (void) arg;
+#ifdef HAVE_PTHREAD_SETNAME_NP
+  pthread_setname_np (pthread_self (), "ftl-slow-log");
+#endif
   while (!stop)
     drain (POLL_NS);
   return NULL;

@@ -311,6 +311,9 @@ stats_thread (void *arg)
 {
   struct timespec deadline;
 
+#ifdef HAVE_PTHREAD_SETNAME_NP
+  pthread_setname_np (pthread_self (), "ftl-stats");
+#endif
   clock_gettime (CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += interval;
   pthread_mutex_lock (&wake_lock);

@@ -47,3 +47,15 @@ timeout 60 nbdkit -U - "$FTL_PLUGIN" file="$tmp/small.img" size=16M \
     --run 'nbdinfo --json "$uri"' > "$tmp/info512.json"
 jq -e '.exports[0].block_size_preferred == 512' "$tmp/info512.json"
 jq -e '.exports[0]."export-size" == 16777216' "$tmp/info512.json"
+
+# The library's and the plugin's threads carry their names (top -H, perf).
+timeout 60 nbdkit -U - -P "$tmp/pid" "$FTL_PLUGIN" file="$tmp/disk.img" \
+    stats="$tmp/stats.json" slow-log="$tmp/slow.log" \
+    --run "cat /proc/\$(cat '$tmp/pid')/task/*/comm" > "$tmp/threads"
+sort "$tmp/threads" | uniq -c
+for name in ftl-background ftl-destager ftl-watchdog ftl-stats ftl-slow-log; do
+    if ! grep -qx "$name" "$tmp/threads"; then
+        echo "$0: FAIL: no thread named $name"
+        exit 1
+    fi
+done

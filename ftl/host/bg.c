@@ -272,6 +272,7 @@ background (void *arg)
   struct ftl *ftl = arg;
   struct bg *bg = &ftl->bg;
 
+  ftl_thread_name ("ftl-background");
   pthread_mutex_lock (&ftl->bell.lock);
   while (!ftl->bell.stop) {
     uint64_t kicks = ftl->bell.rings;

@@ -168,6 +168,8 @@ destager (void *arg)
   struct cache *c = &ftl->cache;
   uint64_t last_ver = cache_version (ftl), last_change = now_ns ();
 
+  ftl_thread_name ("ftl-destager");
+
   while (!stopping (ftl)) {
     pthread_mutex_lock (&c->lock);
     /* Asleep before the check of the dirty pages, and a writer adds

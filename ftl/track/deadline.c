@@ -764,6 +764,8 @@ watchdog (void *arg)
   uint64_t last_gp = sum_progress (dl);
   uint64_t idle_since = clock_now ();
 
+  ftl_thread_name ("ftl-watchdog");
+
   pthread_mutex_lock (&dl->lock);
   while (!dl->stop) {
     uint64_t wake = clock_now () + tick;

@@ -2,6 +2,7 @@
 
 #include <config.h>
 
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -19,6 +20,16 @@ ftl_shard_assign (void)
 
   ftl_tls_shard = i + 1;
   return i;
+}
+
+void
+ftl_thread_name (const char *name)
+{
+#ifdef HAVE_PTHREAD_SETNAME_NP
+  pthread_setname_np (pthread_self (), name);
+#else
+  (void) name;
+#endif
 }
 
 void *

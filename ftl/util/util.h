@@ -57,6 +57,11 @@ ftl_shard_sum (const uint64_t *first, size_t stride)
   return n;
 }
 
+/* Name the calling thread (at most 15 bytes), so that top -H, ps -L
+ * and perf show the library's threads apart from nbdkit's workers.
+ */
+extern void ftl_thread_name (const char *name);
+
 #ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #endif
