@@ -1,8 +1,9 @@
 /* nbdkit-ftl: host data into the log.
  *
  *   write_through    a write straight to the log (no write cache, or
- *                  write-cache=0): stripe locks of its range -> host
- *                  frontier -> alloc_frontier_open (a free block,
+ *                  write-cache=0): its whole pages hashed with no
+ *                  lock held (LPN seeds) -> stripe locks of its range
+ *                  -> host frontier -> alloc_frontier_open (a free block,
  *                  leaving the reserve) -> alloc_program: OOB entries,
  *                  media_program, map_install;
  *   write_bypass   a large write of whole pages with a write cache:
@@ -105,7 +106,8 @@ host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask,
  */
 static int
 write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
-             uint64_t lpn, uint64_t n, const uint8_t *data, bool supersede)
+             uint64_t lpn, uint64_t n, const uint8_t *data,
+             const uint64_t *sums, bool supersede)
 {
   struct log_page pages[ALLOC_PROGRAM_MAX];
 
@@ -121,6 +123,7 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
       pages[i] = (struct log_page) {
         .kind = FTL_OOB_DATA, .lpn = lpn + i, .seq = seq + i,
         .from = FTL_UNMAPPED,
+        .has_sum = sums != NULL, .sum = sums ? sums[i] : 0,
       };
     r = alloc_program (ftl, f, pages, k, data, NULL);
     seq_release (ftl, slot);
@@ -137,8 +140,36 @@ write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
     lpn += k;
     n -= k;
     data += (size_t) k << ftl->page_shift;
+    if (sums)
+      sums += k;
   }
   return 0;
+}
+
+/* The checksums of the n whole pages at data for lpn.., computed before
+ * any lock is taken: seeded by LPN (format version 7), a page's checksum
+ * does not depend on where it lands, and the request's buffer does not
+ * change.  Hashing under the frontier's lock made a stream's writers
+ * queue behind each other's hashing as well as behind their programs.
+ * Returns NULL (the pages are hashed in alloc_programv, with their PPN
+ * if the image seeds by it) for older images, or without memory; a
+ * result other than stack is the caller's to free.
+ */
+static uint64_t *
+hash_pages (struct ftl *ftl, uint64_t lpn, uint64_t n, const uint8_t *data,
+            uint64_t *stack, size_t stack_n)
+{
+  uint64_t *sums;
+
+  if (!(ftl->seed_flags & FTL_SB_LPN_SEED) || n == 0)
+    return NULL;
+  sums = n <= stack_n ? stack : malloc (n * sizeof *sums);
+  if (!sums)
+    return NULL;
+  for (uint64_t i = 0; i < n; i++)
+    sums[i] = fmt_checksum (data + (i << ftl->page_shift), ftl->page_size,
+                            page_seed (ftl, FTL_OOB_DATA, lpn + i, 0));
+  return sums;
 }
 
 static int
@@ -153,6 +184,15 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   uint64_t mask = map_stripe_mask (first, last);
   uint8_t *bounce = NULL;
   int r = 0;
+  /* The whole pages of the range: [whole, whole + nwhole). */
+  uint64_t whole = DIV_ROUND_UP (offset, ftl->page_size);
+  uint64_t nwhole = buf && end >> ftl->page_shift > whole ?
+    (end >> ftl->page_shift) - whole : 0;
+  uint64_t stack[ALLOC_PROGRAM_MAX];
+  uint64_t *sums = hash_pages (ftl, whole, nwhole,
+                               buf ? buf + ((whole << ftl->page_shift)
+                                            - offset) : NULL,
+                               stack, ALLOC_PROGRAM_MAX);
 
   map_lock_mask (ftl, mask);
   dl_lock (&f->lock);
@@ -161,8 +201,9 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
     uint32_t in = pos & (ftl->page_size - 1);
     if (buf && in == 0 && end - pos >= ftl->page_size) {
       uint64_t n = (end - pos) >> ftl->page_shift;
+      assert (lpn == whole && n == nwhole);
       r = write_pages (ftl, f, mask, lpn, n, buf + (pos - offset),
-                       drop_cached);
+                       sums, drop_cached);
       if (r < 0) break;
       pos += n << ftl->page_shift;
     }
@@ -180,7 +221,7 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
       else
         memset (bounce + in, 0, len);
       assert (!drop_cached);
-      r = write_pages (ftl, f, mask, lpn, 1, bounce, false);
+      r = write_pages (ftl, f, mask, lpn, 1, bounce, NULL, false);
       if (r < 0) break;
       pos += len;
     }
@@ -188,6 +229,8 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   pthread_mutex_unlock (&f->lock);
   map_unlock_mask (ftl, mask);
   free (bounce);
+  if (sums != stack)
+    free (sums);
   return r;
 }
 
