@@ -715,18 +715,34 @@ END {
                 "sequential overwrite, 5 s, vs file (images on " images_fs ")",
                 "- (the goal is in tmpfs: --dir /dev/shm)")
     target("seq-write-unsynced", "xfile", 0.9, "sequential overwrite, 5 s, sync=false, vs file")
-    targetmax("seq-write" SUBSEP "ftl" SUBSEP "cpuxfile", 1.3, "CPU per GiB of sequential writes vs file")
+    # CPU per GiB of sequential writes, where both servers do the same
+    # durable work: both sync (a flush every 64 MiB), neither syncs
+    # (sync=false), or syncs cost nothing (tmpfs).  In the 5-second
+    # overwrite on a disk the ftl writes back for its erases (the log
+    # keeps flushed data) while file writes nothing back: shown, not a
+    # goal.
+    targetmax("seq-write-fsync64" SUBSEP "ftl" SUBSEP "cpuxfile", 1.3,
+              "CPU per GiB of sequential writes vs file, a flush every 64 MiB")
+    targetmax("seq-write-unsynced" SUBSEP "ftl" SUBSEP "cpuxfile", 1.3,
+              "CPU per GiB of sequential writes vs file, sync=false")
+    if (images_fs == "tmpfs")
+        targetmax("seq-write" SUBSEP "ftl" SUBSEP "cpuxfile", 1.3,
+                  "CPU per GiB of sequential writes vs file (images in tmpfs)")
+    else
+        targetmax("seq-write" SUBSEP "ftl" SUBSEP "cpuxfile", 1.3,
+                  "CPU per GiB of sequential writes vs file, 5 s (images on " images_fs ")",
+                  "- (the ftl writes back for its erases, file nothing: not the same work)")
     target("rand-write-qd16", "xmem", 0.85, "random write iodepth 16, before GC, vs memory")
     target("rand-write-steady", "xmem", 0.70, "random write steady state vs memory")
     target("rand-write-4conn", "xmem", 0.80, "random write, 4 connections, vs memory")
     target("rand-write-fsync32", "xfile", 1.0, "random write fsync=32 vs file")
     targetk("scale-read" SUBSEP "ftl", 1.0, "4 connections / 1, reads")
 }
-function targetmax(k, goal, label,    m) {
+function targetmax(k, goal, label, status,    m) {
     if (!(k in vals)) return
     m = median(vals[k])
-    printf "| %s | ≤ %.2f× | %s× (%s..%s) | %s |\n", label, goal, num(m), num(lo), num(hi), \
-        (m <= goal ? "met" : "missed")
+    if (status == "") status = (m <= goal ? "met" : "missed")
+    printf "| %s | ≤ %.2f× | %s× (%s..%s) | %s |\n", label, goal, num(m), num(lo), num(hi), status
 }
 function target(w, what, goal, label) { targetk(w SUBSEP "ftl" SUBSEP what, goal, label) }
 function targetk(k, goal, label, status,    m) {
