@@ -6,6 +6,7 @@
 #define FTL_HOST_STATE_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "log/state.h"
@@ -60,10 +61,11 @@ struct cache {
   /* The destager thread (destage.c). */
   pthread_t thread;
   bool running, stop;           /* atomic */
-  bool asleep;                  /* atomic: the thread waits on cond, or
-                                 * is about to (set under lock) */
-  pthread_mutex_t lock;
-  pthread_cond_t cond;
+  bool asleep;                  /* atomic: the thread waits on wake, or
+                                 * is about to; the writer that clears
+                                 * it posts wake */
+  sem_t wake;                   /* posts are counted, never lost, and
+                                 * cost the poster no lock */
   /* Counters since open (atomic). */
   uint64_t hits, coalesced, destaged, dropped, flush_waits, write_waits;
   uint64_t bypassed;            /* pages written past the cache */

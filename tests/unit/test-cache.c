@@ -299,6 +299,56 @@ START_TEST (test_partial_pages_merge)
 }
 END_TEST
 
+static double
+now_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return (x > y) - (x < y);
+}
+
+/* The destager sleeps while less than half the cache is dirty; the
+ * write that fills half of it wakes it, and it destages down to a
+ * quarter at once.  A wake-up lost between its check of the dirty pages
+ * and its sleep would leave the pages until its next tick (50 ms): over
+ * ten rounds the median tells the two apart.  One shard of 16 slots,
+ * so that no writer runs a batch of its own.
+ */
+START_TEST (test_destager_wakes)
+{
+  struct ftl *ftl = open_cache (16);
+  double took[10];
+
+  ck_assert_int_eq (ftl_start_background (ftl), 0);
+  for (int round = 0; round < 10; round++) {
+    ck_assert_int_eq (ftl_flush (ftl), 0);
+    ck_assert_uint_eq (stats (ftl).cache.dirty_bytes, 0);
+    usleep (5000);              /* the destager goes back to sleep */
+    double t0 = now_ms ();
+    for (uint64_t i = 0; i < 8; i++)
+      write_page (ftl, round * 8 + i, 1, 0);
+    while (stats (ftl).cache.dirty_bytes > 4 * PS && now_ms () - t0 < 500)
+      usleep (100);
+    took[round] = now_ms () - t0;
+    ck_assert_uint_le (stats (ftl).cache.dirty_bytes, 4 * PS);
+  }
+  ck_assert_uint_eq (stats (ftl).cache.write_waits, 0);
+  qsort (took, 10, sizeof *took, cmp_double);
+  ck_assert_msg (took[4] < 10, "the destager took %.1f ms (median of ten) "
+                 "to start on a half dirty cache", took[4]);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
+
 START_TEST (test_full_cache_writers_destage)
 {
   struct ftl *ftl = open_cache (16);
@@ -892,6 +942,7 @@ cache_suite (void)
   tcase_add_test (tc, test_trim_races_partial_write);
   tcase_add_test (tc, test_partial_pages_merge);
   tcase_add_test (tc, test_full_cache_writers_destage);
+  tcase_add_test (tc, test_destager_wakes);
   tcase_add_test (tc, test_extents_see_cached_pages);
   tcase_add_test (tc, test_absent_runs);
   tcase_add_test (tc, test_bad_sizes);
