@@ -161,14 +161,13 @@ hash_pages (struct ftl *ftl, uint64_t lpn, uint64_t n, const uint8_t *data,
 {
   uint64_t *sums;
 
-  if (!(ftl->seed_flags & FTL_SB_LPN_SEED) || n == 0)
+  if (!seeds_by_lpn (ftl) || n == 0)
     return NULL;
   sums = n <= stack_n ? stack : malloc (n * sizeof *sums);
   if (!sums)
     return NULL;
   for (uint64_t i = 0; i < n; i++)
-    sums[i] = fmt_checksum (data + (i << ftl->page_shift), ftl->page_size,
-                            page_seed (ftl, FTL_OOB_DATA, lpn + i, 0));
+    sums[i] = data_sum (ftl, lpn + i, data + (i << ftl->page_shift));
   return sums;
 }
 
@@ -262,7 +261,7 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
    * it is computed here, before the locks (a page in flight does not
    * change).  Else alloc_programv computes it with the PPN.
    */
-  bool by_lpn = ftl->seed_flags & FTL_SB_LPN_SEED;
+  bool by_lpn = seeds_by_lpn (ftl);
   uint64_t mask = 0;
   int r = 0;
 
@@ -271,8 +270,7 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
     mask |= map_stripe_mask (e[i].lpn, e[i].lpn);
     hot[i] = alloc_range_is_hot (ftl, e[i].lpn, e[i].lpn);
     if (by_lpn)
-      sum[i] = fmt_checksum (cache_page (ftl, e[i].slot), ftl->page_size,
-                             page_seed (ftl, FTL_OOB_DATA, e[i].lpn, 0));
+      sum[i] = data_sum (ftl, e[i].lpn, cache_page (ftl, e[i].slot));
   }
   map_lock_mask_shared (ftl, mask);
   for (int temp = 0; temp < 2 && r == 0; temp++) {

@@ -211,6 +211,24 @@ oob_seed (const struct ftl *ftl, const struct ftl_oob *o, uint32_t ppn)
   return fmt_oob_seed (ftl->seed_flags, o, ppn);
 }
 
+/* Does the image seed data checksums with the logical page (format
+ * version 7)?  Then a data page's checksum does not depend on where it
+ * lands, and writers compute it before they take any lock (write.c);
+ * data_sum is that checksum of the page for lpn.
+ */
+static inline bool
+seeds_by_lpn (const struct ftl *ftl)
+{
+  return ftl->seed_flags & FTL_SB_LPN_SEED;
+}
+
+static inline uint64_t
+data_sum (const struct ftl *ftl, uint64_t lpn, const uint8_t *page)
+{
+  return fmt_checksum (page, ftl->page_size,
+                       page_seed (ftl, FTL_OOB_DATA, lpn, 0));
+}
+
 static inline uint32_t
 map_check_fold (uint64_t sum)
 {
