@@ -37,8 +37,12 @@
  *                 trim_lock.
  *   trim buffer   trim records not yet written to the log: trim_lock.
  *   ckpt_rw       every operation that changes the map holds it shared
- *                 for its whole duration; a checkpoint takes it
- *                 exclusively for the instant of its snapshot.
+ *                 for its whole duration (garbage collection included,
+ *                 whoever runs it); a checkpoint takes it exclusively
+ *                 for the instant of its snapshot.  Taken through
+ *                 ckpt_shared and its kin (log.h): a self-check build
+ *                 asserts in map.c that the thread changing the map
+ *                 holds it.
  *   pm            a paged map (format version 6, map-cache=): l2p and
  *                 check are then not arrays of the capacity but the
  *                 cache's slots (mapcache.c: l2p_at, check_at), every

@@ -93,7 +93,7 @@ drain_step (struct ftl *ftl)
   bool waiting;
   int r;
 
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   work = BG_ERASE;
   r = gc_erase_drained (ftl, BG_ERASES, ftl->gc.drain_target, &waiting);
   if (r == 0 && waiting) {
@@ -102,7 +102,7 @@ drain_step (struct ftl *ftl)
     if (r == 0)
       r = 1;
   }
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   return r < 0 ? r : r > 0;
 }
 
@@ -153,14 +153,14 @@ gc_step (struct ftl *ftl)
   work = BG_GC;
   if (slices) {
     yield (ftl);
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    ckpt_shared (ftl);
     r = gc_slice (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
     return r;
   }
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   r = gc_reclaim (ftl, target, true);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   return r < 0 ? r : 1;
 }
 
@@ -188,17 +188,17 @@ bg_step (struct ftl *ftl)
   }
 
   work = BG_WL;
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   r = gc_wear_level (ftl);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   if (r != 0)
     return r;
 
   if (ftl->em.enabled) {
     work = BG_RECLAIM;
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    ckpt_shared (ftl);
     r = gc_read_reclaim (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
     if (r != 0)
       return r;
   }
@@ -206,9 +206,9 @@ bg_step (struct ftl *ftl)
   r = gc_step (ftl);
   if (r == 0) {
     work = BG_FOLD;
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    ckpt_shared (ftl);
     r = gc_fold (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
   }
   if (r == 0) {
     ftl->bg.drained_idle = false;       /* idle: look again next time */

@@ -102,9 +102,9 @@ destage_batch (struct ftl *ftl, uint64_t max_ver, int prefer, uint32_t max)
    */
   media_defer (&ftl->media);
   uint64_t host = dl_host_ns ();
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   r = write_cached (ftl, e, n);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   uint64_t modeled = media_deferred (&ftl->media);
   note_stall (ftl, modeled, dl_host_ns () - host);
   /* Its pages are in the log whatever the wait says. */

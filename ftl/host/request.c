@@ -240,17 +240,17 @@ host_write (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   if (ftl->cache.nslots && !bypasses (ftl, buf, count, offset))
     r = cache_write_range (ftl, buf, count, offset);
   else if (ftl->cache.nslots) {
-    dl_rdlock (&ftl->ckpt_rw);
+    ckpt_shared_dl (ftl);
     r = write_bypass (ftl, buf, count, offset);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
     if (r == 0)
       __atomic_fetch_add (&ftl->cache.bypassed, count >> ftl->page_shift,
                           __ATOMIC_RELAXED);
   }
   else {
-    dl_rdlock (&ftl->ckpt_rw);
+    ckpt_shared_dl (ftl);
     r = write_through (ftl, buf, count, offset);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
   }
   if (r == 0)
     ctr_add (ftl, FTL_CTR_HOST_WRITE,
@@ -342,10 +342,10 @@ do_trim (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
     return r;
   whole_pages (ftl, count, offset, &first, &end);
   ckpt_maybe_held (ftl);
-  dl_rdlock (&ftl->ckpt_rw);
+  ckpt_shared_dl (ftl);
   if (first < end)
     r = write_unmap (ftl, first, end - first);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   if (r == 0 && (flags & FTL_FUA))
     r = sync_fua (ftl);
   return r;
@@ -373,9 +373,9 @@ do_zero (struct ftl *ftl, uint64_t count, uint64_t offset, unsigned flags)
     if (offset < a)
       r = host_write (ftl, NULL, a - offset, offset);
     if (r == 0) {
-      dl_rdlock (&ftl->ckpt_rw);
+      ckpt_shared_dl (ftl);
       r = write_unmap (ftl, first, end - first);
-      pthread_rwlock_unlock (&ftl->ckpt_rw);
+      ckpt_release (ftl);
     }
     if (r == 0 && b < end_off)
       r = host_write (ftl, NULL, end_off - b, b);
@@ -402,9 +402,9 @@ sync_fua (struct ftl *ftl)
   if (ftl->cache.nslots)
     r = cache_flush (ftl);
   if (r == 0) {
-    dl_rdlock (&ftl->ckpt_rw);
+    ckpt_shared_dl (ftl);
     r = write_barrier (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
   }
   /* Recovery must know that these pages were durable (durable.c). */
   if (r == 0)
@@ -616,7 +616,13 @@ host_ckpt (struct ftl *ftl, bool clean, bool maybe)
     r = maybe ? ckpt_maybe (ftl) : ckpt_write (ftl, clean);
     if (r != -ENOSPC || !ftl->pm.on || attempt == 8)
       return r;
+    /* Relocations hold ckpt_rw shared, as every change of the map does:
+     * else a checkpoint could copy a group while GC moves one of its
+     * entries, and clear its dirty mark after the move.
+     */
+    ckpt_shared_dl (ftl);
     r = gc_make_room (ftl, attempt > 0);
+    ckpt_release (ftl);
     if (r < 0)
       return r;
   }

@@ -247,7 +247,7 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   uint8_t *p;
   uint64_t since;
 
-  pthread_rwlock_wrlock (&ftl->ckpt_rw);
+  ckpt_exclusive (ftl);
   *err = 0;
   if (ftl->pm.on) {
     *err = snapshot_paged (ftl, body, tp);
@@ -302,7 +302,7 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   h->pe_offset = ftl->em.pe_offset;
   h->clock_skew = errmodel_skew (&ftl->em);
   selfcheck_assert (ftl, "checkpoint");
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   return since;
 }
 

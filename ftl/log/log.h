@@ -386,6 +386,60 @@ extern int trimlog_barrier (struct ftl *ftl);
 extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
 
 /* ckpt.c: superblocks and checkpoints. */
+
+/* ckpt_rw: every change of the map holds it shared for its whole
+ * duration, a checkpoint's snapshot exclusively (ftl-internal.h).  It
+ * is taken and released through these, so that a self-check build
+ * knows whether this thread holds it and map.c can assert the rule
+ * where the map changes.  ckpt_shared_dl counts a wait for it as the
+ * request's queue stage (deadline.h).
+ */
+#ifdef FTL_SELF_CHECK
+extern FTL_TLS int ckpt_rw_holds;
+#define CKPT_RW_NOTE(d) (ckpt_rw_holds += (d))
+#else
+#define CKPT_RW_NOTE(d) ((void) 0)
+#endif
+
+static inline void
+ckpt_shared (struct ftl *ftl)
+{
+  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  CKPT_RW_NOTE (1);
+}
+
+static inline void
+ckpt_shared_dl (struct ftl *ftl)
+{
+  dl_rdlock (&ftl->ckpt_rw);
+  CKPT_RW_NOTE (1);
+}
+
+static inline void
+ckpt_exclusive (struct ftl *ftl)
+{
+  pthread_rwlock_wrlock (&ftl->ckpt_rw);
+  CKPT_RW_NOTE (1);
+}
+
+static inline void
+ckpt_release (struct ftl *ftl)
+{
+  CKPT_RW_NOTE (-1);
+  pthread_rwlock_unlock (&ftl->ckpt_rw);
+}
+
+/* Does this thread hold ckpt_rw (always true without self-checks)? */
+static inline bool
+ckpt_held (void)
+{
+#ifdef FTL_SELF_CHECK
+  return ckpt_rw_holds > 0;
+#else
+  return true;
+#endif
+}
+
 extern int ckpt_init (struct ftl *ftl);
 extern void ckpt_free (struct ftl *ftl);
 extern int ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,

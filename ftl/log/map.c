@@ -12,6 +12,11 @@
  *                  still maps to the old page (compare-and-swap, without
  *                  the stripe lock), so that a host write that raced wins.
  *
+ * All three run with ckpt_rw held shared (asserted in self-check
+ * builds): a checkpoint's snapshot, which takes it exclusively, sees no
+ * change half made, and with a paged map it marks the groups it copies
+ * clean knowing that no change is between the copy and the mark.
+ *
  * Invariants:
  *   - valid[b] is the number of logical pages that map into block b, at
  *     every instant at which no mapping change is in flight.  A new page
@@ -64,6 +69,10 @@
 #include <string.h>
 
 #include "ftl-internal.h"
+
+#ifdef FTL_SELF_CHECK
+FTL_TLS int ckpt_rw_holds;      /* ckpt_rw held by this thread (log.h) */
+#endif
 
 /* l2p and check: 0 is their empty value (l2p holds ~ppn), so they are
  * lazy mappings (ftl_lazy_alloc): the memory they take follows the
@@ -333,6 +342,7 @@ map_install (struct ftl *ftl, uint64_t lpn, uint32_t ppn, uint32_t check)
   uint32_t old;
 
   assert (lpn < ftl->logical_pages);
+  assert (ckpt_held ());
   map_populate (ftl, lpn);
   if (ftl->pm.on)
     pmap_pin (ftl, lpn >> FTL_MAP_GROUP_SHIFT);
@@ -355,6 +365,7 @@ map_unmap (struct ftl *ftl, uint64_t lpn)
   uint32_t old;
 
   assert (lpn < ftl->logical_pages);
+  assert (ckpt_held ());
   if (ftl->pm.on) {
     /* A group that never held a mapping has nothing to unmap. */
     uint64_t g = lpn >> FTL_MAP_GROUP_SHIFT;
@@ -391,6 +402,7 @@ map_relocate (struct ftl *ftl, uint64_t lpn, uint32_t from, uint32_t to,
   uint32_t tb = media_ppn_block (&ftl->media, to);
 
   assert (lpn < ftl->logical_pages);
+  assert (ckpt_held ());
   assert (media_ppn_block (&ftl->media, from) != tb);
   add_valid (ftl, tb);
   if (ftl->pm.on)

@@ -831,12 +831,12 @@ ftl_close (struct ftl *ftl)
     /* The write cache's pages go to the log before anything closes. */
     if (ftl->cache.nslots)
       r = destage_until (ftl, UINT64_MAX);
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    ckpt_shared (ftl);
     ftl->closing = true;
     /* The last trim records, in the room kept for them. */
     if (r == 0)
       r = trimlog_flush (ftl);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
     alloc_close_frontiers (ftl);
     selfcheck_assert (ftl, "close");
     if (r == 0)

@@ -76,9 +76,9 @@ in_flight (struct ftl *ftl, uint64_t *rng, bool tear, struct ftl_power_cut *pc)
   }
   if (k > 0) {
     dl_hold ();
-    pthread_rwlock_rdlock (&ftl->ckpt_rw);
+    ckpt_shared (ftl);
     r = write_cached (ftl, sub, k);
-    pthread_rwlock_unlock (&ftl->ckpt_rw);
+    ckpt_release (ftl);
     dl_release ();
   }
   /* The last page programmed (in logical order, as write_cached

@@ -613,13 +613,13 @@ gc_reclaim_block (struct ftl *ftl, uint32_t b)
   int r;
 
   assert (b < ftl->blocks);
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   gc_lock (ftl);
   r = ftl->state[b] == FTL_BLK_FULL ? reclaim_block (ftl, b) : -EINVAL;
   if (r >= 0)
     r = gc_flush_pending (ftl);
   gc_unlock (ftl);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   return r < 0 ? r : 0;
 }
 

@@ -142,9 +142,9 @@ START_TEST (test_lowest_erase_count)
   ck_assert_uint_eq (ftl->valid[worn[0]], PPB - 1);
 
   /* The GC frontier of young data: block 7 (count 11). */
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, 0), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcw.block, order[1]);
   ck_assert_uint_eq (ftl->state[order[1]], FTL_BLK_OPEN);
 
@@ -152,9 +152,9 @@ START_TEST (test_lowest_erase_count)
    * 117.
    */
   ck_assert_uint_eq (highest_free (ftl), worn[2]);
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcf.block, worn[2]);
   ck_assert_uint_eq (media_erase_count (&ftl->media, worn[2]), 117);
 
@@ -192,9 +192,9 @@ START_TEST (test_one_log_least_worn)
   ftl->one_log = true;
   write_page (ftl, 0, 1);
   ck_assert_uint_eq (block_of_lpn (ftl, 0), 0);          /* count 100 */
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcf.block, 3);                 /* count 101 */
   open_abandon (ftl);
 }
@@ -213,6 +213,8 @@ START_TEST (test_map_install_unmap)
   for (uint32_t b = 0; b < ftl->blocks; b++)
     ck_assert_uint_eq (ftl->valid[b], 0);
 
+  /* Changes of the map hold ckpt_rw shared (map.c). */
+  ckpt_shared (ftl);
   map_install (ftl, 5, media_ppn (m, 3, 0), 0);
   ck_assert_uint_eq (l2p_load (ftl, 5), media_ppn (m, 3, 0));
   ck_assert_uint_eq (ftl->valid[3], 1);
@@ -255,6 +257,7 @@ START_TEST (test_map_install_unmap)
   ck_assert (map_unmap (ftl, LPAGES - 1));
   ck_assert_uint_eq (ftl->valid[19], 0);
   ck_assert_uint_eq (ftl->mapped, 0);
+  ckpt_release (ftl);
   open_abandon (ftl);
 }
 END_TEST
@@ -416,7 +419,7 @@ START_TEST (test_host_reserve)
   /* A client's trim records take blocks down to their keep, and no
    * further; then GC takes every one that is left.
    */
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   while (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS) == 0)
     close_by_hand (ftl, &ftl->metaf);
   ck_assert_uint_eq (ftl->nfree, FTL_META_KEEP_BLOCKS);
@@ -428,7 +431,7 @@ START_TEST (test_host_reserve)
     close_by_hand (ftl, &ftl->gcf);
   }
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), -ENOSPC);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   open_abandon (ftl);
 }
 END_TEST
@@ -464,7 +467,7 @@ START_TEST (test_trim_room)
   struct ftl *ftl = open_new (1);
   uint32_t first_block, blocks_used = 0, prev = FTL_NO_BLOCK, hand;
 
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   ck_assert_uint_eq (ftl->trim_count, 0);
   ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
   for (uint32_t i = 0; i < 2 * PPB * ftl->trim_cap + 1; i++) {
@@ -499,7 +502,7 @@ START_TEST (test_trim_room)
   ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
   ck_assert_int_eq (trimlog_append (ftl, 0, 1, 0), -ENOSPC);
   ck_assert_uint_eq (ftl->trim_count, 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   open_abandon (ftl);
 }
 END_TEST
@@ -575,12 +578,12 @@ START_TEST (test_gc_other_frontier)
   /* Its pages are young: they would go to gcw. */
   ck_assert_uint_lt (ftl->next_seq, ftl->hot_age);
 
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
   fill_by_hand (ftl, 0, &hand);
   ck_assert_uint_eq (ftl->gcw.block, FTL_NO_BLOCK);
   ck_assert_int_eq (gc_reclaim (ftl, 0, false), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
 
   ck_assert_uint_eq (ftl->state[victim], FTL_BLK_FREE);
   ck_assert_uint_eq (ftl->nfree, 1);

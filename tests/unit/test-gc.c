@@ -758,9 +758,9 @@ END_TEST
 static void
 reclaim_more (struct ftl *ftl, uint32_t blocks)
 {
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   ck_assert_int_eq (gc_reclaim (ftl, alloc_nfree (ftl) + blocks - 1, false), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
 }
 
 START_TEST (test_erase_after_barrier)

@@ -184,7 +184,7 @@ START_TEST (test_last_cycle_not_victim)
   uint8_t data[8 * PS];
   uint32_t a, b;
 
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   media_set_block (&ftl->media, 0, endurance - 1, 0);
   ftl->wl.last_cycle = 1;
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
@@ -199,7 +199,7 @@ START_TEST (test_last_cycle_not_victim)
     };
   }
   ck_assert_int_eq (alloc_program (ftl, &ftl->gcf, lp, ppb, data, NULL), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   ck_assert_uint_eq (ftl->state[a], FTL_BLK_FULL);
 
   /* A keeps page 0; B (the third host block) keeps 4 of 8. */
@@ -221,11 +221,11 @@ START_TEST (test_last_cycle_not_victim)
   /* Collect until one more block than now is free (the GC frontiers
    * have room for B's pages).
    */
-  pthread_rwlock_rdlock (&ftl->ckpt_rw);
+  ckpt_shared (ftl);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, 0), 0);
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
   ck_assert_int_eq (gc_reclaim (ftl, ftl->nfree, false), 0);
-  pthread_rwlock_unlock (&ftl->ckpt_rw);
+  ckpt_release (ftl);
   ck_assert_uint_eq (ftl->state[a], FTL_BLK_FULL);
   ck_assert_uint_eq (ftl->valid[a], 1);
   ck_assert_uint_eq (ftl->state[b], FTL_BLK_FREE);
