@@ -75,6 +75,9 @@
  *     synced before it counts as durable.
  *   - GC copies keep the data's sequence number; replay applies log items
  *     newer than the checkpoint in sequence order.
+ *   - A checkpoint takes a sequence number of its own, the version of the
+ *     translation pages it writes (pmap.c): no two checkpoints write
+ *     pages of one group at one version.
  *   - sync=false (media.nosync): a "sync" above only reaches the host's
  *     page cache, so each of these holds against the death of the
  *     process, not a crash of the host.  For that the session pins the

@@ -287,7 +287,15 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   pthread_mutex_unlock (&ftl->alloc_lock);
   assert (ftl->pm.on || (uint64_t) (p - body)
           == fmt_ckpt_body_bytes (ftl->logical_pages, ftl->blocks));
-  h->seq = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
+  /* A sequence number of its own, even with nothing written since the
+   * last checkpoint (GC copies take none): its translation pages carry
+   * it as their version, and recovery takes a page of a group at the
+   * version a directory names for a copy that GC made of the page named
+   * (tp_found).  Two checkpoints at one number would write different
+   * pages of one version, and recovery from the first could take the
+   * second's, whose map the first's valid counts do not describe.
+   */
+  h->seq = __atomic_fetch_add (&ftl->next_seq, 1, __ATOMIC_RELAXED);
   since = __atomic_load_n (&ftl->pages_since_ckpt, __ATOMIC_RELAXED);
   *trims = __atomic_load_n (&ftl->trim_pages_since_ckpt, __ATOMIC_RELAXED);
   ctr_add (ftl, FTL_CTR_CKPTS, 1);

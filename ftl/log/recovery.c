@@ -906,7 +906,8 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
   for (int i = 0; i < FTL_CTR__MAX; i++)
     ctr_set (ftl, i, h.counters[i]);
   errmodel_set_clock (&ftl->em, h.clock_skew, h.pe_offset);
-  ftl->next_seq = h.seq;
+  /* The checkpoint took h.seq for itself (ckpt.c). */
+  ftl->next_seq = h.seq + 1;
   ftl->durable_ckpt_seq = h.seq;
 
   clean = ftl->sb.state == FTL_SB_CLEAN && h.clean &&

@@ -367,6 +367,73 @@ START_TEST (test_paged_ckpt_makes_room)
 }
 END_TEST
 
+/* Every checkpoint takes a sequence number of its own, even when only
+ * GC ran since the last one: its translation pages carry it as their
+ * version, and recovery takes a page of a group at the version that a
+ * directory names for a copy GC made of it.  Checkpoint A, then GC
+ * moves pages (no new number), then checkpoint B, whose slot a crash
+ * then tears: recovery falls back to A and rolls GC's copies forward.
+ * Had B written its pages at A's number, recovery would take them for
+ * A's, and A's valid counts would not describe that map.
+ */
+START_TEST (test_paged_ckpt_versions)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = 2 * FTL_TP_ENTRIES * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = 25, .log = unit_log,
+    .io = unit_nosync_io (), .map_cache_bytes = 4096,
+  };
+  uint64_t *model, rng = 11, version = 1, seq_a, seq_b, gen_b, off;
+  struct ftl *ftl;
+  char err[256];
+  uint8_t page[PS];
+  uint32_t victim = FTL_NO_BLOCK;
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  model = calloc (ftl->logical_pages, sizeof *model);
+  for (uint64_t i = 0; i < 2 * ftl->logical_pages; i++) {
+    uint64_t l = unit_rnd (&rng) % ftl->logical_pages;
+    unit_fill_page (page, PS, l, version);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, l * PS, 0), 0);
+    model[l] = version++;
+  }
+  ck_assert_int_eq (host_ckpt (ftl, false, false), 0);
+  seq_a = ftl->durable_ckpt_seq;
+  /* A block of data pages only, partly valid: GC moves its pages. */
+  for (uint32_t b = 0; b < ftl->blocks && victim == FTL_NO_BLOCK; b++)
+    if (ftl->state[b] == FTL_BLK_FULL && ftl->pm.tvalid[b] == 0 &&
+        ftl->valid[b] > 0 && ftl->valid[b] < ftl->ppb)
+      victim = b;
+  ck_assert_uint_ne (victim, FTL_NO_BLOCK);
+  uint64_t copied = ctr_get (ftl, FTL_CTR_GC_COPIED);
+  ckpt_shared (ftl);
+  ck_assert_int_eq (gc_reclaim_block (ftl, victim), 0);
+  ckpt_release (ftl);
+  ck_assert_uint_gt (ctr_get (ftl, FTL_CTR_GC_COPIED), copied);
+  ck_assert_int_eq (host_ckpt (ftl, false, false), 0);
+  seq_b = ftl->durable_ckpt_seq;
+  gen_b = ftl->ckpt_gen;
+  ck_assert_uint_gt (seq_b, seq_a);
+  /* The crash tears B's slot (its header). */
+  off = ftl->sb.ckpt_offset[ftl->ckpt_slot] + 8;
+  open_abandon (ftl);
+  unit_flip_byte (path, off, 0x10);
+
+  o.logical_bytes = 0;
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  /* It fell back to A: the checkpoint after recovery took B's
+   * generation.
+   */
+  ck_assert (ftl->was_unclean);
+  ck_assert_uint_eq (ftl->ckpt_gen, gen_b);
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  for (uint64_t l = 0; l < ftl->logical_pages; l++)
+    th_verify_page (ftl, l, model[l], "after falling back to A");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  free (model);
+}
+END_TEST
+
 /* The choice at creation: a cache below the whole map makes a paged
  * image; the default keeps a small disk's map whole; an image made
  * whole refuses a cache below its map; a paged one takes any.
@@ -607,6 +674,7 @@ suite (void)
   tcase_add_test (tc, test_paged_roundtrip);
   tcase_add_test (tc, test_paged_kills);
   tcase_add_test (tc, test_paged_ckpt_makes_room);
+  tcase_add_test (tc, test_paged_ckpt_versions);
   tcase_add_test (tc, test_paged_threads);
   tcase_add_test (tc, test_paged_choice);
   tcase_add_test (tc, test_paged_fit);
