@@ -78,6 +78,9 @@
  *   - A checkpoint takes a sequence number of its own, the version of the
  *     translation pages it writes (pmap.c): no two checkpoints write
  *     pages of one group at one version.
+ *   - GC leaves FTL_SPOR_RESERVE_BLOCKS free (log/state.h), so that an
+ *     open after a crash, which closes every open block, finds a block
+ *     for GC's copies.
  *   - sync=false (media.nosync): a "sync" above only reaches the host's
  *     page cache, so each of these holds against the death of the
  *     process, not a crash of the host.  For that the session pins the
@@ -210,6 +213,10 @@ struct ftl {
   pthread_mutex_t alloc_lock;
   uint8_t *state;               /* enum ftl_block_state, under alloc_lock */
   uint32_t nfree;               /* changed under alloc_lock, read atomic */
+  bool spor_short;              /* the free pool was down to the crash
+                                 * reserve when the open blocks were
+                                 * closed (open after a crash, close): GC
+                                 * may take it (alloc.c; alloc_lock) */
   uint64_t *close_seq;          /* per block: next_seq when it filled up
                                  * (under alloc_lock) */
   uint32_t *trim_pages;         /* atomic: trim pages per block since the

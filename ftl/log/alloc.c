@@ -8,7 +8,8 @@
  * the rewrites wear it (see frontier_long_lived).  The caller says how
  * many free blocks must remain
  * (host writes leave FTL_RESERVE_BLOCKS, trim records written for
- * clients FTL_META_KEEP_BLOCKS, GC none); this module never collects
+ * clients FTL_META_KEEP_BLOCKS, GC the crash reserve
+ * FTL_SPOR_RESERVE_BLOCKS, see state.h); this module never collects
  * garbage itself: when it refuses a block, the caller runs GC (gc.c)
  * without holding its stripe and frontier locks, and asks again.
  *
@@ -193,6 +194,15 @@ take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
 {
   uint32_t best = FTL_NO_BLOCK, best_ec = 0;
 
+  if (keep == ALLOC_KEEP_GC) {
+    /* The crash reserve: GC leaves it, unless this session opened with
+     * the pool down to it, until the pool is above it again.
+     */
+    if (ftl->spor_short && ftl->nfree > FTL_SPOR_RESERVE_BLOCKS)
+      ftl->spor_short = false;
+    keep = ftl->spor_short ? 0 : FTL_SPOR_RESERVE_BLOCKS;
+  }
+  assert (keep >= FTL_SPOR_RESERVE_BLOCKS || ftl->spor_short);
   if (ftl->nfree <= keep)
     return FTL_NO_BLOCK;
   for (uint32_t b = 0; b < ftl->blocks; b++) {
@@ -431,4 +441,10 @@ alloc_close_frontiers (struct ftl *ftl)
       all[i]->wp = 0;
     }
   }
+  /* Every open block is closed, as after a crash: with the free pool
+   * down to the crash reserve, GC may take it (the last checkpoint of
+   * a paged map needs a block for its translation pages).
+   */
+  if (ftl->nfree <= FTL_SPOR_RESERVE_BLOCKS)
+    ftl->spor_short = true;
 }

@@ -328,8 +328,10 @@ alloc_nfree (struct ftl *ftl)
 /* Give f an open erase block if it has none, leaving at least keep
  * blocks free.  Returns 0, or -ENOSPC if that many are not free (it
  * never collects garbage: callers do, before they call it).  Caller
- * owns f.
+ * owns f.  keep ALLOC_KEEP_GC: GC's, the crash reserve
+ * (FTL_SPOR_RESERVE_BLOCKS), or none while spor_short.
  */
+#define ALLOC_KEEP_GC UINT32_MAX
 extern int alloc_frontier_open (struct ftl *ftl, struct frontier *f,
                                 uint32_t keep);
 /* Pages f's open block can still take (0 if none is open). */

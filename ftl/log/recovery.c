@@ -877,6 +877,15 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
       ftl->nfree++;
     }
   }
+  /* The blocks that were open are closed: if the free pool is down to
+   * the crash reserve, GC may take it (state.h).
+   */
+  ftl->spor_short = ftl->nfree <= FTL_SPOR_RESERVE_BLOCKS;
+  if (ftl->nfree < FTL_SPOR_RESERVE_BLOCKS)
+    log_msg (ftl, FTL_LOG_WARN, "%u erase blocks are free, fewer than the "
+             "%u kept for an open after a crash (an image written by an "
+             "older version?): garbage collection may find no block for "
+             "its copies", ftl->nfree, FTL_SPOR_RESERVE_BLOCKS);
  out:
   free (seen);
   return r;

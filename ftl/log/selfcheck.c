@@ -8,8 +8,10 @@
  *     pages share a physical page, valid[b] is the number of logical
  *     pages mapping into b, mapped is the number of mapped pages;
  *   - the block table against the free pool and the frontiers: nfree is
- *     the number of FREE blocks, wl.retired the number of RETIRED ones,
- *     wl.last_cycle the number of blocks whose next erase retires them,
+ *     the number of FREE blocks, and not below the crash reserve
+ *     (FTL_SPOR_RESERVE_BLOCKS) unless the session opened below it,
+ *     wl.retired the number of RETIRED ones, wl.last_cycle the number
+ *     of blocks whose next erase retires them,
  *     a FREE block is unwritten and holds nothing, the OPEN blocks are
  *     exactly those of the frontiers, and each frontier's write pointer
  *     is the media's; buffered trim records have room for their page.
@@ -192,6 +194,10 @@ check_blocks (struct ftl *ftl, struct report *rp)
   }
   if (nfree != ftl->nfree)
     report (rp, "%u erase blocks are free, %u counted", nfree, ftl->nfree);
+  if (nfree < FTL_SPOR_RESERVE_BLOCKS && !ftl->spor_short &&
+      !__atomic_load_n (&ftl->wl.worn_out, __ATOMIC_RELAXED))
+    report (rp, "%u erase blocks are free, fewer than the %u kept for an "
+            "open after a crash", nfree, FTL_SPOR_RESERVE_BLOCKS);
   if (retired != ftl->wl.retired)
     report (rp, "%u erase blocks are retired, %u counted", retired,
             ftl->wl.retired);

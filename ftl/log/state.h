@@ -22,20 +22,34 @@
 #define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
 _Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
 
-/* Free blocks that host frontiers may not take, so that garbage
- * collection can always make progress.  One is enough: the copies of a
- * victim need at most one block beyond the room of the two GC
- * frontiers' open blocks (either frontier takes the other's pages when
- * no block is free, see program_batch in gc.c), the barrier before its
- * erase needs none (the trim log keeps a page of room, see trimlog.c),
- * and the erase gives a block back (a victim is never on its last
- * cycle, see wl.c).  Static wear leveling, which may move a whole
- * block, runs only with more than the low watermark free.  Trims from
- * clients open a block for their records down to FTL_META_KEEP_BLOCKS
- * (no further: they are retried after GC).  Only GC itself takes the
- * last free block.
+/* Free blocks kept for an open after a crash (a sudden power-off
+ * recovery).  Recovery closes every block that was open, the GC
+ * frontiers' too (a page after the last intact one may be partly
+ * programmed), so the copies of GC's first victim then need a free
+ * block, and with a paged map so does the checkpoint after recovery
+ * (its translation pages; it waits for GC).  Had GC taken the last
+ * free block when the server died, the image would open with none:
+ * GC could not copy, and nothing could be written again.  So GC leaves
+ * these while the drive runs; only an open that finds the free pool
+ * down to them lets GC take them, until it is above them again
+ * (spor_short, alloc.c).
  */
-#define FTL_RESERVE_BLOCKS 1
+#define FTL_SPOR_RESERVE_BLOCKS 1
+/* Free blocks that host frontiers may not take, so that garbage
+ * collection can always make progress: the crash reserve and one for
+ * GC.  One is enough for GC: the copies of a victim need at most one
+ * block beyond the room of the two GC frontiers' open blocks (either
+ * frontier takes the other's pages when no block is free, see
+ * program_batch in gc.c), the barrier before its erase needs none (the
+ * trim log keeps a page of room, see trimlog.c), and the erase gives a
+ * block back (a victim is never on its last cycle, see wl.c).  Static
+ * wear leveling, which may move a whole block, runs only with more than
+ * the low watermark free.  Trims from clients open a block for their
+ * records down to FTL_META_KEEP_BLOCKS (no further: they are retried
+ * after GC), the checkpoints of a paged map down to this.  Only GC
+ * itself takes the block beyond the crash reserve.
+ */
+#define FTL_RESERVE_BLOCKS (1 + FTL_SPOR_RESERVE_BLOCKS)
 /* The map's groups: 1 << FTL_MAP_GROUP_SHIFT logical pages, one 4 KiB
  * page of l2p (map.c).
  */
@@ -64,7 +78,7 @@ _Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
  */
 #define HOT_AGE_NUM 1
 #define HOT_AGE_DEN 1
-#define FTL_META_KEEP_BLOCKS 1
+#define FTL_META_KEEP_BLOCKS FTL_RESERVE_BLOCKS
 /* Free blocks that foreground GC keeps; the background thread keeps
  * one more per FTL_GC_HIGH_SPARE_DIV spare blocks (at most 8 more, see
  * step_policies in open.c).

@@ -73,13 +73,14 @@ trimlog_free (struct ftl *ftl)
 }
 
 /* Give the metadata frontier room again after a failed program closed
- * its block with records still buffered: any free block will do (this
- * is the one case where a trim page may take the last one).
+ * its block with records still buffered: any free block will do but
+ * the crash reserve (this is the one case where a trim page may take
+ * GC's block).
  */
 static int
 reopen_after_error (struct ftl *ftl)
 {
-  int r = alloc_frontier_open (ftl, &ftl->metaf, 0);
+  int r = alloc_frontier_open (ftl, &ftl->metaf, ALLOC_KEEP_GC);
   if (r < 0)
     log_msg (ftl, FTL_LOG_ERROR, "no free erase block for trim records "
              "after a failed program");

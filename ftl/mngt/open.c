@@ -232,6 +232,8 @@ struct open_ctx {
   size_t errlen;
   bool created;                 /* the file did not exist before */
   uint32_t spare;               /* erase blocks beyond the logical size */
+  bool no_block;                /* the checkpoint after recovery found no
+                                 * free erase block (not a full host) */
 };
 
 /* Open or create the backing file and lock it. */
@@ -653,8 +655,13 @@ mark_in_use (struct ftl *ftl, struct open_ctx *c)
   if (ftl->sb.state != FTL_SB_CLEAN) {
     r = host_ckpt (ftl, false, false);
     if (r < 0) {
+      /* A paged map's translation pages need a free block, and garbage
+       * collection found none to give (it said so).
+       */
+      c->no_block = r == -ENOSPC && alloc_nfree (ftl) <= FTL_RESERVE_BLOCKS;
       snprintf (c->err, c->errlen, "writing a checkpoint after recovery "
-                "failed: %s", strerror (-r));
+                "failed: %s", c->no_block ? "no free erase block for its "
+                "translation pages" : strerror (-r));
       return r;
     }
   }
@@ -680,7 +687,15 @@ step_in_use (struct ftl *ftl, struct open_ctx *c)
   if (ftl->readonly)
     return 0;
   r = mark_in_use (ftl, c);
-  if (r == -ENOSPC || r == -EDQUOT) {
+  if (r == -ENOSPC && c->no_block) {
+    log_msg (ftl, FTL_LOG_ERROR, "%s: %s (%u erase blocks free): the disk "
+             "is read-only", ftl->path, c->err, alloc_nfree (ftl));
+    ftl->readonly = true;
+    if (c->errlen)
+      c->err[0] = '\0';
+    r = 0;
+  }
+  else if (r == -ENOSPC || r == -EDQUOT) {
     log_msg (ftl, FTL_LOG_ERROR, "%s: the filesystem that holds the image "
              "is full (%s): the disk is read-only; free space on it and "
              "open the image again to write", ftl->path,

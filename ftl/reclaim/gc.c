@@ -249,7 +249,7 @@ program_batch (struct ftl *ftl, struct frontier *f,
 
   while (done < n) {
     struct frontier *to = f;
-    r = alloc_frontier_open (ftl, f, 0);
+    r = alloc_frontier_open (ftl, f, ALLOC_KEEP_GC);
     if (r == -ENOSPC && ftl->gc.npending > 0) {
       /* Short of a block while victims wait for their erase. */
       r = gc_flush_pending (ftl);

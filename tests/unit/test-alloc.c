@@ -143,7 +143,7 @@ START_TEST (test_lowest_erase_count)
 
   /* The GC frontier of young data: block 7 (count 11). */
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, 0), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, ALLOC_KEEP_GC), 0);
   ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcw.block, order[1]);
   ck_assert_uint_eq (ftl->state[order[1]], FTL_BLK_OPEN);
@@ -153,7 +153,7 @@ START_TEST (test_lowest_erase_count)
    */
   ck_assert_uint_eq (highest_free (ftl), worn[2]);
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
   ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcf.block, worn[2]);
   ck_assert_uint_eq (media_erase_count (&ftl->media, worn[2]), 117);
@@ -193,7 +193,7 @@ START_TEST (test_one_log_least_worn)
   write_page (ftl, 0, 1);
   ck_assert_uint_eq (block_of_lpn (ftl, 0), 0);          /* count 100 */
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
   ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcf.block, 3);                 /* count 101 */
   open_abandon (ftl);
@@ -371,7 +371,8 @@ close_by_hand (struct ftl *ftl, struct frontier *f)
  * that GC finds no victim); the host takes one free block, and when it
  * is full the next host write fails with -ENOSPC and leaves the reserve
  * free.  The metadata frontier (outside GC) may then take blocks down
- * to FTL_META_KEEP_BLOCKS, and the GC frontier the rest.
+ * to FTL_META_KEEP_BLOCKS, and the GC frontier the rest but the crash
+ * reserve, which only an open after a crash lets it take.
  */
 START_TEST (test_host_reserve)
 {
@@ -379,8 +380,9 @@ START_TEST (test_host_reserve)
   const uint32_t keep = FTL_RESERVE_BLOCKS + 1;
   uint8_t page[PS];
 
-  ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 1);
-  ck_assert_uint_eq (FTL_META_KEEP_BLOCKS, 1);
+  ck_assert_uint_eq (FTL_SPOR_RESERVE_BLOCKS, 1);
+  ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 2);
+  ck_assert_uint_eq (FTL_META_KEEP_BLOCKS, 2);
   for (uint32_t b = keep; b < ftl->blocks; b++) {
     ftl->state[b] = FTL_BLK_FULL;
     ftl->valid[b] = PPB;
@@ -417,20 +419,27 @@ START_TEST (test_host_reserve)
   }
 
   /* A client's trim records take blocks down to their keep, and no
-   * further; then GC takes every one that is left.
+   * further; then GC takes every one that is left but the crash
+   * reserve; after an open that found the pool down to the reserve
+   * (spor_short), that too.
    */
   ckpt_shared (ftl);
   while (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS) == 0)
     close_by_hand (ftl, &ftl->metaf);
   ck_assert_uint_eq (ftl->nfree, FTL_META_KEEP_BLOCKS);
-  while (ftl->nfree > 0) {
-    uint32_t before = ftl->nfree;
-    ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
-    ck_assert_uint_eq (ftl->nfree, before - 1);
-    ck_assert (ftl->gcf.block >= 1 && ftl->gcf.block < keep);
-    close_by_hand (ftl, &ftl->gcf);
+  for (int pass = 0; pass < 2; pass++) {
+    while (ftl->nfree > (pass ? 0 : FTL_SPOR_RESERVE_BLOCKS)) {
+      uint32_t before = ftl->nfree;
+      ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC),
+                        0);
+      ck_assert_uint_eq (ftl->nfree, before - 1);
+      ck_assert (ftl->gcf.block >= 1 && ftl->gcf.block < keep);
+      close_by_hand (ftl, &ftl->gcf);
+    }
+    ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC),
+                      -ENOSPC);
+    ftl->spor_short = true;
   }
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), -ENOSPC);
   ckpt_release (ftl);
   open_abandon (ftl);
 }
@@ -500,7 +509,8 @@ START_TEST (test_trim_room)
   ck_assert_int_eq (trimlog_append (ftl, 0, 1, FTL_META_KEEP_BLOCKS), 0);
   ck_assert_int_eq (trimlog_flush (ftl), 0);
   ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
-  ck_assert_int_eq (trimlog_append (ftl, 0, 1, 0), -ENOSPC);
+  ck_assert_int_eq (trimlog_append (ftl, 0, 1, FTL_SPOR_RESERVE_BLOCKS),
+                    -ENOSPC);
   ck_assert_uint_eq (ftl->trim_count, 0);
   ckpt_release (ftl);
   open_abandon (ftl);
@@ -579,7 +589,7 @@ START_TEST (test_gc_other_frontier)
   ck_assert_uint_lt (ftl->next_seq, ftl->hot_age);
 
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, 0), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
   fill_by_hand (ftl, 0, &hand);
   ck_assert_uint_eq (ftl->gcw.block, FTL_NO_BLOCK);
   ck_assert_int_eq (gc_reclaim (ftl, 0, false), 0);

@@ -1253,7 +1253,7 @@ END_TEST
 START_TEST (test_crash_slc)
 {
   static const struct variant v = {
-    .name = "crash, SLC cache", .slc_bytes = 4 * PS, .mix = 120,
+    .name = "crash, SLC cache", .slc_bytes = 4 * PS, .mix = 140,
     .modes = cache_modes,
     .nmodes = sizeof cache_modes / sizeof cache_modes[0],
     .must_cut = 1u << BG_FOLD | 1u << BG_CKPT,

@@ -666,10 +666,10 @@ END_TEST
  * four more disk-fulls.  The model of greedy GC with large erase blocks
  * gives 2.48 at this over-provisioning (bench/ftl-bench.c); with 64-page
  * blocks and the blocks the library keeps free and open (of 18 spare
- * blocks), 2.664 .. 2.710 was measured (see seed_offset).  Outside
- * 2.57 .. 2.80, about twice that spread on either side, victims are
- * picked badly, pages are copied that need not be, or blocks are kept
- * out of use.
+ * blocks), 2.806 .. 2.820 was measured over six seeds (see
+ * seed_offset; 2.664 .. 2.710 before the crash reserve of state.h took
+ * one of them).  Outside 2.71 .. 2.91, victims are picked badly, pages
+ * are copied that need not be, or blocks are kept out of use.
  */
 START_TEST (test_waf_uniform)
 {
@@ -695,7 +695,7 @@ START_TEST (test_waf_uniform)
   printf ("waf: uniform random 4 KiB overwrites, %" PRIu64 " pages, 64 per "
           "block, op 28%%: steady-state WAF %.3f (%" PRIu64 " GC copies)\n",
           lpages, waf, b.gc_copied_pages - a.gc_copied_pages);
-  ck_assert_msg (waf > 2.57 && waf < 2.80, "WAF %.3f outside 2.57..2.80",
+  ck_assert_msg (waf > 2.71 && waf < 2.91, "WAF %.3f outside 2.71..2.91",
                  waf);
   /* Every programmed page is a host page or a GC copy. */
   ck_assert_uint_eq (b.media_program_pages - a.media_program_pages,
@@ -1106,9 +1106,14 @@ START_TEST (test_background_wear_choice)
       media_set_block (&ftl->media, b,
                        media_erase_count (&ftl->media, b) + 100, 0);
   pthread_mutex_unlock (&ftl->alloc_lock);
-  /* Uneven: after the first victim has shown the spread, every round
-   * ends with a block more free.
+  /* Uneven: once a victim has shown the spread (the first rounds may
+   * need none), every round ends with a block more free.
    */
+  for (unsigned round = 0; wl_free_choice (ftl) == 0; round++) {
+    ck_assert_uint_lt (round, 10);
+    bg_overwrite (ftl, &r, &rng, 16, 0);
+    step_until_idle (ftl, 1000, 16);
+  }
   for (unsigned round = 0; round < 40; round++) {
     bg_overwrite (ftl, &r, &rng, 16, 0);
     step_until_idle (ftl, 1000, 16);

@@ -17,6 +17,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,6 +323,248 @@ START_TEST (test_paged_threads)
     th_verify_page (ftl, l, model[l], "after a kill");
   ck_assert_int_eq (ftl_close (ftl), 0);
   free (model);
+}
+END_TEST
+
+/* The kill test's disk in one process per round, many rounds: a child
+ * opens the image (recovering it), runs the four writers of
+ * test_paged_threads with the write cache or without, sync=true or
+ * false, and is killed with SIGKILL at a random moment once every
+ * writer has had a flush acknowledged.  The writers keep their model in
+ * shared memory: for each page, its value when the writer's last
+ * acknowledged flush was sent (stable) and whether anything was sent
+ * to it since.  The parent then opens the image: the self-check must
+ * pass, and every page must read as its stable value, or, if something
+ * was sent to it after that flush, as a newer version or as zeros
+ * after a trim.  An older version is flushed data replaced by older
+ * data.
+ */
+struct kill_page {
+  uint64_t acked;               /* value acknowledged last (0: zeros) */
+  uint64_t stable;              /* acked when the last flush was sent */
+  uint64_t ops, stable_ops;     /* requests sent to it; at that flush */
+  uint64_t trim_ops;            /* ops when the last trim was sent */
+  uint64_t snap, snap_ops;      /* acked and ops as a flush is sent */
+};
+
+struct kill_shared {
+  uint64_t flushes[TH_WRITERS]; /* acknowledged */
+  /* A writer sets it while it copies snap into stable after its flush
+   * was acknowledged; if it is killed meanwhile, the parent finishes.
+   */
+  uint64_t committing[TH_WRITERS];
+  uint64_t n[TH_WRITERS];       /* versions given out */
+  struct kill_page pg[TH_LP];
+};
+
+static void
+kill_commit (struct kill_page *pg, uint64_t reg)
+{
+  for (uint64_t i = 0; i < reg; i++) {
+    __atomic_store_n (&pg[i].stable_ops, pg[i].snap_ops, __ATOMIC_SEQ_CST);
+    __atomic_store_n (&pg[i].stable, pg[i].snap, __ATOMIC_SEQ_CST);
+  }
+}
+
+static void
+kill_writer (struct ftl *ftl, struct kill_shared *sh, unsigned k,
+             uint64_t reg, uint64_t rng)
+{
+  uint8_t *buf = malloc (8 * PS);
+  uint64_t base = k * reg;
+
+  for (;;) {
+    uint64_t off = unit_rnd (&rng) % reg;
+    uint64_t cnt = 1 + unit_rnd (&rng) % 8;
+    uint64_t what = unit_rnd (&rng) % 100;
+    struct kill_page *pg = &sh->pg[base];
+    int r;
+
+    cnt = MIN (cnt, reg - off);
+    if (what < 80) {
+      uint64_t v = ((uint64_t) (k + 1) << 40) | ++sh->n[k];
+      for (uint64_t i = 0; i < cnt; i++) {
+        unit_fill_page (buf + i * PS, PS, base + off + i, v);
+        __atomic_add_fetch (&pg[off + i].ops, 1, __ATOMIC_SEQ_CST);
+      }
+      r = ftl_write (ftl, buf, cnt * PS, (base + off) * PS, 0);
+      for (uint64_t i = 0; r == 0 && i < cnt; i++)
+        __atomic_store_n (&pg[off + i].acked, v, __ATOMIC_SEQ_CST);
+    }
+    else if (what < 90) {
+      for (uint64_t i = 0; i < cnt; i++) {
+        uint64_t o = __atomic_add_fetch (&pg[off + i].ops, 1,
+                                         __ATOMIC_SEQ_CST);
+        __atomic_store_n (&pg[off + i].trim_ops, o, __ATOMIC_SEQ_CST);
+      }
+      r = ftl_trim (ftl, cnt * PS, (base + off) * PS, 0);
+      for (uint64_t i = 0; r == 0 && i < cnt; i++)
+        __atomic_store_n (&pg[off + i].acked, 0, __ATOMIC_SEQ_CST);
+    }
+    else {
+      /* What the flush covers: what was acknowledged before it (this
+       * thread is the pages' only writer: nothing is in flight).
+       */
+      for (uint64_t i = 0; i < reg; i++) {
+        pg[i].snap_ops = pg[i].ops;
+        pg[i].snap = pg[i].acked;
+      }
+      r = ftl_flush (ftl);
+      if (r == 0) {
+        __atomic_store_n (&sh->committing[k], 1, __ATOMIC_SEQ_CST);
+        kill_commit (pg, reg);
+        __atomic_store_n (&sh->committing[k], 0, __ATOMIC_SEQ_CST);
+        __atomic_add_fetch (&sh->flushes[k], 1, __ATOMIC_SEQ_CST);
+      }
+    }
+    if (r < 0) {
+      fprintf (stderr, "kill writer %u: %s\n", k, strerror (-r));
+      _exit (2);
+    }
+  }
+}
+
+struct kill_targ {
+  struct ftl *ftl;
+  struct kill_shared *sh;
+  unsigned k;
+  uint64_t reg, rng;
+};
+
+static void *
+kill_thread (void *arg)
+{
+  struct kill_targ *t = arg;
+  kill_writer (t->ftl, t->sh, t->k, t->reg, t->rng);
+  return NULL;
+}
+
+static void
+kill_child (struct ftl_options *o, struct kill_shared *sh, uint64_t seed)
+{
+  struct kill_targ t[TH_WRITERS];
+  pthread_t th[TH_WRITERS];
+  struct ftl *ftl;
+  char err[256];
+
+  if (ftl_open (o, &ftl, err, sizeof err) < 0) {
+    fprintf (stderr, "child: ftl_open: %s\n", err);
+    _exit (2);
+  }
+  if (ftl_start_background (ftl) < 0)
+    _exit (2);
+  for (unsigned k = 0; k < TH_WRITERS; k++) {
+    t[k] = (struct kill_targ) { .ftl = ftl, .sh = sh, .k = k,
+                                .reg = ftl->logical_pages / TH_WRITERS,
+                                .rng = seed * 8 + k + 1 };
+    if (pthread_create (&th[k], NULL, kill_thread, &t[k]) != 0)
+      _exit (2);
+  }
+  for (;;)
+    pause ();
+}
+
+START_TEST (test_paged_kill_threads)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = TH_LP * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = 40, .wl_threshold = 4,
+    .streams = 4, .log = unit_log, .io = unit_nosync_io (),
+    .map_cache_bytes = 4096,
+  };
+  struct kill_shared *sh = mmap (NULL, sizeof *sh, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  const char *env = getenv ("FTL_PMAP_KILL_ROUNDS");
+  unsigned rounds = env ? atoi (env) : 24;
+  uint64_t rng = 20261207, reg = 0;
+  struct ftl *ftl;
+  char err[256];
+
+  ck_assert (sh != MAP_FAILED);
+  memset (sh, 0, sizeof *sh);
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  reg = ftl->logical_pages / TH_WRITERS;
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  o.logical_bytes = 0;
+  for (unsigned round = 0; round < rounds; round++) {
+    o.write_cache_bytes = round % 4 < 2 ? 64 * PS : 0;
+    o.no_sync = round % 2;
+    uint64_t seed = unit_rnd (&rng);
+    uint64_t before[TH_WRITERS];
+    for (unsigned k = 0; k < TH_WRITERS; k++)
+      before[k] = sh->flushes[k];
+    if (getenv ("FTL_PMAP_KILL_KEEP")) {
+      char pre[256];
+      snprintf (pre, sizeof pre, "%s.pre", getenv ("FTL_PMAP_KILL_KEEP"));
+      unit_copy_file (path, pre);
+    }
+    pid_t pid = fork ();
+    ck_assert_int_ge (pid, 0);
+    if (pid == 0)
+      kill_child (&o, sh, seed);
+    /* Every writer has had a flush acknowledged: then a moment in the
+     * next 300 ms.
+     */
+    double t0 = unit_now ();
+    for (unsigned k = 0; k < TH_WRITERS; k++)
+      while (__atomic_load_n (&sh->flushes[k], __ATOMIC_SEQ_CST)
+             == before[k]) {
+        int st;
+        ck_assert_msg (waitpid (pid, &st, WNOHANG) == 0, "round %u: the "
+                       "child ended (status %d)", round, st);
+        if (unit_now () - t0 >= 30) {
+          kill (pid, SIGKILL);          /* no process outlives the test */
+          waitpid (pid, NULL, 0);
+          ck_abort_msg ("round %u: writer %u had no flush acknowledged in "
+                        "30 s", round, k);
+        }
+        usleep (1000);
+      }
+    usleep (unit_rnd (&rng) % 300000);
+    kill (pid, SIGKILL);
+    ck_assert_int_eq (waitpid (pid, NULL, 0), pid);
+    for (unsigned k = 0; k < TH_WRITERS; k++)
+      if (sh->committing[k]) {
+        kill_commit (&sh->pg[k * reg], reg);
+        sh->committing[k] = 0;
+      }
+    if (getenv ("FTL_PMAP_KILL_KEEP"))
+      unit_copy_file (path, getenv ("FTL_PMAP_KILL_KEEP"));
+
+    ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0,
+                   "round %u (write cache %s, %s): after the kill: %s",
+                   round, o.write_cache_bytes ? "on" : "off",
+                   o.no_sync ? "sync=false" : "sync=true", err);
+    ck_assert_msg (selfcheck_run (ftl, "test") == 0, "round %u: the "
+                   "self-check failed after the kill", round);
+    unsigned wrong = 0;
+    for (uint64_t l = 0; l < reg * TH_WRITERS; l++) {
+      struct kill_page *pg = &sh->pg[l];
+      uint8_t page[PS];
+      uint64_t lpn = l, v = 0;
+      ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+      bool ok = unit_page_identify (page, PS, &lpn, &v) >= 0 && lpn == l;
+      bool after = pg->ops != pg->stable_ops;
+      if (ok && v != pg->stable)
+        ok = after && (v == 0 ? pg->trim_ops > pg->stable_ops
+                       : v > pg->stable && (v >> 40) == (pg->stable >> 40
+                                             ? pg->stable >> 40 : v >> 40));
+      if (!ok && wrong++ < 5)
+        fprintf (stderr, "round %u: page %" PRIu64 " reads as page %"
+                 PRIu64 " version 0x%" PRIx64 "; flushed 0x%" PRIx64
+                 ", %s since\n", round, l, lpn, v, pg->stable,
+                 after ? "written" : "nothing sent");
+      /* What it holds now is what the next round starts from. */
+      pg->acked = pg->stable = v;
+      pg->ops = pg->stable_ops = pg->trim_ops = 0;
+    }
+    ck_assert_msg (wrong == 0, "round %u (write cache %s, %s): %u pages "
+                   "read wrong after the kill", round,
+                   o.write_cache_bytes ? "on" : "off",
+                   o.no_sync ? "sync=false" : "sync=true", wrong);
+    ck_assert_int_eq (ftl_close (ftl), 0);
+  }
+  munmap (sh, sizeof *sh);
 }
 END_TEST
 
@@ -676,6 +921,7 @@ suite (void)
   tcase_add_test (tc, test_paged_ckpt_makes_room);
   tcase_add_test (tc, test_paged_ckpt_versions);
   tcase_add_test (tc, test_paged_threads);
+  tcase_add_test (tc, test_paged_kill_threads);
   tcase_add_test (tc, test_paged_choice);
   tcase_add_test (tc, test_paged_fit);
   tcase_add_test (tc, test_paged_miss_timing);
