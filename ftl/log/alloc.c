@@ -441,10 +441,15 @@ alloc_close_frontiers (struct ftl *ftl)
       all[i]->wp = 0;
     }
   }
-  /* Every open block is closed, as after a crash: with the free pool
-   * down to the crash reserve, GC may take it (the last checkpoint of
-   * a paged map needs a block for its translation pages).
+  /* The last checkpoint of a paged map needs a block for its
+   * translation pages.
    */
+  alloc_blocks_closed (ftl);
+}
+
+void
+alloc_blocks_closed (struct ftl *ftl)
+{
   if (ftl->nfree <= FTL_SPOR_RESERVE_BLOCKS)
     ftl->spor_short = true;
 }

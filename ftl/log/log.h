@@ -332,6 +332,11 @@ alloc_nfree (struct ftl *ftl)
  * (FTL_SPOR_RESERVE_BLOCKS), or none while spor_short.
  */
 #define ALLOC_KEEP_GC UINT32_MAX
+/* Every open block was closed (recovery after a crash, a close): with
+ * the free pool down to the crash reserve, GC may take it until the
+ * pool is above it again (spor_short).
+ */
+extern void alloc_blocks_closed (struct ftl *ftl);
 extern int alloc_frontier_open (struct ftl *ftl, struct frontier *f,
                                 uint32_t keep);
 /* Pages f's open block can still take (0 if none is open). */

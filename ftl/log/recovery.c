@@ -877,10 +877,8 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
       ftl->nfree++;
     }
   }
-  /* The blocks that were open are closed: if the free pool is down to
-   * the crash reserve, GC may take it (state.h).
-   */
-  ftl->spor_short = ftl->nfree <= FTL_SPOR_RESERVE_BLOCKS;
+  /* The blocks that were open are closed (state.h). */
+  alloc_blocks_closed (ftl);
   if (ftl->nfree < FTL_SPOR_RESERVE_BLOCKS)
     log_msg (ftl, FTL_LOG_WARN, "%u erase blocks are free, fewer than the "
              "%u kept for an open after a crash (an image written by an "

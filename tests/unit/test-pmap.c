@@ -83,12 +83,14 @@ workload (struct ftl *ftl, uint64_t *model, uint64_t *version,
   }
 }
 
+/* Pages 0..n-1 read as model says (0: zeros). */
 static void
-verify (struct ftl *ftl, const uint64_t *model, const char *what)
+verify_pages (struct ftl *ftl, const uint64_t *model, uint64_t n,
+              const char *what)
 {
   uint8_t page[PS];
 
-  for (uint64_t l = 0; l < LP; l++) {
+  for (uint64_t l = 0; l < n; l++) {
     uint64_t lpn = l, v = 0;
     int e = ftl_read (ftl, page, PS, l * PS);
     ck_assert_msg (e == 0, "%s: reading page %" PRIu64 ": %s", what, l,
@@ -115,7 +117,7 @@ START_TEST (test_paged_roundtrip)
   ck_assert (ftl->pm.on);
   ck_assert_uint_eq (ftl->pm.limit, 2);
   workload (ftl, model, &version, &rng, 6000);
-  verify (ftl, model, "paged, open");
+  verify_pages (ftl, model, LP, "paged, open");
   ck_assert_uint_gt (pmap_ctr (ftl, PMAP_MISSES), 100);
   ck_assert_uint_gt (pmap_ctr (ftl, PMAP_EVICTIONS), 0);
   ck_assert_uint_gt (pmap_ctr (ftl, PMAP_WRITEBACKS), 10);
@@ -139,7 +141,7 @@ START_TEST (test_paged_roundtrip)
   ck_assert (ftl->pm.on);
   /* The translation pages programmed so far come with the image. */
   ck_assert_uint_ge (ftl->pm.program_pages, st.map.program_pages);
-  verify (ftl, model, "after a clean close");
+  verify_pages (ftl, model, LP, "after a clean close");
   ck_assert_uint_le (__atomic_load_n (&ftl->pm.resident, __ATOMIC_RELAXED),
                      ftl->pm.limit);
   workload (ftl, model, &version, &rng, 3000);
@@ -147,7 +149,7 @@ START_TEST (test_paged_roundtrip)
   open_abandon (ftl);
 
   ftl = open_paged (0, CACHE, 0);
-  verify (ftl, model, "after a kill");
+  verify_pages (ftl, model, LP, "after a kill");
   ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
   ck_assert_int_eq (ftl_close (ftl), 0);
   free (model);
@@ -172,7 +174,7 @@ START_TEST (test_paged_kills)
     tp_moved += pmap_ctr (ftl, PMAP_MOVED);
     open_abandon (ftl);
     ftl = open_paged (0, 3 * PMAP_GROUP_BYTES, 0);
-    verify (ftl, model, "after a kill");
+    verify_pages (ftl, model, LP, "after a kill");
     ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
   }
   ck_assert_uint_gt (moved, 0);
@@ -183,20 +185,19 @@ START_TEST (test_paged_kills)
 }
 END_TEST
 
-static void
-th_verify_page (struct ftl *ftl, uint64_t l, uint64_t want, const char *what)
+/* The kill test's disk (tests/test-ftl-kill-paged.sh): two groups, a
+ * cache of one, 16-page erase blocks.
+ */
+static struct ftl_options
+two_groups (double op)
 {
-  uint8_t page[PS];
-  uint64_t lpn = l, v = 0;
-  int e = ftl_read (ftl, page, PS, l * PS);
-
-  ck_assert_msg (e == 0, "%s: reading page %" PRIu64 ": %s", what, l,
-                 strerror (-e));
-  ck_assert_msg (unit_page_identify (page, PS, &lpn, &v) >= 0 && lpn == l &&
-                 v == want, "%s: page %" PRIu64 " reads as page %" PRIu64
-                 " version 0x%" PRIx64 ", not version 0x%" PRIx64, what, l,
-                 lpn, v, want);
+  return (struct ftl_options) {
+    .path = path, .logical_bytes = 2 * FTL_TP_ENTRIES * PS, .page_size = PS,
+    .pages_per_block = 16, .op_percent = op, .log = unit_log,
+    .io = unit_nosync_io (), .map_cache_bytes = 4096,
+  };
 }
+
 /* Threads on a map cache of one group of two (the kill test's disk):
  * four writers, two to a group, write, trim, flush and read back their
  * own pages through a write cache, with the destager and background GC
@@ -273,18 +274,16 @@ th_writer (void *arg)
 
 START_TEST (test_paged_threads)
 {
-  struct ftl_options o = {
-    .path = path, .logical_bytes = TH_LP * PS, .page_size = PS,
-    .pages_per_block = 16, .op_percent = 40, .wl_threshold = 4,
-    .streams = 4, .log = unit_log, .io = unit_nosync_io (),
-    .map_cache_bytes = 4096, .write_cache_bytes = 64 * PS,
-  };
+  struct ftl_options o = two_groups (40);
   uint64_t *model = calloc (TH_LP, sizeof *model);
   struct th_arg t[TH_WRITERS];
   pthread_t th[TH_WRITERS];
   struct ftl *ftl;
   char err[256];
 
+  o.wl_threshold = 4;
+  o.streams = 4;
+  o.write_cache_bytes = 64 * PS;
   ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
   ck_assert (ftl->pm.on);
   ck_assert_uint_eq (ftl->pm.limit, 1);
@@ -312,15 +311,13 @@ START_TEST (test_paged_threads)
           pmap_ctr (ftl, PMAP_WRITEBACKS), pmap_ctr (ftl, PMAP_MOVED),
           ctr_get (ftl, FTL_CTR_CKPTS), ctr_get (ftl, FTL_CTR_GC_COPIED));
   ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
-  for (uint64_t l = 0; l < reg * TH_WRITERS; l++)
-    th_verify_page (ftl, l, model[l], "after the threads");
+  verify_pages (ftl, model, reg * TH_WRITERS, "after the threads");
   ck_assert_int_eq (ftl_flush (ftl), 0);
   open_abandon (ftl);
   o.logical_bytes = 0;
   ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
   ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
-  for (uint64_t l = 0; l < reg * TH_WRITERS; l++)
-    th_verify_page (ftl, l, model[l], "after a kill");
+  verify_pages (ftl, model, reg * TH_WRITERS, "after a kill");
   ck_assert_int_eq (ftl_close (ftl), 0);
   free (model);
 }
@@ -466,12 +463,7 @@ kill_child (struct ftl_options *o, struct kill_shared *sh, uint64_t seed)
 
 START_TEST (test_paged_kill_threads)
 {
-  struct ftl_options o = {
-    .path = path, .logical_bytes = TH_LP * PS, .page_size = PS,
-    .pages_per_block = 16, .op_percent = 40, .wl_threshold = 4,
-    .streams = 4, .log = unit_log, .io = unit_nosync_io (),
-    .map_cache_bytes = 4096,
-  };
+  struct ftl_options o = two_groups (40);
   struct kill_shared *sh = mmap (NULL, sizeof *sh, PROT_READ | PROT_WRITE,
                                  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   const char *env = getenv ("FTL_PMAP_KILL_ROUNDS");
@@ -479,6 +471,9 @@ START_TEST (test_paged_kill_threads)
   uint64_t rng = 20261207, reg = 0;
   struct ftl *ftl;
   char err[256];
+
+  o.wl_threshold = 4;
+  o.streams = 4;
 
   ck_assert (sh != MAP_FAILED);
   memset (sh, 0, sizeof *sh);
@@ -579,11 +574,7 @@ END_TEST
  */
 START_TEST (test_paged_ckpt_makes_room)
 {
-  struct ftl_options o = {
-    .path = path, .logical_bytes = 2 * FTL_TP_ENTRIES * PS, .page_size = PS,
-    .pages_per_block = 16, .op_percent = 12, .log = unit_log,
-    .io = unit_nosync_io (), .map_cache_bytes = 4096,
-  };
+  struct ftl_options o = two_groups (12);
   uint64_t *model, rng = 5, version = 1, hits = 0;
   struct ftl *ftl;
   char err[256];
@@ -605,8 +596,7 @@ START_TEST (test_paged_ckpt_makes_room)
           hits);
   ck_assert_uint_ge (hits, 5);
   ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
-  for (uint64_t l = 0; l < ftl->logical_pages; l++)
-    th_verify_page (ftl, l, model[l], "after the checkpoints");
+  verify_pages (ftl, model, ftl->logical_pages, "after the checkpoints");
   ck_assert_int_eq (ftl_close (ftl), 0);
   free (model);
 }
@@ -623,11 +613,7 @@ END_TEST
  */
 START_TEST (test_paged_ckpt_versions)
 {
-  struct ftl_options o = {
-    .path = path, .logical_bytes = 2 * FTL_TP_ENTRIES * PS, .page_size = PS,
-    .pages_per_block = 16, .op_percent = 25, .log = unit_log,
-    .io = unit_nosync_io (), .map_cache_bytes = 4096,
-  };
+  struct ftl_options o = two_groups (25);
   uint64_t *model, rng = 11, version = 1, seq_a, seq_b, gen_b, off;
   struct ftl *ftl;
   char err[256];
@@ -672,8 +658,7 @@ START_TEST (test_paged_ckpt_versions)
   ck_assert (ftl->was_unclean);
   ck_assert_uint_eq (ftl->ckpt_gen, gen_b);
   ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
-  for (uint64_t l = 0; l < ftl->logical_pages; l++)
-    th_verify_page (ftl, l, model[l], "after falling back to A");
+  verify_pages (ftl, model, ftl->logical_pages, "after falling back to A");
   ck_assert_int_eq (ftl_close (ftl), 0);
   free (model);
 }
