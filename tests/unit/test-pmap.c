@@ -334,7 +334,9 @@ END_TEST
  * pass, and every page must read as its stable value, or, if something
  * was sent to it after that flush, as a newer version or as zeros
  * after a trim.  An older version is flushed data replaced by older
- * data.
+ * data.  FTL_PMAP_KILL_ROUNDS=N runs N rounds (24); with
+ * FTL_PMAP_KILL_KEEP=FILE each image is copied to FILE after the kill,
+ * and to FILE.pre before the child opens it, for a failure to keep.
  */
 struct kill_page {
   uint64_t acked;               /* value acknowledged last (0: zeros) */
