@@ -414,6 +414,7 @@ struct config {
   uint64_t seed;
   enum ftl_gc_policy gc_policy;
   bool one_log;                 /* no hot/cold separation */
+  bool hot_cold_always;         /* separation whatever the workload */
   uint32_t wl_threshold;        /* as opened (0 given: the default) */
 };
 
@@ -490,6 +491,9 @@ struct result {
   double steady_waf;            /* over the last half */
   double fill_seconds;
   double seconds;               /* the measured run, final flush included */
+  bool separating;              /* hot/cold separation at the end */
+  double lift;                  /* hot-cold=auto's last measurement */
+  uint64_t switches;            /* ... times it turned separation off or on */
 };
 
 /* The image being written, for the signal handler to remove. */
@@ -638,6 +642,7 @@ run_workload (const struct config *c, const struct workload *w,
     .streams = c->streams,
     .gc_policy = c->gc_policy,
     .one_log = c->one_log,
+    .hot_cold_always = c->hot_cold_always,
     .wl_threshold = c->wl_threshold,
     .log = log_message,
     .log_opaque = (void *) w->name,
@@ -756,6 +761,9 @@ run_workload (const struct config *c, const struct workload *w,
                                             &res->hist_width);
   res->waf = waf_between (&base, &st);
   res->steady_waf = waf_between (&half, &st);
+  res->separating = st.hot_cold.separating;
+  res->lift = st.hot_cold.lift;
+  res->switches = st.hot_cold.switches;
 
   if (verify_disk (ftl, &g, versions, w->name) < 0)
     goto out;
@@ -792,16 +800,18 @@ print_table_header (const struct config *c)
     printf ("default streams, ");
   printf ("%s GC, %s, wear leveling at a spread of %" PRIu32 ", ",
           ftl_gc_policy_name (c->gc_policy),
-          c->one_log ? "one log" : "hot/cold separation",
+          c->one_log ? "one log" : c->hot_cold_always ?
+          "hot/cold separation" : "hot/cold separation while the writes "
+          "show a hot set",
           c->wl_threshold ? c->wl_threshold : FTL_DEFAULT_WL_THRESHOLD);
   printf ("%g drive writes, seed %" PRIu64 ", image in %s\n",
           c->drive_writes, c->seed, c->dir);
   printf ("steady WAF: last half of the run; ref: %s\n\n",
           c->one_log ? "the model of greedy GC under uniform writes"
           : "the model's ideal hot/cold split, that knows the hot pages");
-  printf ("%-8s %7s %5s %8s %9s %10s %9s %17s %6s %7s\n", "workload",
+  printf ("%-8s %7s %5s %8s %9s %10s %9s %17s %6s %7s %13s\n", "workload",
           "steady", "ref", "overall", "erases", "GC copied", "WL moved",
-          "wear min/mean/max", "MB/s", "seconds");
+          "wear min/mean/max", "MB/s", "seconds", "hot/cold lift");
 }
 
 /* One workload's row of the table, printed as soon as it has run. */
@@ -809,7 +819,7 @@ static void
 print_table_row (const struct config *c, const struct result *res)
 {
   double ref = reference_waf (res->w, c->op, !c->one_log);
-  char refs[16], wear[48];
+  char refs[16], wear[48], sep[32];
 
   if (isnan (ref))
     snprintf (refs, sizeof refs, "-");
@@ -817,11 +827,16 @@ print_table_row (const struct config *c, const struct result *res)
     snprintf (refs, sizeof refs, "%.2f", ref);
   snprintf (wear, sizeof wear, "%" PRIu32 "/%.1f/%" PRIu32,
             res->erase_min, res->erase_mean, res->erase_max);
+  /* The state at the end, the last lift hot-cold=auto measured, and
+   * how often it switched.
+   */
+  snprintf (sep, sizeof sep, "%s %.2f %" PRIu64, res->separating ? "on" : "off",
+            res->lift, res->switches);
   printf ("%-8s %7.2f %5s %8.2f %9" PRIu64 " %10" PRIu64 " %9" PRIu64
-          " %17s %6.0f %7.1f\n", res->w->name, res->steady_waf, refs,
+          " %17s %6.0f %7.1f %13s\n", res->w->name, res->steady_waf, refs,
           res->waf, res->erases, res->gc_copied, res->wl_moved, wear,
           res->host_pages * (double) c->page_size / 1e6 / res->seconds,
-          res->seconds);
+          res->seconds, sep);
   fflush (stdout);
 }
 
@@ -953,7 +968,7 @@ main (int argc, char *argv[])
 {
   gchar *dir = NULL, *size_s = NULL, *page_size_s = NULL;
   gchar *workload_s = NULL, *csv_name = NULL, *timeline_name = NULL;
-  gchar *histogram_name = NULL, *gc_s = NULL;
+  gchar *histogram_name = NULL, *gc_s = NULL, *hot_cold_s = NULL;
   gint ppb = FTL_DEFAULT_PAGES_PER_BLOCK, streams = 1;
   gdouble op = FTL_DEFAULT_OP_PERCENT, drive_writes = 10;
   gint64 seed = 1, wl_threshold = 0;
@@ -981,8 +996,12 @@ main (int argc, char *argv[])
     { "gc", 0, 0, G_OPTION_ARG_STRING, &gc_s,
       "Victim policy: cost-benefit or greedy (default: cost-benefit)",
       "POLICY" },
+    { "hot-cold", 0, 0, G_OPTION_ARG_STRING, &hot_cold_s,
+      "Hot/cold separation: auto (while the writes show a hot set), true "
+      "(always) or false (default: auto)", "MODE" },
     { "one-log", 0, 0, G_OPTION_ARG_NONE, &one_log,
-      "No hot/cold separation: one host log per stream, one GC log", NULL },
+      "No hot/cold separation (--hot-cold=false): one host log per stream, "
+      "one GC log", NULL },
     { "wl-threshold", 0, 0, G_OPTION_ARG_INT64, &wl_threshold,
       "Erase count spread that starts static wear leveling, 0 for the "
       "library's default (16); 4294967295 turns it off", "N" },
@@ -1071,6 +1090,17 @@ main (int argc, char *argv[])
   }
   c.wl_threshold = wl_threshold;
   c.one_log = one_log;
+  if (hot_cold_s) {
+    if (strcmp (hot_cold_s, "true") == 0)
+      c.hot_cold_always = true;
+    else if (strcmp (hot_cold_s, "false") == 0)
+      c.one_log = true;
+    else if (strcmp (hot_cold_s, "auto") != 0) {
+      fprintf (stderr, "ftl-bench: --hot-cold must be auto, true or false: "
+               "'%s'\n", hot_cold_s);
+      exit (EXIT_FAILURE);
+    }
+  }
   c.op = op;
   c.pages_per_block = ppb;
   c.streams = streams;
@@ -1130,5 +1160,6 @@ main (int argc, char *argv[])
   g_free (timeline_name);
   g_free (histogram_name);
   g_free (gc_s);
+  g_free (hot_cold_s);
   exit (ok ? EXIT_SUCCESS : EXIT_FAILURE);
 }

@@ -243,6 +243,15 @@ struct ftl {
   uint64_t *seq_sum;            /* per block: sum of its data pages' write
                                  * sequence numbers (relaxed atomics) */
   uint32_t *seq_cnt;            /* per block: how many */
+  /* hot-cold=auto (alloc.c: alloc_hot_cold_step): separation is off
+   * while overwrites hit young data no more often than its share of
+   * the live data says.
+   */
+  bool hot_cold_always;         /* hot-cold=true: never off */
+  bool sep_off;                 /* atomic: no hot set found */
+  struct sep_shard sep_ctr[FTL_SHARDS];  /* what host writes replaced */
+  struct sep_state sep;         /* the decisions (under gc.lock; its
+                                 * measurements and counts atomic) */
 
   struct gc gc;
   struct wl wl;

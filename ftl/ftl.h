@@ -345,9 +345,12 @@ struct ftl_options {
                                  * that triggers it (0 = default) */
   uint32_t endurance;           /* erases after which a block is retired
                                  * (0 = default) */
-  bool one_log;                 /* no hot/cold separation: host writes
-                                 * share one log per stream and GC one
-                                 * log (for comparisons) */
+  bool one_log;                 /* hot-cold=false: no hot/cold
+                                 * separation: host writes share one log
+                                 * per stream and GC one log */
+  bool hot_cold_always;         /* hot-cold=true: separate whatever the
+                                 * workload (default, hot-cold=auto:
+                                 * while it shows a hot set) */
   bool readonly;                /* open without writing anything */
   bool no_sync;                 /* sync=false: never sync the image but
                                  * to set and clear its mark at open and
@@ -643,6 +646,15 @@ struct ftl_stats {
   uint64_t gc_erases_unsynced;  /* erases that needed no sync of their
                                  * own (an earlier one covered them) */
   uint64_t wl_moved_pages;      /* pages moved by static wear leveling */
+  struct {                      /* hot/cold separation, since open */
+    bool separating;            /* now */
+    bool automatic;             /* hot-cold=auto decides */
+    double young_overwrites;    /* the last decision: the share of
+                                 * overwrites that replaced young data */
+    double young_live;          /* ... and of live data that is young */
+    double lift;                /* ... their ratio */
+    uint64_t decisions, switches;
+  } hot_cold;
   bool slc;                     /* the SLC cache is on */
   uint64_t slc_size_pages;      /* SLC capacity the budget allows now */
   uint64_t slc_used_pages;      /* pages programmed in SLC blocks not

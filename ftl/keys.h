@@ -82,7 +82,8 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "streams=<N>                    Host write frontiers (default: 1 per 64 spare erase blocks, 1 to 4).\n" \
   "gc=cost-benefit|greedy         Garbage collection victim policy (default cost-benefit).\n" \
   "gc-mode=deadline|watermark     How GC shares the device with requests (default watermark).\n" \
-  "hot-cold=<BOOL>                Separate hot from cold data (default true).\n" \
+  "hot-cold=auto|true|false       Separate hot from cold data: while the writes show a hot set\n" \
+  "                               (default auto), always, or never.\n" \
   "wl-threshold=<N>               Erase count spread that triggers static wear leveling (default 16).\n" \
   "endurance=<N>                  Erases after which an erase block is retired (default 3000).\n" \
   "timeout=<DURATION>             Request deadline, e.g. 500ms (default 30s, 0 = off).\n" \

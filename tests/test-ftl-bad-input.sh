@@ -82,7 +82,7 @@ refuse "$disk" 'streams must be from 1 to 16: 1000' file="$disk" streams=1000
 refuse "$disk" 'size must be greater than 0' file="$disk" size=0
 refuse "$disk" "size: not a size \\(a number with an optional suffix K, M, G, T, P or E\\): 'lots'" file="$disk" size=lots
 refuse "$disk" "rotational: not a boolean \\(true or false\\): 'maybe'" file="$disk" rotational=maybe
-refuse "$disk" "hot-cold: not a boolean \\(true or false\\): 'maybe'" file="$disk" hot-cold=maybe
+refuse "$disk" "hot-cold must be auto, true or false: 'maybe'" file="$disk" hot-cold=maybe
 refuse "$disk" "streams: not a non-negative integer: '-1'" file="$disk" streams=-1
 refuse "$disk" 'channels x dies must be at most 4096: 64 x 128' file="$disk" channels=64 dies=128
 refuse "$disk" "read-latency: duration '5' has no unit \\(us, ms or s\\)" file="$disk" read-latency=5

@@ -2,7 +2,7 @@
 # nbdkit-ftl: gc=greedy, hot-cold=false and gc-mode=deadline through
 # nbdkit, each seen in the statistics.  The same skewed workload runs
 # against a fresh 16 MiB disk with the defaults (gc=cost-benefit,
-# hot-cold=true, gc-mode=watermark) and with each option: a sequential
+# hot-cold=auto, gc-mode=watermark) and with each option: a sequential
 # fill, then four drive writes of 4 KiB pages, 90% of them to the first
 # 10% of the disk (a fixed seed, so every run writes the same pages).
 #
@@ -77,6 +77,11 @@ check '.[0].gc.policy == "cost-benefit" and .[0].gc.mode == "watermark"' \
 check '.[0].gc.runs > 100' "$tmp/defaults.json"
 # Only deadline mode works in slices.
 check '.[0].gc.slices == 0' "$tmp/defaults.json"
+# hot-cold=auto sees the hot set: young data is hit far more often than
+# its share of the live data (a lift of 1 would be no hot set).
+check '.[0].hot_cold.automatic and .[0].hot_cold.separating and
+       .[0].hot_cold.decisions > 0 and .[0].hot_cold.switches == 0 and
+       .[0].hot_cold.lift > 2' "$tmp/defaults.json"
 
 # gc=greedy: the policy, and a higher write amplification.
 run greedy gc=greedy
@@ -88,6 +93,8 @@ run one-log hot-cold=false
 check '.[0].gc.policy == "cost-benefit" and .[0].gc.runs > 100' \
     "$tmp/one-log.json"
 check '.[0].waf >= .[1].waf + 0.05' "$tmp/one-log.json" "$tmp/defaults.json"
+check '(.[0].hot_cold.separating or .[0].hot_cold.automatic) | not' \
+    "$tmp/one-log.json"
 
 # gc-mode=deadline: the background thread works in slices (one drive
 # write is enough to keep it busy).

@@ -172,7 +172,7 @@ $info[0] as $i | $stats[0] as $s | ($i | members) as $mi |
       "wl.threshold", "wear.endurance", "wear.last_cycle_blocks", "readonly",
       "deadline", "cache", "media.syncs", "media.sync_ns",
       "media.syncs_skipped", "media.lost_pages", "media.uncorrectable",
-      "gc.reclaimed_blocks", "scrub", "errors", "latency_us", "slow",
+      "gc.reclaimed_blocks", "scrub", "hot_cold", "errors", "latency_us", "slow",
       "slc.size_pages", "slc.folded_pages", "slc.exhausted"])) ] as [$stray_info, $stray_stats] |
 [ $both[] | . as $p | select(name | IN("checkpoints", "blocks.open",
       "blocks.full", "blocks.free") | not) |

@@ -58,19 +58,29 @@ stripes_lock (struct ftl *ftl, uint64_t mask, bool shared)
     map_lock_mask (ftl, mask);
 }
 
-/* Make sure host frontier f has an open erase block.  The caller holds
- * the stripe locks in mask (shared: as a destage batch does) and f's
- * lock; when free blocks are low they are released while garbage is
- * collected, then taken again.
+/* Make sure the writer's host frontier *fp has an open erase block.
+ * The caller holds the stripe locks in mask (shared: as a destage batch
+ * does) and the frontier's lock; when free blocks are low they are
+ * released while garbage is collected, then taken again.  A hot
+ * frontier drained since separation stopped opens nothing: the writer
+ * goes on at its stream's cold frontier (*fp changes; the hot one's
+ * lock is let go first, as no writer holds two frontier locks).
  */
 static int
-host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask,
+host_frontier_ready (struct ftl *ftl, struct frontier **fp, uint64_t mask,
                      bool shared)
 {
+  struct frontier *f = *fp;
   bool collected = false;
   int r;
 
   while (f->block == FTL_NO_BLOCK) {
+    if (alloc_frontier_drained (ftl, f)) {
+      pthread_mutex_unlock (&f->lock);
+      *fp = f = alloc_host_frontier (ftl, false);
+      dl_lock (&f->lock);
+      continue;
+    }
     if (collected || alloc_nfree (ftl) > ftl->gc.low) {
       r = alloc_frontier_open (ftl, f, FTL_RESERVE_BLOCKS);
       if (r == 0) {
@@ -105,16 +115,17 @@ host_frontier_ready (struct ftl *ftl, struct frontier *f, uint64_t mask,
  * batch that takes them then finds its older copies gone.
  */
 static int
-write_pages (struct ftl *ftl, struct frontier *f, uint64_t mask,
+write_pages (struct ftl *ftl, struct frontier **fp, uint64_t mask,
              uint64_t lpn, uint64_t n, const uint8_t *data,
              const uint64_t *sums, bool supersede)
 {
   struct log_page pages[ALLOC_PROGRAM_MAX];
 
   while (n > 0) {
-    int r = host_frontier_ready (ftl, f, mask, false);
+    int r = host_frontier_ready (ftl, fp, mask, false);
     if (r < 0)
       return r;
+    struct frontier *f = *fp;
     uint32_t k = MIN (n, alloc_frontier_room (ftl, f));
     k = MIN (k, ALLOC_PROGRAM_MAX);
     int slot;
@@ -178,8 +189,9 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   uint64_t pos = offset, end = offset + count;
   uint64_t first = offset >> ftl->page_shift;
   uint64_t last = (end - 1) >> ftl->page_shift;
+  struct alloc_hits hits = { 0 };
   struct frontier *f =
-    alloc_host_frontier (ftl, alloc_range_is_hot (ftl, first, last));
+    alloc_host_frontier (ftl, alloc_range_is_hot (ftl, first, last, &hits));
   uint64_t mask = map_stripe_mask (first, last);
   uint8_t *bounce = NULL;
   int r = 0;
@@ -193,6 +205,7 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
                                             - offset) : NULL,
                                stack, ALLOC_PROGRAM_MAX);
 
+  alloc_hits_add (ftl, &hits);
   map_lock_mask (ftl, mask);
   dl_lock (&f->lock);
   while (pos < end) {
@@ -201,7 +214,7 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
     if (buf && in == 0 && end - pos >= ftl->page_size) {
       uint64_t n = (end - pos) >> ftl->page_shift;
       assert (lpn == whole && n == nwhole);
-      r = write_pages (ftl, f, mask, lpn, n, buf + (pos - offset),
+      r = write_pages (ftl, &f, mask, lpn, n, buf + (pos - offset),
                        sums, drop_cached);
       if (r < 0) break;
       pos += n << ftl->page_shift;
@@ -220,7 +233,7 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
       else
         memset (bounce + in, 0, len);
       assert (!drop_cached);
-      r = write_pages (ftl, f, mask, lpn, 1, bounce, NULL, false);
+      r = write_pages (ftl, &f, mask, lpn, 1, bounce, NULL, false);
       if (r < 0) break;
       pos += len;
     }
@@ -262,16 +275,18 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
    * change).  Else alloc_programv computes it with the PPN.
    */
   bool by_lpn = seeds_by_lpn (ftl);
+  struct alloc_hits hits = { 0 };
   uint64_t mask = 0;
   int r = 0;
 
   assert (n <= ALLOC_PROGRAM_MAX);
   for (uint32_t i = 0; i < n; i++) {
     mask |= map_stripe_mask (e[i].lpn, e[i].lpn);
-    hot[i] = alloc_range_is_hot (ftl, e[i].lpn, e[i].lpn);
+    hot[i] = alloc_range_is_hot (ftl, e[i].lpn, e[i].lpn, &hits);
     if (by_lpn)
       sum[i] = data_sum (ftl, e[i].lpn, cache_page (ftl, e[i].slot));
   }
+  alloc_hits_add (ftl, &hits);
   map_lock_mask_shared (ftl, mask);
   for (int temp = 0; temp < 2 && r == 0; temp++) {
     uint32_t cnt = 0, i = 0;
@@ -283,7 +298,7 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
     struct frontier *f = alloc_host_frontier (ftl, temp);
     pthread_mutex_lock (&f->lock);
     while (i < cnt) {
-      r = host_frontier_ready (ftl, f, mask, true);
+      r = host_frontier_ready (ftl, &f, mask, true);
       if (r < 0)
         break;
       uint32_t room = MIN (alloc_frontier_room (ftl, f), ALLOC_PROGRAM_MAX);

@@ -32,6 +32,15 @@
  * block keeps the sum and count of its pages' write sequence numbers
  * (seq_sum, seq_cnt), so no memory per logical page is needed.
  *
+ * hot-cold=auto (alloc_hot_cold_step, run by GC under gc.lock): the
+ * host path counts, per thread shard, the overwrites and those of young
+ * data; every window of overwrites their share is set against the live
+ * data's (state.h), and separation stops (sep_off) while the writes
+ * show no hot set.  Stopped, for good (one_log) or for now (sep_off),
+ * the hot frontiers and gcw fill their open blocks and open no more
+ * (alloc_host_frontier, alloc_frontier_drained, partition_young in
+ * gc.c): a block left open would be spare space that GC misses.
+ *
  * A host frontier may open its block in SLC mode (slc.c): the block then
  * holds media.slc_pages pages, and the frontier closes it after them.
  *
@@ -122,11 +131,29 @@ alloc_free (struct ftl *ftl)
 struct frontier *
 alloc_host_frontier (struct ftl *ftl, bool hot)
 {
+  unsigned s;
+
   if (tls_stream == UINT32_MAX)
     tls_stream = __atomic_fetch_add (&ftl->next_stream, 1, __ATOMIC_RELAXED);
-  if (hot && !one_log (ftl))
-    return &ftl->hot[tls_stream % ftl->nstreams];
-  return &ftl->host[tls_stream % ftl->nstreams];
+  s = tls_stream % ftl->nstreams;
+  if (one_log (ftl)) {
+    /* Separation stopped: the hot frontier's open block is filled
+     * before the cold frontier takes everything, so that it does not
+     * stay open, spare space that GC misses, until a restart.
+     */
+    if (__atomic_load_n (&ftl->hot[s].block, __ATOMIC_RELAXED)
+        != FTL_NO_BLOCK)
+      return &ftl->hot[s];
+    return &ftl->host[s];
+  }
+  return hot ? &ftl->hot[s] : &ftl->host[s];
+}
+
+bool
+alloc_frontier_drained (struct ftl *ftl, const struct frontier *f)
+{
+  return f->block == FTL_NO_BLOCK && f >= ftl->hot &&
+    f < ftl->hot + FTL_MAX_STREAMS && one_log (ftl);
 }
 
 /* The mean write sequence number of the data in block b. */
@@ -139,25 +166,144 @@ block_data_seq (struct ftl *ftl, uint32_t b)
   return n ? sum / n : 0;
 }
 
+/* The ages hot-cold=auto compares (state.h). */
+static inline uint64_t
+hot_cold_age (const struct ftl *ftl, unsigned i)
+{
+  return i == 0 ? ftl->hot_age >> HOT_COLD_SHORT_SHIFT : ftl->hot_age;
+}
+
 bool
-alloc_range_is_hot (struct ftl *ftl, uint64_t first, uint64_t last)
+alloc_range_is_hot (struct ftl *ftl, uint64_t first, uint64_t last,
+                    struct alloc_hits *hits)
 {
   uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
-  uint32_t hot = 0, cold = 0;
+  uint64_t short_age = hot_cold_age (ftl, 0);
+  uint32_t hot = 0, cold = 0, mapped = 0, vhot = 0;
 
-  if (one_log (ftl))
+  /* hot-cold=false, or too little spare left: nothing to learn. */
+  if (__atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED))
     return false;
   for (uint64_t l = first; l <= last && hot + cold < 64; l++) {
     uint32_t ppn = l2p_load (ftl, l);
     if (ppn == FTL_UNMAPPED || ppn == FTL_LOST)
       cold++;
-    else if (now - MIN (now, block_data_seq (ftl, media_ppn_block (&ftl->media, ppn)))
-             < ftl->hot_age)
-      hot++;
-    else
-      cold++;
+    else {
+      uint64_t age = now - MIN (now, block_data_seq (ftl, media_ppn_block
+                                                     (&ftl->media, ppn)));
+      mapped++;
+      vhot += age < short_age;
+      if (age < ftl->hot_age)
+        hot++;
+      else
+        cold++;
+    }
   }
-  return hot > cold;
+  hits->overwrites += mapped;
+  hits->young[0] += vhot;
+  hits->young[1] += hot;
+  return hot > cold && !one_log (ftl);
+}
+
+void
+alloc_hits_add (struct ftl *ftl, const struct alloc_hits *hits)
+{
+  struct sep_shard *sh;
+
+  if (hits->overwrites == 0)
+    return;
+  sh = &ftl->sep_ctr[ftl_shard ()];
+  __atomic_fetch_add (&sh->overwrites, hits->overwrites, __ATOMIC_RELAXED);
+  for (unsigned i = 0; i < HOT_COLD_AGES; i++)
+    __atomic_fetch_add (&sh->young[i], hits->young[i], __ATOMIC_RELAXED);
+}
+
+void
+alloc_hot_cold_step (struct ftl *ftl)
+{
+  struct sep_state *sp = &ftl->sep;
+  uint64_t now, window, ow, young[HOT_COLD_AGES];
+  uint64_t live = 0, live_young[HOT_COLD_AGES] = { 0 };
+  double best_hit = 0.0, best_live = 0.0, best_lift = 0.0;
+  bool off, was_off, known = false;
+
+  if (ftl->hot_cold_always || __atomic_load_n (&ftl->one_log,
+                                               __ATOMIC_RELAXED))
+    return;
+  ow = ftl_shard_sum (&ftl->sep_ctr[0].overwrites, sizeof ftl->sep_ctr[0]);
+  window = MAX (ftl->logical_pages / HOT_COLD_WINDOW_DIV,
+                HOT_COLD_WINDOW_MIN);
+  if (ow - sp->overwrites < window)
+    return;
+  for (unsigned i = 0; i < HOT_COLD_AGES; i++)
+    young[i] = ftl_shard_sum (&ftl->sep_ctr[0].young[i],
+                              sizeof ftl->sep_ctr[0]);
+  /* The live data's ages, as the host path estimates them (by block). */
+  now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
+  pthread_mutex_lock (&ftl->alloc_lock);
+  for (uint32_t b = 0; b < ftl->blocks; b++) {
+    if (ftl->state[b] != FTL_BLK_FULL && ftl->state[b] != FTL_BLK_OPEN)
+      continue;
+    uint32_t v = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED);
+    uint64_t age = now - MIN (now, block_data_seq (ftl, b));
+    live += v;
+    for (unsigned i = 0; i < HOT_COLD_AGES; i++)
+      if (age < hot_cold_age (ftl, i))
+        live_young[i] += v;
+  }
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  for (unsigned i = 0; i < HOT_COLD_AGES; i++) {
+    double hit = (double) (young[i] - sp->young[i]) / (ow - sp->overwrites);
+    double frac = live ? (double) live_young[i] / live : 1.0;
+    double lift = frac > 0.0 ? hit / frac : 0.0;
+    log_debug (ftl, FTL_DEBUG_GC, "hot-cold: %.3f of overwrites and %.3f "
+               "of live data younger than %" PRIu64 ": lift %.2f", hit, frac,
+               hot_cold_age (ftl, i), lift);
+    if (frac <= 0.0 || frac > HOT_COLD_MAX_LIVE ||
+        (known && lift <= best_lift))
+      continue;
+    known = true;
+    best_hit = hit;
+    best_live = frac;
+    best_lift = lift;
+  }
+  sp->overwrites = ow;
+  memcpy (sp->young, young, sizeof young);
+  __atomic_fetch_add (&sp->decisions, 1, __ATOMIC_RELAXED);
+  was_off = __atomic_load_n (&ftl->sep_off, __ATOMIC_RELAXED);
+  off = was_off;
+  if (known) {
+    /* Read by ftl_get_stats without gc.lock. */
+    __atomic_store (&sp->hit, &best_hit, __ATOMIC_RELAXED);
+    __atomic_store (&sp->live, &best_live, __ATOMIC_RELAXED);
+    __atomic_store (&sp->lift, &best_lift, __ATOMIC_RELAXED);
+    if (best_lift < HOT_COLD_OFF_LIFT)
+      off = true;
+    else if (best_lift > HOT_COLD_ON_LIFT)
+      off = false;
+  }
+  if (off != was_off) {
+    log_debug (ftl, FTL_DEBUG_GC, "hot-cold: separation %s (lift %.2f)",
+               off ? "off" : "on", best_lift);
+    __atomic_store_n (&ftl->sep_off, off, __ATOMIC_RELAXED);
+    __atomic_fetch_add (&sp->switches, 1, __ATOMIC_RELAXED);
+  }
+}
+
+void
+alloc_hot_cold_stats (struct ftl *ftl, struct ftl_stats *st)
+{
+  struct sep_state *sp = &ftl->sep;
+
+  st->hot_cold.separating = !one_log (ftl);
+  st->hot_cold.automatic = !ftl->hot_cold_always &&
+    !__atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED);
+  __atomic_load (&sp->hit, &st->hot_cold.young_overwrites, __ATOMIC_RELAXED);
+  __atomic_load (&sp->live, &st->hot_cold.young_live, __ATOMIC_RELAXED);
+  __atomic_load (&sp->lift, &st->hot_cold.lift, __ATOMIC_RELAXED);
+  st->hot_cold.decisions = __atomic_load_n (&sp->decisions,
+                                            __ATOMIC_RELAXED);
+  st->hot_cold.switches = __atomic_load_n (&sp->switches, __ATOMIC_RELAXED);
 }
 
 /* Whether the data f writes stays long where it lands: that of the
@@ -259,7 +405,7 @@ alloc_frontier_open (struct ftl *ftl, struct frontier *f, uint32_t keep)
              "(erase count %u%s)", frontier_name (f), b,
              media_erase_count (&ftl->media, b),
              media_block_slc (&ftl->media, b) ? ", SLC mode" : "");
-  f->block = b;
+  __atomic_store_n (&f->block, b, __ATOMIC_RELAXED);
   f->wp = 0;
   return 0;
 }
@@ -285,7 +431,7 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
     ftl->close_seq[f->block] =
       __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
     pthread_mutex_unlock (&ftl->alloc_lock);
-    f->block = FTL_NO_BLOCK;
+    __atomic_store_n (&f->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
     f->wp = 0;
   }
 }

@@ -10,10 +10,14 @@
 #error "included by ftl-internal.h, after the handle"
 #endif
 
+/* No hot/cold separation now: hot-cold=false, too little spare left
+ * (wl.c), or hot-cold=auto found no hot set (alloc.c).
+ */
 static inline bool
 one_log (struct ftl *ftl)
 {
-  return __atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED);
+  return __atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED) ||
+    __atomic_load_n (&ftl->sep_off, __ATOMIC_RELAXED);
 }
 
 /* mapcache.c and pmap.c: the paged map.  A group of FTL_TP_ENTRIES
@@ -313,12 +317,33 @@ extern void map_block_erased (struct ftl *ftl, uint32_t b);
 /* alloc.c: erase blocks, frontiers and programming at a frontier. */
 extern int alloc_init (struct ftl *ftl);
 extern void alloc_free (struct ftl *ftl);
-extern struct frontier *alloc_host_frontier (struct ftl *ftl, bool hot);
-/* Is the data of these logical pages hot (rewritten soon after it was
- * last written)?  Decided by the majority of the mapped pages.
+/* The calling thread's host frontier for hot or cold data.  Without
+ * separation (one_log) its stream's hot frontier while that still has
+ * an open block (drained, see alloc_frontier_drained), else the cold
+ * one.
  */
+extern struct frontier *alloc_host_frontier (struct ftl *ftl, bool hot);
+/* Host frontier f (its lock held) has no open block and must not open
+ * one: a hot frontier without separation.  The writer takes
+ * alloc_host_frontier (ftl, false) instead.
+ */
+extern bool alloc_frontier_drained (struct ftl *ftl,
+                                    const struct frontier *f);
+/* Is the data of these logical pages hot (rewritten soon after it was
+ * last written)?  Decided by the majority of the mapped pages; false
+ * without separation.  The mapped pages count as overwrites for
+ * hot-cold=auto (added to *hits, which alloc_hits_add then counts).
+ */
+struct alloc_hits { uint64_t overwrites, young[HOT_COLD_AGES]; };
 extern bool alloc_range_is_hot (struct ftl *ftl, uint64_t first,
-                                uint64_t last);
+                                uint64_t last, struct alloc_hits *hits);
+extern void alloc_hits_add (struct ftl *ftl, const struct alloc_hits *hits);
+/* hot-cold=auto: every so many overwrites, turn separation off or on
+ * (state.h).  Caller holds gc.lock.
+ */
+extern void alloc_hot_cold_step (struct ftl *ftl);
+/* Its state and last decision (st->hot_cold), without gc.lock. */
+extern void alloc_hot_cold_stats (struct ftl *ftl, struct ftl_stats *st);
 /* Free blocks now (an atomic read; exact under alloc_lock). */
 static inline uint32_t
 alloc_nfree (struct ftl *ftl)

@@ -241,9 +241,15 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
     o->gc_mode = p;
   }
   else if (strcmp (key, "hot-cold") == 0) {
-    if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
-      return -1;
-    o->one_log = !b;
+    if (strcmp (v, "auto") == 0)
+      o->one_log = o->hot_cold_always = false;
+    else {
+      if (ftl_parse_bool (key, v, &b, err, errlen) == -1)
+        return fail (err, errlen, "hot-cold must be auto, true or false: "
+                     "'%s'", v);
+      o->one_log = !b;
+      o->hot_cold_always = b;
+    }
   }
   else if (strcmp (key, "preallocate") == 0)
     return ftl_parse_bool (key, v, &o->preallocate, err, errlen);

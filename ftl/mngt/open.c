@@ -549,6 +549,8 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
    */
   ftl->one_log = o->one_log ||
     spare < FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams);
+  /* hot-cold=auto: on until the writes show no hot set. */
+  ftl->hot_cold_always = o->hot_cold_always;
   ftl->hot_age = MAX (ftl->logical_pages * HOT_AGE_NUM / HOT_AGE_DEN,
                       ftl->ppb);
   ftl->gc.policy = o->gc_policy;

@@ -289,7 +289,8 @@ program_batch (struct ftl *ftl, struct frontier *f,
  * finds still valid soon after it was written is likely rewritten soon
  * again, and mixing it with long-lived data would make those blocks
  * partly invalid again before long.  Trim pages count as old,
- * translation pages as young.
+ * translation pages as young.  Without separation the first moves fill
+ * what the young frontier's open block has left, and it opens no other.
  */
 static uint32_t
 partition_young (struct ftl *ftl, struct log_page *mv, uint32_t n)
@@ -299,7 +300,7 @@ partition_young (struct ftl *ftl, struct log_page *mv, uint32_t n)
   uint32_t young = 0, old = 0;
 
   if (one_log (ftl))
-    return 0;
+    return MIN (n, alloc_frontier_room (ftl, &ftl->gcw));
   for (uint32_t i = 0; i < n; i++) {
     /* Translation pages are rewritten by every checkpoint that finds
      * their group dirty: hot, kept apart from cold data.
@@ -700,6 +701,7 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
     return r;
   }
+  alloc_hot_cold_step (ftl);
   uint32_t victim = pick_victim (ftl, hurry, true);
   if (victim == FTL_NO_BLOCK) {
     if (ftl->gc.npending == 0)
@@ -819,6 +821,7 @@ gc_slice (struct ftl *ftl)
       r = 0;
       goto out;
     }
+    alloc_hot_cold_step (ftl);
     uint32_t victim = pick_victim (ftl, false, false);
     if (victim == FTL_NO_BLOCK) {
       r = -ENOSPC;

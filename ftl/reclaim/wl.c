@@ -192,11 +192,11 @@ wl_check_end_of_life (struct ftl *ftl)
 
   if (wl_worn_out (ftl))
     return;
-  if (!one_log (ftl) &&
+  if (!__atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED) &&
       usable < data_blocks + FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams)) {
-    /* Too few blocks left to keep hot and cold data apart: nothing
-     * more is written at the hot frontier and the young GC one (their
-     * open blocks stay as they are until the next restart closes them).
+    /* Too few blocks left to keep hot and cold data apart: the hot
+     * frontiers and the young GC one fill their open blocks and open
+     * no more (alloc_host_frontier, partition_young in gc.c).
      */
     __atomic_store_n (&ftl->one_log, true, __ATOMIC_RELAXED);
     log_msg (ftl, FTL_LOG_WARN, "%u of %u erase blocks are retired and %u "

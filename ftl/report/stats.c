@@ -113,6 +113,7 @@ ftl_get_stats (struct ftl *ftl, struct ftl_stats *st)
   st->gc_erases_unsynced = __atomic_load_n (&ftl->gc.erases_unsynced,
                                             __ATOMIC_RELAXED);
   st->wl_moved_pages = ctr_get (ftl, FTL_CTR_WL_MOVED);
+  alloc_hot_cold_stats (ftl, st);
   st->wl_threshold = ftl->wl.threshold;
   st->endurance = ftl->wl.endurance;
   pthread_mutex_lock (&ftl->alloc_lock);
@@ -459,6 +460,31 @@ render_gc (struct ftl_stat_set *s, const struct stats_view *v)
   }
 }
 
+/* Hot/cold separation (hot-cold=), the server's since it started. */
+static void
+render_hot_cold (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+
+  if (!has (v, FTL_STATS_SERVER))
+    return;
+  begin (s, "hot_cold");
+  boolean (s, "separating", st->hot_cold.separating, GAUGE
+           ("hot_cold_separating", "1 while hot and cold data are apart."));
+  boolean (s, "automatic", st->hot_cold.automatic, NULL);
+  fixed (s, "young_overwrites", st->hot_cold.young_overwrites, GAUGE
+         ("hot_cold_young_overwrites_ratio", "Overwrites of young data."));
+  fixed (s, "young_live", st->hot_cold.young_live, GAUGE
+         ("hot_cold_young_live_ratio", "Live data that is young."));
+  fixed (s, "lift", st->hot_cold.lift, GAUGE ("hot_cold_lift_ratio",
+         "young_overwrites / young_live (1: no hot set)."));
+  u64 (s, "decisions", st->hot_cold.decisions, COUNTER
+       ("hot_cold_decisions_total", "Decisions of hot-cold=auto."));
+  u64 (s, "switches", st->hot_cold.switches, COUNTER
+       ("hot_cold_switches_total", "Decisions that changed separation."));
+  end (s);
+}
+
 static void
 render_wl_slc (struct ftl_stat_set *s, const struct stats_view *v)
 {
@@ -502,6 +528,7 @@ render_counters (struct ftl_stat_set *s, const struct stats_view *v)
 
   render_host_media (s, v);
   render_gc (s, v);
+  render_hot_cold (s, v);
   render_wl_slc (s, v);
   u64 (s, "checkpoints", st->checkpoints,
        COUNTER ("checkpoints_total", "Checkpoints written."));

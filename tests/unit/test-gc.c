@@ -537,6 +537,168 @@ START_TEST (test_hot_cold_separation)
 }
 END_TEST
 
+/* hot-cold=auto: uniform random overwrites show no hot set, so
+ * separation stops, and the hot host frontier and the young GC one fill
+ * their open blocks and open no more; 90/10 overwrites then show one
+ * (a lift well above HOT_COLD_ON_LIFT), and it resumes.  hot-cold=true
+ * separates whatever the writes.  Every page reads back as its last
+ * version throughout and after a restart.
+ */
+static struct ftl *
+open_hot_cold (uint64_t lp, bool always)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = lp * PS, .page_size = PS,
+    .pages_per_block = 32, .op_percent = 28, .streams = 1,
+    .gc_policy = FTL_GC_COST_BENEFIT, .hot_cold_always = always,
+    .log = gc_log, .io = &trace_io, .wl_threshold = UINT32_MAX,
+  };
+  struct ftl *ftl;
+  char err[256];
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  trace.ftl = ftl;
+  trace.geo = ftl->media;
+  ck_assert (!ftl->one_log);
+  return ftl;
+}
+
+/* n overwrites, hot_pct of them to the first tenth of the disk (0:
+ * uniform).  Returns how many found the hot frontier with an open block
+ * (sampled every 64 writes).
+ */
+static unsigned
+overwrite (struct ftl *ftl, struct ref *r, uint64_t *rng, uint64_t n,
+           unsigned hot_pct)
+{
+  uint64_t lp = r->lpages, hot = lp / 10;
+  unsigned hot_open = 0;
+
+  for (uint64_t i = 0; i < n; i++) {
+    uint64_t l = hot_pct == 0 ? unit_rnd (rng) % lp
+      : unit_rnd (rng) % 100 < hot_pct ? unit_rnd (rng) % hot
+      : hot + unit_rnd (rng) % (lp - hot);
+    write_pages (ftl, r, l, 1);
+    if (i % 64 == 0)
+      hot_open += ftl->hot[0].block != FTL_NO_BLOCK;
+    if (i % 512 == 0)
+      verify_page (ftl, r, unit_rnd (rng) % lp);
+  }
+  return hot_open;
+}
+
+START_TEST (test_hot_cold_auto)
+{
+  const uint64_t lp = 4096;
+  struct ftl *ftl = open_hot_cold (lp, false);
+  struct ref r;
+  uint64_t rng = 5 + seed_offset;
+  struct ftl_stats st;
+  unsigned hot_open;
+
+  ref_init (&r, lp);
+  write_pages (ftl, &r, 0, lp);
+  ftl_get_stats (ftl, &st);
+  ck_assert (st.hot_cold.separating && st.hot_cold.automatic);
+  /* Uniform: off after the first decisions, and drained. */
+  overwrite (ftl, &r, &rng, 3 * lp, 0);
+  ftl_get_stats (ftl, &st);
+  printf ("hot-cold=auto, uniform: lift %.2f (%.3f of overwrites, %.3f of "
+          "live data young), %" PRIu64 " decisions, %" PRIu64 " switches\n",
+          st.hot_cold.lift, st.hot_cold.young_overwrites,
+          st.hot_cold.young_live, st.hot_cold.decisions,
+          st.hot_cold.switches);
+  ck_assert (!st.hot_cold.separating);
+  ck_assert_uint_eq (st.hot_cold.switches, 1);
+  ck_assert_uint_ge (st.hot_cold.decisions, 4);
+  ck_assert_msg (st.hot_cold.lift > 0.85 && st.hot_cold.lift < 1.15,
+                 "lift %.2f", st.hot_cold.lift);
+  hot_open = overwrite (ftl, &r, &rng, lp, 0);
+  ck_assert_uint_eq (hot_open, 0);
+  ck_assert (ftl->hot[0].block == FTL_NO_BLOCK &&
+             ftl->gcw.block == FTL_NO_BLOCK);
+  /* 90/10: on again, and the hot frontier in use. */
+  hot_open = overwrite (ftl, &r, &rng, 3 * lp, 90);
+  ftl_get_stats (ftl, &st);
+  printf ("hot-cold=auto, then 90/10: lift %.2f (%.3f of overwrites, %.3f "
+          "of live data young), %" PRIu64 " switches\n", st.hot_cold.lift,
+          st.hot_cold.young_overwrites, st.hot_cold.young_live,
+          st.hot_cold.switches);
+  ck_assert (st.hot_cold.separating);
+  ck_assert_uint_eq (st.hot_cold.switches, 2);
+  ck_assert_msg (st.hot_cold.lift > 2.0, "lift %.2f", st.hot_cold.lift);
+  ck_assert_uint_gt (hot_open, 0);
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  unlink (path);
+
+  /* hot-cold=true: no decisions, the hot frontier stays in use. */
+  ftl = open_hot_cold (lp, true);
+  write_pages (ftl, &r, 0, lp);
+  hot_open = overwrite (ftl, &r, &rng, 3 * lp, 0);
+  ftl_get_stats (ftl, &st);
+  ck_assert (st.hot_cold.separating && !st.hot_cold.automatic);
+  ck_assert_uint_eq (st.hot_cold.decisions, 0);
+  ck_assert_uint_gt (hot_open, 0);
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
+/* When separation stops, the hot host frontier and the young GC
+ * frontier fill the erase blocks they have open, which close full, and
+ * open no more: no block stays open, spare space that GC misses, and
+ * no page is left unwritten.  Separation is stopped by hand here, at an
+ * instant when both have a block partly written (a decision of
+ * hot-cold=auto is made in GC, often just as the hot frontier has
+ * filled its block).
+ */
+START_TEST (test_hot_cold_drain)
+{
+  const uint64_t lp = 4096;
+  struct ftl *ftl = open_hot_cold (lp, true);
+  struct ref r;
+  uint64_t rng = 7 + seed_offset;
+  uint32_t hb, gb, open_blocks = 0;
+  unsigned i;
+
+  ref_init (&r, lp);
+  write_pages (ftl, &r, 0, lp);
+  overwrite (ftl, &r, &rng, lp, 0);
+  for (i = 0; i < 100000; i++) {
+    if (ftl->hot[0].block != FTL_NO_BLOCK && ftl->hot[0].wp > 0 &&
+        ftl->gcw.block != FTL_NO_BLOCK && ftl->gcw.wp > 0)
+      break;
+    overwrite (ftl, &r, &rng, 1, 0);
+  }
+  ck_assert_msg (i < 100000, "the two frontiers never had a block open "
+                 "at once");
+  hb = ftl->hot[0].block;
+  gb = ftl->gcw.block;
+  __atomic_store_n (&ftl->sep_off, true, __ATOMIC_RELAXED);
+  overwrite (ftl, &r, &rng, 2 * lp, 0);
+  ck_assert_int_eq (ftl->state[hb], FTL_BLK_FULL);
+  ck_assert_int_eq (ftl->state[gb], FTL_BLK_FULL);
+  ck_assert_uint_eq (ftl->media.wp[hb], ftl->ppb);
+  ck_assert_uint_eq (ftl->media.wp[gb], ftl->ppb);
+  ck_assert (ftl->hot[0].block == FTL_NO_BLOCK &&
+             ftl->gcw.block == FTL_NO_BLOCK);
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    open_blocks += ftl->state[b] == FTL_BLK_OPEN;
+  ck_assert_uint_le (open_blocks, 2);   /* host[0] and gcf */
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, &r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
 /* Fill the whole disk, then overwrite it at random (uniform, 4 KiB
  * pages) for ten times its size: no write fails with -ENOSPC even with
  * the fewest spare blocks the geometry allows, and every page reads back
@@ -666,10 +828,11 @@ END_TEST
  * four more disk-fulls.  The model of greedy GC with large erase blocks
  * gives 2.48 at this over-provisioning (bench/ftl-bench.c); with 64-page
  * blocks and the blocks the library keeps free and open (of 18 spare
- * blocks), 2.806 .. 2.820 was measured over six seeds (see
- * seed_offset; 2.664 .. 2.710 before the crash reserve of state.h took
- * one of them).  Outside 2.71 .. 2.91, victims are picked badly, pages
- * are copied that need not be, or blocks are kept out of use.
+ * blocks), 2.676 .. 2.687 was measured over eight seeds (see
+ * seed_offset), hot-cold=auto having stopped separation, whose two more
+ * open blocks gave 2.806 .. 2.820.  Outside 2.62 .. 2.78, victims are
+ * picked badly, pages are copied that need not be, or blocks are kept
+ * out of use.
  */
 START_TEST (test_waf_uniform)
 {
@@ -695,8 +858,9 @@ START_TEST (test_waf_uniform)
   printf ("waf: uniform random 4 KiB overwrites, %" PRIu64 " pages, 64 per "
           "block, op 28%%: steady-state WAF %.3f (%" PRIu64 " GC copies)\n",
           lpages, waf, b.gc_copied_pages - a.gc_copied_pages);
-  ck_assert_msg (waf > 2.71 && waf < 2.91, "WAF %.3f outside 2.71..2.91",
+  ck_assert_msg (waf > 2.62 && waf < 2.78, "WAF %.3f outside 2.62..2.78",
                  waf);
+  ck_assert (!b.hot_cold.separating);
   /* Every programmed page is a host page or a GC copy. */
   ck_assert_uint_eq (b.media_program_pages - a.media_program_pages,
                      (b.host_write_pages - a.host_write_pages)
@@ -1176,6 +1340,8 @@ gc_suite (void)
   tcase_add_test (tc, test_greedy_every_victim);
   tcase_add_test (tc, test_cost_benefit);
   tcase_add_test (tc, test_hot_cold_separation);
+  tcase_add_test (tc, test_hot_cold_auto);
+  tcase_add_test (tc, test_hot_cold_drain);
   tcase_add_test (tc, test_full_device_min_spare);
   tcase_add_test (tc, test_full_device_waf_geometry);
   tcase_add_test (tc, test_full_device_cached);

@@ -60,8 +60,13 @@ START_TEST (test_defaults_and_keys)
 
   ck_assert_int_eq (set (&k, "size", "256M", err), 1);
   ck_assert_uint_eq (k.opts.logical_bytes, 256 << 20);
+  ck_assert (!k.opts.one_log && !k.opts.hot_cold_always);   /* auto */
+  ck_assert_int_eq (set (&k, "hot-cold", "true", err), 1);
+  ck_assert (!k.opts.one_log && k.opts.hot_cold_always);
+  ck_assert_int_eq (set (&k, "hot-cold", "auto", err), 1);
+  ck_assert (!k.opts.one_log && !k.opts.hot_cold_always);
   ck_assert_int_eq (set (&k, "hot-cold", "off", err), 1);
-  ck_assert (k.opts.one_log);
+  ck_assert (k.opts.one_log && !k.opts.hot_cold_always);
   ck_assert_int_eq (set (&k, "gc", "greedy", err), 1);
   ck_assert_int_eq (k.opts.gc_policy, FTL_GC_GREEDY);
   ck_assert_int_eq (set (&k, "scrub-interval", "0", err), 1);
@@ -160,7 +165,7 @@ START_TEST (test_refused)
     { "streams", "0", "streams must be from 1 to 16: 0" },
     { "streams", "-1", "streams: not a non-negative integer: '-1'" },
     { "gc-mode", "lazy", "gc-mode must be deadline or watermark: lazy" },
-    { "hot-cold", "maybe", "hot-cold: not a boolean (true or false): 'maybe'" },
+    { "hot-cold", "maybe", "hot-cold must be auto, true or false: 'maybe'" },
     { "wl-threshold", "0", "wl-threshold must be at least 1: 0" },
     { "timeout", "500us", "timeout must be 0 (off) or at least 1ms: 500us" },
     { "read-latency", "5", "read-latency: duration '5' has no unit" },
