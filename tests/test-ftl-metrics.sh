@@ -160,11 +160,13 @@ grep -Eq "^WAF +$(jq -r '.waf | tostring | .[0:4]')" "$tmp/top1"
 grep -Eq "^blocks +$(jq .blocks.free "$stats") free" "$tmp/top1"
 grep -q 'power_cycles 1 unsafe_shutdowns 0' "$tmp/top1"
 grep -Eq '^  write +32768 ' "$tmp/top1"
+grep -Eq "^hot/cold +$(jq -r 'if .hot_cold.separating then "apart" else "one log" end' "$stats") " "$tmp/top1"
 if grep -q $'\033' "$tmp/top1"; then echo "$0: FAIL: escapes with --once"; exit 1; fi
 "$FTLCTL" top --once "$log" > "$tmp/top2"
 cat "$tmp/top2"
 grep -q '(timeline, last line)' "$tmp/top2"
 grep -Eq '^host +[0-9]+ write pages/s' "$tmp/top2"
+grep -Eq '^hot/cold +(apart|one log) ' "$tmp/top2"
 if "$FTLCTL" top --once "$tmp/no-such-file" 2>"$tmp/err"; then
     echo "$0: FAIL: top on a missing file"; exit 1
 fi

@@ -190,6 +190,15 @@ draw (const struct view *v, const char *file)
        " copied pages/s");
   num (st (v, "gc.copied_pages"), " copied");
   num (st (v, "gc.runs"), " victims\n");
+  /* Hot/cold separation: the server's stats file has it, ftlctl info's
+   * JSON not.
+   */
+  if (!isnan (st (v, "hot_cold.separating"))) {
+    printf ("hot/cold   %10s", st (v, "hot_cold.separating") == 1
+            ? "apart" : "one log");
+    num (st (v, "hot_cold.lift"), " lift");
+    num (st (v, "hot_cold.switches"), " switches\n");
+  }
   printf ("blocks     ");
   num (st (v, "blocks.free"), " free");
   num (st (v, "blocks.open"), " open");
