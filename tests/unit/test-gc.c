@@ -545,13 +545,14 @@ END_TEST
  * version throughout and after a restart.
  */
 static struct ftl *
-open_hot_cold (uint64_t lp, bool always)
+open_hot_cold_cache (uint64_t lp, bool always, uint64_t cache_pages)
 {
   struct ftl_options o = {
     .path = path, .logical_bytes = lp * PS, .page_size = PS,
     .pages_per_block = 32, .op_percent = 28, .streams = 1,
     .gc_policy = FTL_GC_COST_BENEFIT, .hot_cold_always = always,
     .log = gc_log, .io = &trace_io, .wl_threshold = UINT32_MAX,
+    .write_cache_bytes = cache_pages * PS,
   };
   struct ftl *ftl;
   char err[256];
@@ -560,7 +561,14 @@ open_hot_cold (uint64_t lp, bool always)
   trace.ftl = ftl;
   trace.geo = ftl->media;
   ck_assert (!ftl->one_log);
+  ck_assert_uint_eq (ftl->cache.nslots, cache_pages);
   return ftl;
+}
+
+static struct ftl *
+open_hot_cold (uint64_t lp, bool always)
+{
+  return open_hot_cold_cache (lp, always, 0);
 }
 
 /* n overwrites, hot_pct of them to the first tenth of the disk (0:
@@ -655,12 +663,15 @@ END_TEST
  * no page is left unwritten.  Separation is stopped by hand here, at an
  * instant when both have a block partly written (a decision of
  * hot-cold=auto is made in GC, often just as the hot frontier has
- * filled its block).
+ * filled its block).  Once with writes straight to the log, once
+ * through a write cache, whose batches the writer destages when its
+ * shard is full (write_cached, which changes frontier mid-batch).
  */
-START_TEST (test_hot_cold_drain)
+static void
+hot_cold_drain (uint64_t cache_pages)
 {
   const uint64_t lp = 4096;
-  struct ftl *ftl = open_hot_cold (lp, true);
+  struct ftl *ftl = open_hot_cold_cache (lp, true, cache_pages);
   struct ref r;
   uint64_t rng = 7 + seed_offset;
   uint32_t hb, gb, open_blocks = 0;
@@ -680,7 +691,20 @@ START_TEST (test_hot_cold_drain)
   hb = ftl->hot[0].block;
   gb = ftl->gcw.block;
   __atomic_store_n (&ftl->sep_off, true, __ATOMIC_RELAXED);
-  overwrite (ftl, &r, &rng, 2 * lp, 0);
+  /* After every write: neither frontier has opened another block. */
+  for (uint64_t k = 0; k < 2 * lp; k++) {
+    overwrite (ftl, &r, &rng, 1, 0);
+    ck_assert_msg (ftl->hot[0].block == hb ||
+                   ftl->hot[0].block == FTL_NO_BLOCK, "write %" PRIu64
+                   ": the hot frontier opened block %u", k,
+                   ftl->hot[0].block);
+    ck_assert_msg (ftl->gcw.block == gb || ftl->gcw.block == FTL_NO_BLOCK,
+                   "write %" PRIu64 ": the young GC frontier opened block "
+                   "%u", k, ftl->gcw.block);
+  }
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  if (cache_pages)
+    ck_assert_uint_gt (ftl->cache.destaged, 2 * lp);
   ck_assert_int_eq (ftl->state[hb], FTL_BLK_FULL);
   ck_assert_int_eq (ftl->state[gb], FTL_BLK_FULL);
   ck_assert_uint_eq (ftl->media.wp[hb], ftl->ppb);
@@ -696,6 +720,13 @@ START_TEST (test_hot_cold_drain)
   verify_all (ftl, &r);
   ck_assert_int_eq (ftl_close (ftl), 0);
   ref_free (&r);
+  unlink (path);
+}
+
+START_TEST (test_hot_cold_drain)
+{
+  hot_cold_drain (0);
+  hot_cold_drain (64);
 }
 END_TEST
 
