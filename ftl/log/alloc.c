@@ -178,30 +178,27 @@ alloc_range_is_hot (struct ftl *ftl, uint64_t first, uint64_t last,
                     struct alloc_hits *hits)
 {
   uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
-  uint64_t short_age = hot_cold_age (ftl, 0);
-  uint32_t hot = 0, cold = 0, mapped = 0, vhot = 0;
+  uint32_t hot = 0, cold = 0;
 
-  /* hot-cold=false, or too little spare left: nothing to learn. */
-  if (__atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED))
+  /* Nothing to decide, nothing to learn. */
+  if (one_log_for_good (ftl))
     return false;
   for (uint64_t l = first; l <= last && hot + cold < 64; l++) {
     uint32_t ppn = l2p_load (ftl, l);
-    if (ppn == FTL_UNMAPPED || ppn == FTL_LOST)
+    if (ppn == FTL_UNMAPPED || ppn == FTL_LOST) {
       cold++;
-    else {
-      uint64_t age = now - MIN (now, block_data_seq (ftl, media_ppn_block
-                                                     (&ftl->media, ppn)));
-      mapped++;
-      vhot += age < short_age;
-      if (age < ftl->hot_age)
-        hot++;
-      else
-        cold++;
+      continue;
     }
+    uint64_t age = now - MIN (now, block_data_seq (ftl, media_ppn_block
+                                                   (&ftl->media, ppn)));
+    if (age < ftl->hot_age)
+      hot++;
+    else
+      cold++;
+    hits->overwrites++;
+    for (unsigned i = 0; i < HOT_COLD_AGES; i++)
+      hits->young[i] += age < hot_cold_age (ftl, i);
   }
-  hits->overwrites += mapped;
-  hits->young[0] += vhot;
-  hits->young[1] += hot;
   return hot > cold && !one_log (ftl);
 }
 
@@ -227,8 +224,7 @@ alloc_hot_cold_step (struct ftl *ftl)
   double best_hit = 0.0, best_live = 0.0, best_lift = 0.0;
   bool off, was_off, known = false;
 
-  if (ftl->hot_cold_always || __atomic_load_n (&ftl->one_log,
-                                               __ATOMIC_RELAXED))
+  if (ftl->hot_cold_always || one_log_for_good (ftl))
     return;
   ow = ftl_shard_sum (&ftl->sep_ctr[0].overwrites, sizeof ftl->sep_ctr[0]);
   window = MAX (ftl->logical_pages / HOT_COLD_WINDOW_DIV,
@@ -297,7 +293,7 @@ alloc_hot_cold_stats (struct ftl *ftl, struct ftl_stats *st)
 
   st->hot_cold.separating = !one_log (ftl);
   st->hot_cold.automatic = !ftl->hot_cold_always &&
-    !__atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED);
+    !one_log_for_good (ftl);
   __atomic_load (&sp->hit, &st->hot_cold.young_overwrites, __ATOMIC_RELAXED);
   __atomic_load (&sp->live, &st->hot_cold.young_live, __ATOMIC_RELAXED);
   __atomic_load (&sp->lift, &st->hot_cold.lift, __ATOMIC_RELAXED);

@@ -10,13 +10,22 @@
 #error "included by ftl-internal.h, after the handle"
 #endif
 
-/* No hot/cold separation now: hot-cold=false, too little spare left
- * (wl.c), or hot-cold=auto found no hot set (alloc.c).
+/* No hot/cold separation for good: hot-cold=false, or too little spare
+ * left (wl.c).
+ */
+static inline bool
+one_log_for_good (struct ftl *ftl)
+{
+  return __atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED);
+}
+
+/* No hot/cold separation now: for good, or hot-cold=auto found no hot
+ * set (alloc.c).
  */
 static inline bool
 one_log (struct ftl *ftl)
 {
-  return __atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED) ||
+  return one_log_for_good (ftl) ||
     __atomic_load_n (&ftl->sep_off, __ATOMIC_RELAXED);
 }
 

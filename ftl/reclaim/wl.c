@@ -192,7 +192,7 @@ wl_check_end_of_life (struct ftl *ftl)
 
   if (wl_worn_out (ftl))
     return;
-  if (!__atomic_load_n (&ftl->one_log, __ATOMIC_RELAXED) &&
+  if (!one_log_for_good (ftl) &&
       usable < data_blocks + FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams)) {
     /* Too few blocks left to keep hot and cold data apart: the hot
      * frontiers and the young GC one fill their open blocks and open

@@ -286,6 +286,18 @@ verify_all (struct ftl *ftl, const struct ref *r)
     verify_page (ftl, r, l);
 }
 
+/* Close the handle cleanly, reopen the image and check every page,
+ * then close it again.
+ */
+static void
+restart_verify (struct ftl *ftl, const struct ref *r)
+{
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = reopen ();
+  verify_all (ftl, r);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+
 /* Erases recorded for wear leveling. */
 static unsigned
 count_wl (void)
@@ -386,10 +398,7 @@ START_TEST (test_greedy_constructed)
   verify_all (ftl, &r);
 
   /* And after a clean restart. */
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
 }
 END_TEST
@@ -428,10 +437,7 @@ skewed (enum ftl_gc_policy policy, unsigned hot_percent, uint64_t seed)
   assert_picks (100);
   ck_assert_uint_gt (b.gc_runs, a.gc_runs + 100);
   verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
   unlink (path);
   memset (&gcw, 0, sizeof gcw);
@@ -511,10 +517,7 @@ hot_cold_run (bool one_log, uint64_t seed, uint64_t *hot_blocks)
     ck_assert (ftl->hot[0].block == FTL_NO_BLOCK &&
                ftl->gcw.block == FTL_NO_BLOCK);
   verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
   unlink (path);
   trace.n = 0;
@@ -637,10 +640,7 @@ START_TEST (test_hot_cold_auto)
   ck_assert_msg (st.hot_cold.lift > 2.0, "lift %.2f", st.hot_cold.lift);
   ck_assert_uint_gt (hot_open, 0);
   verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   unlink (path);
 
   /* hot-cold=true: no decisions, the hot frontier stays in use. */
@@ -715,10 +715,7 @@ hot_cold_drain (uint64_t cache_pages)
     open_blocks += ftl->state[b] == FTL_BLK_OPEN;
   ck_assert_uint_le (open_blocks, 2);   /* host[0] and gcf */
   verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
   unlink (path);
 }
@@ -762,10 +759,7 @@ full_device (uint64_t lpages, uint32_t ppb, double op, unsigned streams)
   ck_assert_uint_eq (st.host_write_pages, 11 * lpages);
   ck_assert_uint_gt (st.gc_runs, 10 * lpages / ppb);
   ck_assert_uint_eq (st.mapped_pages, lpages);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
 }
 
@@ -838,10 +832,7 @@ full_device_cached (bool background)
   ck_assert_uint_gt (st.cache.destaged_pages, 5 * lpages);
   if (background)
     ftl_stop_background (ftl);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
 }
 
@@ -1257,10 +1248,7 @@ START_TEST (test_background_erase_batch)
 
   verify_all (ftl, &r);
   ftl_stop_background (ftl);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
 }
 END_TEST
@@ -1358,10 +1346,7 @@ START_TEST (test_background_slices)
   ck_assert (!gc_in_progress (ftl));
   verify_all (ftl, &r);
   ftl_stop_background (ftl);
-  ck_assert_int_eq (ftl_close (ftl), 0);
-  ftl = reopen ();
-  verify_all (ftl, &r);
-  ck_assert_int_eq (ftl_close (ftl), 0);
+  restart_verify (ftl, &r);
   ref_free (&r);
 }
 END_TEST
