@@ -20,7 +20,12 @@
  *
  * bench/callgrind.sh runs it under valgrind and divides each phase's
  * instruction count by N.  Outside valgrind the callgrind requests do
- * nothing, and the program prints the wall time of each phase.
+ * nothing, and the program prints each phase's wall time and the
+ * process's CPU time per operation, user and system.  With
+ * --as-plugin the FTL runs as the plugin runs it, with the plugin's
+ * defaults (the write cache) and its background threads, whose CPU time
+ * counts too: what the library costs a request through nbdkit, less the
+ * NBD path (bench/perf.sh).
  */
 
 #include <config.h>
@@ -33,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +54,7 @@
 #endif
 
 #include "ftl.h"
+#include "keys.h"
 
 #include "bench-util.h"
 
@@ -73,10 +80,20 @@ fail (const char *what, int r)
 }
 
 /* The phase to count (NULL: all of them), and the start of the
- * current one.
+ * current one: wall clock, and this process's user and system time.
  */
 static const char *only;
-static double phase_start;
+static double phase_start, user_start, sys_start;
+
+static void
+cpu_now (double *user, double *sys)
+{
+  struct rusage ru;
+
+  getrusage (RUSAGE_SELF, &ru);
+  *user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+  *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
 
 static bool
 counted (const char *name)
@@ -89,6 +106,7 @@ begin_phase (const char *name)
 {
   if (counted (name))
     CALLGRIND_TOGGLE_COLLECT;
+  cpu_now (&user_start, &sys_start);
   phase_start = bench_clock_s (CLOCK_MONOTONIC);
 }
 
@@ -96,13 +114,25 @@ static void
 end_phase (const char *name, uint64_t n)
 {
   double t = bench_clock_s (CLOCK_MONOTONIC) - phase_start;
+  double user, sys;
 
+  cpu_now (&user, &sys);
+  user -= user_start;
+  sys -= sys_start;
   if (counted (name)) {
     CALLGRIND_TOGGLE_COLLECT;
     CALLGRIND_DUMP_STATS_AT (name);
   }
-  printf ("%-8s %8" PRIu64 " ops %8.3f s %10.0f ops/s\n",
-          name, n, t, t > 0 ? n / t : 0);
+  /* CPU per op: the library's own code (user) and the kernel's work
+   * for it (system: the copies to and from the image's page cache,
+   * its syncs).  Wall time above CPU time is waiting, for the host's
+   * disk mostly.
+   */
+  printf ("%-8s %8" PRIu64 " ops %8.3f s %10.0f ops/s"
+          "   CPU %.2f µs/op (user %.2f, system %.2f)\n",
+          name, n, t, t > 0 ? n / t : 0,
+          n ? (user + sys) * 1e6 / n : 0, n ? user * 1e6 / n : 0,
+          n ? sys * 1e6 / n : 0);
 }
 
 static void
@@ -110,7 +140,7 @@ usage (FILE *f)
 {
   fprintf (f,
            "Usage: %s [--dir DIR] [--size MIB] [--ops N] [--seed N]\n"
-           "          [--phase write|read|steady]\n"
+           "          [--phase write|read|steady] [--as-plugin]\n"
            "A fixed workload of 4 KiB writes and reads through the FTL\n"
            "library, in phases that callgrind counts separately.\n"
            "  --dir DIR    where the image is created (default /dev/shm,\n"
@@ -118,7 +148,10 @@ usage (FILE *f)
            "  --size MIB   disk size in MiB (default 64)\n"
            "  --ops N      writes and reads per phase (default 10000)\n"
            "  --seed N     seed of the offsets (default 1)\n"
-           "  --phase P    count only phase P (the others still run)\n",
+           "  --phase P    count only phase P (the others still run)\n"
+           "  --as-plugin  the plugin's defaults (its write cache among\n"
+           "               them) and its background threads (destager,\n"
+           "               GC), instead of no cache and GC in the writer\n",
            prog);
 }
 
@@ -146,13 +179,16 @@ main (int argc, char *argv[])
     { "ops", required_argument, NULL, 'n' },
     { "seed", required_argument, NULL, 'S' },
     { "phase", required_argument, NULL, 'p' },
+    { "as-plugin", no_argument, NULL, 'P' },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *dir = access ("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   uint64_t size_mib = 64, n = 10000, seed = 1;
   char err[256];
+  struct ftl_keys keys;
   struct ftl_options opts = { 0 };
+  bool as_plugin = false;
   struct ftl *ftl;
   struct ftl_stats st0, st1;
   uint64_t pages, i, s, off;
@@ -174,6 +210,7 @@ main (int argc, char *argv[])
       }
       only = optarg;
       break;
+    case 'P': as_plugin = true; break;
     case 'h': usage (stdout); return EXIT_SUCCESS;
     default: usage (stderr); return EXIT_FAILURE;
     }
@@ -192,6 +229,14 @@ main (int argc, char *argv[])
     return EXIT_FAILURE;
   }
 
+  if (as_plugin) {
+    ftl_keys_init (&keys);
+    if (ftl_keys_finish (&keys, err, sizeof err) < 0) {
+      fprintf (stderr, "%s: %s\n", prog, err);
+      return EXIT_FAILURE;
+    }
+    opts = keys.opts;
+  }
   snprintf (path, sizeof path, "%s/ftl-ops.%ld.img", dir, (long) getpid ());
   unlink (path);
   opts.path = path;
@@ -201,6 +246,11 @@ main (int argc, char *argv[])
   if (r < 0) {
     fprintf (stderr, "%s: %s: %s\n", prog, path, err);
     return EXIT_FAILURE;
+  }
+  if (as_plugin && (r = ftl_start_background (ftl)) < 0) {
+    fprintf (stderr, "%s: starting the background threads: %s\n", prog,
+             strerror (-r));
+    goto fail;
   }
   buf = malloc (FILL_SIZE);
   if (buf == NULL) {

@@ -31,7 +31,9 @@ Usage: $prog [OPTION]...
 Run fio through nbdkit against the ftl, file and memory plugins and print
 a Markdown table: median IOPS and bandwidth with their spread, ratios to
 the file and memory plugins, completion latency, CPU time per GiB, peak
-RSS.
+RSS; and where the machine's CPU time went per request (the server,
+fio, the rest, idle), with the server's share that the goals against
+memory leave.
 
   --dir DIR          where the images go (default: \$TMPDIR unless it is
                      tmpfs, else the build tree); a private directory is
@@ -336,21 +338,59 @@ clk_tck="$(getconf CLK_TCK)"
 results="$work/results.tsv"
 : >"$results"
 
+# The machine's CPU time and a server's, when fio's jobs start and end
+# (fio runs it through exec_prerun and exec_postrun): "BUSY TOTAL
+# SERVER" in clock ticks, BUSY and TOTAL over all CPUs (/proc/stat;
+# idle and iowait are not busy), SERVER the server's user + system.
+snap_script ()
+{
+    cat >"$work/snap" <<'EOF2'
+#!/bin/sh
+# snap FILE PID: append the machine's busy and total CPU ticks and
+# those of process PID to FILE.
+awk -v pid="$2" '$1 == "cpu" {
+    t = 0
+    for (i = 2; i <= 9; i++) t += $i
+    getline s < ("/proc/" pid "/stat")
+    split(s, f, " ")
+    print t - $5 - $6, t, f[14] + f[15]
+    exit
+}' /proc/stat >>"$1"
+EOF2
+    chmod +x "$work/snap"
+}
+snap_script
+
 # measure REP WORKLOAD NAME: run the workload against one server and
-# append a row to the results.
+# append a row to the results: fio's figures; the server's CPU time
+# over the whole run; and over the jobs' run alone (from the first
+# job's start to the last one's end: not fio's own start), the
+# machine's busy and total CPU time, the server's, and the jobs' own
+# (the client's).
 measure ()
 {
-    local rep="$1" wl="$2" name="$3" opts out t0 t1
+    local rep="$1" wl="$2" name="$3" opts out t0 t1 pre post
     opts="$(sub_sizes "$(wl_field "$wl" 4)")"
     out="$work/$wl.$name.$rep.json"
+    rm -f "$work/snap.pre" "$work/snap.post"
     t0="$(cpu_ticks "$name")"
     # shellcheck disable=SC2086
     fio_run "$name" "$out" --runtime="$runtime" \
-        --percentile_list=50:99:99.9 $opts
+        --percentile_list=50:99:99.9 \
+        --exec_prerun="$work/snap $work/snap.pre ${pid_of[$name]}" \
+        --exec_postrun="$work/snap $work/snap.post ${pid_of[$name]}" $opts
     t1="$(cpu_ticks "$name")"
+    pre="$(head -n 1 "$work/snap.pre")"
+    post="$(tail -n 1 "$work/snap.post")"
     jq -r --arg rep "$rep" --arg wl "$wl" --arg srv "$name" \
           --arg cpu "$(awk -v a="$t0" -v b="$t1" -v h="$clk_tck" \
-                          'BEGIN { print (b - a) / h }')" '
+                          'BEGIN { print (b - a) / h }')" \
+          --arg window "$(awk -v a="$pre" -v b="$post" -v h="$clk_tck" '
+                BEGIN {
+                    split(a, x, " "); split(b, y, " ")
+                    printf "%s %s %s", (y[1] - x[1]) / h, (y[2] - x[2]) / h,
+                        (y[3] - x[3]) / h
+                }')" '
         .jobs[0] as $j
         | (if $j.write.io_bytes > 0 then $j.write else $j.read end) as $d
         | [$rep, $wl, $srv,
@@ -360,7 +400,9 @@ measure ()
            ($d.clat_ns.percentile["50.000000"] // 0) / 1000,
            ($d.clat_ns.percentile["99.000000"] // 0) / 1000,
            ($d.clat_ns.percentile["99.900000"] // 0) / 1000,
-           $cpu]
+           $cpu, ($window | split(" ") | map(tonumber))[],
+           ($j.usr_cpu + $j.sys_cpu) / 100 * $j.job_runtime / 1000,
+           ($j.read.total_ios + $j.write.total_ios)]
         | @tsv' "$out" >>"$results"
     if [ -n "$json_dir" ]; then cp "$out" "$json_dir/"; fi
     note_hwm "$name"
@@ -606,7 +648,7 @@ fi
 echo
 
 awk -F'\t' -v order="$(IFS=,; echo "${run_workloads[*]}")" \
-    -v images_fs="$(fstype "$work")" '
+    -v images_fs="$(fstype "$work")" -v ncpu="$(nproc)" '
 function median(s,    a, n, i, j, t) {
     n = split(s, a, " ")
     for (i = 2; i <= n; i++) {
@@ -639,6 +681,24 @@ function med(k) { return (k in vals) ? num(median(vals[k])) : "-" }
     add(w SUBSEP s SUBSEP "p999", $9)
     if ($6 > 0) add(w SUBSEP s SUBSEP "cpu", $10 / ($6 / 1073741824))
     if ($6 > 0) cpu[rep, w, s] = $10 / ($6 / 1073741824)
+    # Per request, in µs: the server, fio, the rest of the machine and
+    # idle CPU, which add up to CPUs × wall time / requests.
+    # Over the run of the jobs: busy $11, total $12 (all CPUs), server $13,
+    # client $14, requests $15.  The rest is what the machine was busy
+    # with besides the server and the jobs; idle is the total less the
+    # busy.
+    if ($15 > 0 && $12 > 0) {
+        us = 1e6 / $15
+        rest = $11 - $13 - $14; if (rest < 0) rest = 0
+        add(w SUBSEP s SUBSEP "us_srv", $13 * us)
+        add(w SUBSEP s SUBSEP "us_cli", $14 * us)
+        add(w SUBSEP s SUBSEP "us_rest", rest * us)
+        add(w SUBSEP s SUBSEP "us_idle", ($12 - $11) * us)
+        add(w SUBSEP s SUBSEP "us_all", $12 * us)
+        cli_us[rep, w, s] = $14 * us
+        rest_us[rep, w, s] = rest * us
+        srv_us[rep, w, s] = $13 * us
+    }
     reps[rep] = 1
 }
 END {
@@ -694,6 +754,21 @@ END {
         printf "| %s | %s | %s | %s |\n", w, spread(w SUBSEP "ftl" SUBSEP "cpu"), \
             spread(w SUBSEP "file" SUBSEP "cpu"), spread(w SUBSEP "ftl" SUBSEP "cpuxfile")
     }
+    # Where the time went, per request.
+    print ""
+    print "Where the machine'"'"'s CPU time went, µs per request (medians): the server, fio (the"
+    print "client), the rest of the machine (other processes, the kernel'"'"'s threads: writeback)"
+    print "and idle CPU. They add up to " ncpu " CPUs × wall time / requests."
+    print ""
+    print "| Workload | Server | server | client | rest | idle | all |"
+    print "|---|---|---|---|---|---|---|"
+    for (i = 1; i <= nw; i++) for (j = 1; j <= ns; j++) {
+        w = ws[i]; s = ss[j]; k = w SUBSEP s SUBSEP
+        if (!((k "us_all") in vals)) continue
+        printf "| %s | %s | %s | %s | %s | %s | %s |\n", (j == 1 ? w : ""), s, \
+            med(k "us_srv"), med(k "us_cli"), med(k "us_rest"), med(k "us_idle"), \
+            med(k "us_all")
+    }
     # Targets: the plugin against the file plugin.
     print ""
     print "| Target (ftl) | Goal | Measured | |"
@@ -737,6 +812,33 @@ END {
     target("rand-write-4conn", "xmem", 0.80, "random write, 4 connections, vs memory")
     target("rand-write-fsync32", "xfile", 1.0, "random write fsync=32 vs file")
     targetk("scale-read" SUBSEP "ftl", 1.0, "4 connections / 1, reads")
+    # What the goals against memory leave for the server: at goal ×
+    # memory'"'"'s IOPS the machine has ncpu / (goal × IOPS) per request,
+    # less what fio and the rest of the machine spent per request in
+    # the ftl run, with nothing idle.
+    nb = split("rand-write-qd16:0.85 rand-write-steady:0.70 rand-write-4conn:0.80", bt, " ")
+    hdr = 0
+    for (b = 1; b <= nb; b++) {
+        split(bt[b], kv, ":"); w = kv[1]; goal = kv[2]
+        for (r in reps) {
+            if (!((r, w, "ftl") in srv_us) || iops[r, w, "memory"] <= 0) continue
+            add(w SUBSEP "budget", ncpu * 1e6 / (goal * iops[r, w, "memory"]) \
+                - cli_us[r, w, "ftl"] - rest_us[r, w, "ftl"])
+        }
+        if (!((w SUBSEP "budget") in vals)) continue
+        if (!hdr) {
+            print ""
+            print "The server'"'"'s CPU per request that the goals against memory leave: at goal ×"
+            print "memory'"'"'s IOPS the machine has " ncpu " CPUs / (goal × IOPS) per request; less what fio"
+            print "and the rest of the machine spent per request in the ftl run, nothing idle:"
+            print ""
+            print "| Workload | Goal | ftl server now, µs | the goal leaves, µs |"
+            print "|---|---|---|---|"
+            hdr = 1
+        }
+        printf "| %s | ≥ %.2f× memory | %s | %s |\n", w, goal, \
+            spread(w SUBSEP "ftl" SUBSEP "us_srv"), spread(w SUBSEP "budget")
+    }
 }
 function targetmax(k, goal, label, status,    m) {
     if (!(k in vals)) return

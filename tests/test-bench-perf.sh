@@ -18,11 +18,38 @@ timeout 120 "$perf" --plugin "$FTL_PLUGIN" --dir "$tmp" \
 cat "$tmp/out.md"
 
 # One row per server and workload, with a positive median IOPS.
+sed -n '/^| Workload | Server | IOPS /,/^$/p' "$tmp/out.md" >"$tmp/iops.md"
 for w in seq-read rand-write-qd16 rand-write-steady; do
-    grep -q "^| $w | ftl | [1-9]" "$tmp/out.md"
+    grep -q "^| $w | ftl | [1-9]" "$tmp/iops.md"
 done
-test "$(grep -c '^|  | file | [1-9]' "$tmp/out.md")" -eq 3
-test "$(grep -c '^|  | memory | [1-9]' "$tmp/out.md")" -eq 3
+test "$(grep -c '^|  | file | [1-9]' "$tmp/iops.md")" -eq 3
+test "$(grep -c '^|  | memory | [1-9]' "$tmp/iops.md")" -eq 3
+
+# Where the CPU time went, per request: a row per workload and server;
+# the server and fio spent CPU on every request, and the four parts
+# (one repeat: no medians of parts) add up to the whole.  Idle is what
+# the others leave, but not below 0: in runs of a few hundredths of a
+# second the clock ticks of the CPU times can add up to more than the
+# whole.
+sed -n '/^| Workload | Server | server | client /,/^$/p' "$tmp/out.md" \
+    >"$tmp/cpu.md"
+awk -F'|' '
+    NR > 2 && NF > 7 {
+        rows++
+        srv = $4 + 0; cli = $5 + 0; rest = $6 + 0; idle = $7 + 0; all = $8 + 0
+        sum = srv + cli + rest + idle
+        if (!(srv > 0 && cli > 0 && rest >= 0 && idle >= 0 && all > 0 &&
+              sum > 0.97 * all && sum < 1.25 * all)) {
+            print "bad row: " $0; bad++
+        }
+    }
+    END { exit !(rows == 9 && !bad) }' "$tmp/cpu.md"
+# What the goals against memory leave for the server: a figure for
+# each random write workload that ran (it may be negative).
+grep -Eq '^\| rand-write-qd16 \| ≥ 0\.85× memory \| [0-9.]+ \| -?[0-9.]+ \|$' \
+    "$tmp/out.md"
+grep -Eq '^\| rand-write-steady \| ≥ 0\.70× memory \| [0-9.]+ \| -?[0-9.]+ \|$' \
+    "$tmp/out.md"
 grep -q '^| random write steady state vs memory | ' "$tmp/out.md"
 grep -q '^Peak RSS (VmHWM.*ftl [1-9][0-9]* MiB ([0-9.]* MiB per GiB of disk)' "$tmp/out.md"
 grep -q '^| seq-read | [0-9.]* .*| [0-9.]* .*| [0-9.]*' "$tmp/out.md"
