@@ -28,7 +28,8 @@
  *
  * The thread (started by ftl_start_background) loops over steps; it
  * sleeps when a step finds nothing to do, until a writer finds the free
- * pool at or below gc.drain_target or a checkpoint due (the bell,
+ * pool at or below gc.drain_ring (a batch of erases below
+ * gc.drain_target) or a checkpoint due (the bell,
  * util/bell.h, rung by writers and requests) or 100 ms pass, and for 1 s after an error (a failed
  * checkpoint, or nothing to reclaim) rather than try again at once.
  * The write cache's destager is a thread of its own (destage.c).  With

@@ -84,9 +84,11 @@ host_frontier_ready (struct ftl *ftl, struct frontier **fp, uint64_t mask,
     if (collected || alloc_nfree (ftl) > ftl->gc.low) {
       r = alloc_frontier_open (ftl, f, FTL_RESERVE_BLOCKS);
       if (r == 0) {
-        /* The background erases ahead of need at its drain target. */
+        /* The background erases ahead of need up to its drain target,
+         * a batch at a time.
+         */
         if (ftl_bell_listening (&ftl->bell)
-            && alloc_nfree (ftl) <= ftl->gc.drain_target)
+            && alloc_nfree (ftl) <= ftl->gc.drain_ring)
           ftl_bell_ring (&ftl->bell);
         break;
       }

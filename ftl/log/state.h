@@ -85,6 +85,11 @@ _Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
  */
 #define FTL_GC_LOW_BLOCKS FTL_RESERVE_BLOCKS
 #define FTL_GC_HIGH_SPARE_DIV 128
+/* The background thread erases drained blocks up to gc.drain_target,
+ * and writers wake it this many blocks below (gc.drain_ring): one wake
+ * per batch of erases (BG_ERASES in host/bg.c).
+ */
+#define FTL_GC_DRAIN_RING_SLACK 8
 /* Spare blocks needed beyond the logical capacity, given the number of
  * host streams: every open frontier (host, two GC, metadata), the free
  * blocks GC keeps, and room for invalid pages so that reclaiming a

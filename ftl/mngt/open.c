@@ -577,6 +577,14 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
    * to here (bg.c).
    */
   ftl->gc.drain_target = ftl->gc.high + spare / 4;
+  /* Writers wake it once the pool is a batch of erases below that (see
+   * bg.c), not at every block they open: during a sequential overwrite
+   * that was one wake-up per erase block, with its context switches,
+   * for one erase.  Never below high, where victims with pages to copy
+   * wait for it.
+   */
+  ftl->gc.drain_ring = ftl->gc.drain_target
+    - MIN (FTL_GC_DRAIN_RING_SLACK, (ftl->gc.drain_target - ftl->gc.high) / 2);
   /* A checkpoint every eighth of the physical pages bounds recovery and
    * costs about 4 bytes per logical page each time.  It also releases
    * trim pages, which GC must keep until then: so that they can never

@@ -38,6 +38,9 @@ struct gc {
                                  * this (foreground too, without it) */
   uint32_t drain_target;        /* the background thread erases drained
                                  * blocks (nothing to copy) up to this */
+  uint32_t drain_ring;          /* a writer that opens a block wakes it
+                                 * at or below this (a few blocks under
+                                 * drain_target: a batch per wake) */
   bool from_slc;                /* relocating from an SLC block: a fold
                                  * (counted in slc.folded) */
   bool moving_for_wl;           /* relocating for wear leveling, not to

@@ -1185,6 +1185,70 @@ START_TEST (test_background_steps)
 }
 END_TEST
 
+/* During a sequential overwrite every block a writer opens lowers the
+ * free pool, and the background erases drained blocks back up to
+ * gc.drain_target.  Writers wake it (ring the bell) for that only once
+ * the pool is a batch of erases below (gc.drain_ring), not at every
+ * block they open: with the background answering every ring at once, a
+ * ring per FTL_GC_DRAIN_RING_SLACK + 1 blocks opened at most, and the
+ * pool never lower.  (The bell also rings when a checkpoint is due.)
+ */
+START_TEST (test_background_drain_ring)
+{
+  struct ftl *ftl = open_manual_op (FTL_GC_WATERMARK, UINT32_MAX, 100);
+  struct ref r;
+  uint64_t opened = 0, drain_rings = 0, ckpt_rings = 0;
+  uint32_t lowest = UINT32_MAX;
+
+  ck_assert_uint_eq (ftl->gc.drain_target - ftl->gc.drain_ring,
+                     FTL_GC_DRAIN_RING_SLACK);
+  ck_assert_uint_gt (ftl->gc.drain_ring, ftl->gc.high);
+  ref_init (&r, BG_LPAGES);
+  /* The fill, and overwrites until the free pool is down to the
+   * target (a fresh disk has all its spare blocks free).
+   */
+  write_pages (ftl, &r, 0, BG_LPAGES);
+  for (uint64_t lpn = 0; alloc_nfree (ftl) > ftl->gc.drain_ring;
+       lpn = (lpn + 16) % BG_LPAGES)
+    write_pages (ftl, &r, lpn, 16);
+  step_until_idle (ftl, 1000, 0);
+  /* (it erases while the pool is at or below the target) */
+  ck_assert_uint_eq (alloc_nfree (ftl), ftl->gc.drain_target + 1);
+  for (unsigned pass = 0; pass < 4; pass++)
+    for (uint64_t lpn = 0; lpn < BG_LPAGES; lpn += 16) {
+      uint32_t before = alloc_nfree (ftl);
+      uint64_t rings = ftl->bell.rings;
+      write_pages (ftl, &r, lpn, 16);
+      opened += alloc_nfree (ftl) < before;
+      lowest = MIN (lowest, alloc_nfree (ftl));
+      if (ftl->bell.rings == rings)
+        continue;
+      if (alloc_nfree (ftl) <= ftl->gc.drain_ring)
+        drain_rings++;
+      else {
+        ck_assert_msg (ckpt_due (ftl), "a ring with %u blocks free "
+                       "(ring at %u) and no checkpoint due",
+                       alloc_nfree (ftl), ftl->gc.drain_ring);
+        ckpt_rings++;
+      }
+      step_until_idle (ftl, 1000, 0);
+      ck_assert_uint_eq (alloc_nfree (ftl), ftl->gc.drain_target + 1);
+    }
+  printf ("drain ring: %" PRIu64 " blocks opened, %" PRIu64 " rings for "
+          "erases, %" PRIu64 " for checkpoints, free blocks down to %u "
+          "(target %u, ring at %u)\n", opened, drain_rings, ckpt_rings,
+          lowest, ftl->gc.drain_target, ftl->gc.drain_ring);
+  ck_assert_uint_ge (opened, 4 * BG_LPAGES / 16 - 4);
+  ck_assert_uint_gt (drain_rings, 0);
+  ck_assert_uint_le (drain_rings, opened / (FTL_GC_DRAIN_RING_SLACK + 1));
+  ck_assert_uint_eq (lowest, ftl->gc.drain_ring);
+  verify_all (ftl, &r);
+  ftl_stop_background (ftl);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ref_free (&r);
+}
+END_TEST
+
 /* Victims of background GC wait for their erase (gc.pending): without
  * flushes, several share one sync; with a client's flush after each
  * burst of writes, the flush covers them and GC syncs far less often
@@ -1374,6 +1438,7 @@ gc_suite (void)
   tcase_add_test (tc, test_erase_after_barrier);
   tcase_add_test (tc, test_background_steps);
   tcase_add_test (tc, test_background_erase_batch);
+  tcase_add_test (tc, test_background_drain_ring);
   tcase_add_test (tc, test_background_wear_choice);
   tcase_add_test (tc, test_background_slices);
   suite_add_tcase (s, tc);
