@@ -377,8 +377,8 @@ measure ()
     # shellcheck disable=SC2086
     fio_run "$name" "$out" --runtime="$runtime" \
         --percentile_list=50:99:99.9 \
-        --exec_prerun="$work/snap $work/snap.pre ${pid_of[$name]}" \
-        --exec_postrun="$work/snap $work/snap.post ${pid_of[$name]}" $opts
+        --exec_prerun="'$work/snap' '$work/snap.pre' ${pid_of[$name]}" \
+        --exec_postrun="'$work/snap' '$work/snap.post' ${pid_of[$name]}" $opts
     t1="$(cpu_ticks "$name")"
     pre="$(head -n 1 "$work/snap.pre")"
     post="$(tail -n 1 "$work/snap.post")"
@@ -681,12 +681,10 @@ function med(k) { return (k in vals) ? num(median(vals[k])) : "-" }
     add(w SUBSEP s SUBSEP "p999", $9)
     if ($6 > 0) add(w SUBSEP s SUBSEP "cpu", $10 / ($6 / 1073741824))
     if ($6 > 0) cpu[rep, w, s] = $10 / ($6 / 1073741824)
-    # Per request, in µs: the server, fio, the rest of the machine and
-    # idle CPU, which add up to CPUs × wall time / requests.
-    # Over the run of the jobs: busy $11, total $12 (all CPUs), server $13,
-    # client $14, requests $15.  The rest is what the machine was busy
-    # with besides the server and the jobs; idle is the total less the
-    # busy.
+    # Per request, in µs, over the run of the jobs: the server ($13),
+    # fio ($14), the rest of the machine (busy $11 less those two) and
+    # idle CPU (total $12 less busy), which add up to CPUs × wall time
+    # / requests ($15).
     if ($15 > 0 && $12 > 0) {
         us = 1e6 / $15
         rest = $11 - $13 - $14; if (rest < 0) rest = 0
@@ -816,10 +814,11 @@ END {
     # memory'"'"'s IOPS the machine has ncpu / (goal × IOPS) per request,
     # less what fio and the rest of the machine spent per request in
     # the ftl run, with nothing idle.
-    nb = split("rand-write-qd16:0.85 rand-write-steady:0.70 rand-write-4conn:0.80", bt, " ")
     hdr = 0
-    for (b = 1; b <= nb; b++) {
-        split(bt[b], kv, ":"); w = kv[1]; goal = kv[2]
+    for (i = 1; i <= nw; i++) {
+        w = ws[i]
+        if (!(w in memgoal)) continue
+        goal = memgoal[w]
         for (r in reps) {
             if (!((r, w, "ftl") in srv_us) || iops[r, w, "memory"] <= 0) continue
             add(w SUBSEP "budget", ncpu * 1e6 / (goal * iops[r, w, "memory"]) \
@@ -846,7 +845,10 @@ function targetmax(k, goal, label, status,    m) {
     if (status == "") status = (m <= goal ? "met" : "missed")
     printf "| %s | ≤ %.2f× | %s× (%s..%s) | %s |\n", label, goal, num(m), num(lo), num(hi), status
 }
-function target(w, what, goal, label) { targetk(w SUBSEP "ftl" SUBSEP what, goal, label) }
+function target(w, what, goal, label) {
+    if (what == "xmem") memgoal[w] = goal
+    targetk(w SUBSEP "ftl" SUBSEP what, goal, label)
+}
 function targetk(k, goal, label, status,    m) {
     if (!(k in vals)) return
     m = median(vals[k])
