@@ -162,9 +162,6 @@ static void *
 writer (void *arg)
 {
   (void) arg;
-#ifdef HAVE_PTHREAD_SETNAME_NP
-  pthread_setname_np (pthread_self (), "ftl-slow-log");
-#endif
   while (!stop)
     drain (POLL_NS);
   return NULL;
@@ -200,6 +197,9 @@ slowlog_start (struct ftl *ftl)
     fp = NULL;
     return -1;
   }
+#ifdef HAVE_PTHREAD_SETNAME_NP
+  pthread_setname_np (thread, "ftl-slow-log");
+#endif
   running = true;
   return 0;
 }

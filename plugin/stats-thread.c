@@ -311,9 +311,6 @@ stats_thread (void *arg)
 {
   struct timespec deadline;
 
-#ifdef HAVE_PTHREAD_SETNAME_NP
-  pthread_setname_np (pthread_self (), "ftl-stats");
-#endif
   clock_gettime (CLOCK_MONOTONIC, &deadline);
   deadline.tv_sec += interval;
   pthread_mutex_lock (&wake_lock);
@@ -367,6 +364,10 @@ stats_start (void)
     err = pthread_create (&thread, NULL, stats_thread, NULL);
     pthread_sigmask (SIG_SETMASK, &old, NULL);
     running = err == 0;
+#ifdef HAVE_PTHREAD_SETNAME_NP
+    if (running)
+      pthread_setname_np (thread, "ftl-stats");
+#endif
     pthread_mutex_lock (&wake_lock);
     listening = running;
     pthread_mutex_unlock (&wake_lock);

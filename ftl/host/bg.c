@@ -273,7 +273,6 @@ background (void *arg)
   struct ftl *ftl = arg;
   struct bg *bg = &ftl->bg;
 
-  ftl_thread_name ("ftl-background");
   pthread_mutex_lock (&ftl->bell.lock);
   while (!ftl->bell.stop) {
     uint64_t kicks = ftl->bell.rings;
@@ -325,6 +324,7 @@ ftl_start_background (struct ftl *ftl)
     destage_stop (ftl);
     return -r;
   }
+  ftl_thread_name (ftl->bg.thread, "ftl-background");
   __atomic_store_n (&ftl->bell.listening, true, __ATOMIC_RELEASE);
   return 0;
 }

@@ -168,8 +168,6 @@ destager (void *arg)
   struct cache *c = &ftl->cache;
   uint64_t last_ver = cache_version (ftl), last_change = now_ns ();
 
-  ftl_thread_name ("ftl-destager");
-
   while (!stopping (ftl)) {
     /* Asleep before the check of the dirty pages, and a writer adds
      * its page before it looks (destage_kick): either this sees the
@@ -259,6 +257,7 @@ destage_start (struct ftl *ftl)
     sem_destroy (&c->wake);
     return -r;
   }
+  ftl_thread_name (c->thread, "ftl-destager");
   __atomic_store_n (&c->running, true, __ATOMIC_RELEASE);
   return 0;
 }

@@ -764,8 +764,6 @@ watchdog (void *arg)
   uint64_t last_gp = sum_progress (dl);
   uint64_t idle_since = clock_now ();
 
-  ftl_thread_name ("ftl-watchdog");
-
   pthread_mutex_lock (&dl->lock);
   while (!dl->stop) {
     uint64_t wake = clock_now () + tick;
@@ -828,6 +826,7 @@ dl_start (struct deadline *dl, int (*probe) (void *), void *probe_opaque)
   pthread_sigmask (SIG_SETMASK, &old, NULL);
   if (r != 0)
     return -r;
+  ftl_thread_name (dl->thread, "ftl-watchdog");
   dl->running = true;
   return 0;
 }

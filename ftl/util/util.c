@@ -23,11 +23,12 @@ ftl_shard_assign (void)
 }
 
 void
-ftl_thread_name (const char *name)
+ftl_thread_name (pthread_t t, const char *name)
 {
 #ifdef HAVE_PTHREAD_SETNAME_NP
-  pthread_setname_np (pthread_self (), name);
+  pthread_setname_np (t, name);
 #else
+  (void) t;
   (void) name;
 #endif
 }

@@ -4,6 +4,7 @@
 #define FTL_UTIL_H
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,10 +58,13 @@ ftl_shard_sum (const uint64_t *first, size_t stride)
   return n;
 }
 
-/* Name the calling thread (at most 15 bytes), so that top -H, ps -L
- * and perf show the library's threads apart from nbdkit's workers.
+/* Name thread t (at most 15 bytes), so that top -H, ps -L and perf
+ * show the library's threads apart from nbdkit's workers.  Called by
+ * the creator right after pthread_create: the name is there once the
+ * function that starts the thread returns, whether or not the thread
+ * has run yet.
  */
-extern void ftl_thread_name (const char *name);
+extern void ftl_thread_name (pthread_t t, const char *name);
 
 #ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
