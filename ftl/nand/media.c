@@ -312,7 +312,7 @@ model_wait (struct media *m, uint64_t end, uint32_t n)
       dl_stage_end_at (t, now);
       return -ETIMEDOUT;
     }
-    if (now + clock_early () >= end)
+    if (now >= end)
       break;
     clock_wait_model (MIN (end, now + 1000000));
     if (m->dl && end - now > 1000000)

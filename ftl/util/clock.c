@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -16,24 +17,27 @@
 
 /* Waking from clock_nanosleep takes time (tens of microseconds on a
  * loaded virtual machine, even with a timer slack of 1 us), which would
- * add to every modeled wait; and a precise timer costs CPU time for
- * every sleep (the kernel cannot coalesce the wake-ups).  So:
+ * add to every modeled wait; and a timer, its interrupt and the two
+ * context switches of a sleep cost CPU time, about as much as the NBD
+ * path's own work for a request on a virtual machine.  So:
  *
- *   - with few threads asleep in the model (at most SLEEPERS_PRECISE)
- *     a thread asks for a timer slack of 1 us: latency is what a
- *     client at a low queue depth sees; with more, for the default
- *     50 us: wake-ups are coalesced, and throughput is what a deep
- *     queue sees (prctl only when a thread changes mode);
+ *   - with few threads asleep (at most SLEEPERS_PRECISE) a thread asks
+ *     for a timer slack of 1 us: latency is what a client at a low
+ *     queue depth sees; with more, for the default 50 us: wake-ups are
+ *     coalesced (prctl only when a thread changes mode);
  *   - each mode keeps a moving average of its oversleep (1/8 of each
  *     new sample), and a sleep aims early by half of it, at most
- *     EARLY_MAX_NS: waits still end a little late on average, and much
- *     closer to their time; a burst of load elsewhere, which makes the
- *     average jump, cannot make them end much early;
- *   - a modeled wait that is the only one (clock_wait_model: a client
- *     at queue depth 1, whose latency is the figure) sleeps until its
- *     oversleep before its end and spins the rest, at most
- *     CLOCK_SPIN_MAX_NS: it ends on time, for CPU time that a lone
- *     request leaves idle anyway.
+ *     EARLY_MAX_NS;
+ *   - a modeled wait (clock_wait_model) never ends before its time.
+ *     One that is the only one (a client at queue depth 1, whose
+ *     latency is the figure) sleeps until its oversleep before its end
+ *     and spins the rest, at most CLOCK_SPIN_MAX_NS: it ends on time,
+ *     for CPU time that a lone request leaves idle anyway.  A crowd of
+ *     them (a deep queue, whose throughput is the figure) sleeps until
+ *     CLOCK_YIELD_NS before each end and yields the CPU from there: the
+ *     waiting threads stay runnable and take turns with the client and
+ *     the requests being served, with no timer and no wake-up each.
+ *     Short modeled operations (a read, the host link) never sleep.
  */
 #define SLEEPERS_PRECISE 4
 #define OVERSLEEP_MAX_NS 200000
@@ -42,6 +46,22 @@ static uint64_t oversleep_ns[2];        /* atomic; per mode */
 static unsigned sleepers;               /* atomic */
 static unsigned model_waiters;          /* atomic: in clock_wait_model */
 static FTL_TLS int slack_mode = -1;    /* this thread's: 0 precise */
+static FTL_TLS uint64_t spun_ns;        /* this thread's, clock_spun_ns */
+
+/* A crowd's yields (clock_wait_model): how late its waits that yielded
+ * ended (moving average, as oversleep_ns).  A yield gives the CPU to
+ * whatever else may run there, for as long as the scheduler lets it: a
+ * CPU-bound thread of another program (a guest's CPU, a compiler) may
+ * keep it for a whole time slice, milliseconds.  While the average is
+ * above YIELD_LATE_MAX_NS (a sleep's wake-up costs about that) a crowd
+ * sleeps instead, and one wait every YIELD_PROBE_NS yields to learn
+ * when the yields are prompt again (its lateness counts for half of
+ * the new average).
+ */
+#define YIELD_LATE_MAX_NS 100000
+#define YIELD_PROBE_NS 20000000
+static uint64_t yield_late_ns;          /* atomic */
+static uint64_t probe_at;               /* atomic: the last probe */
 
 void
 clock_sleep_until (uint64_t t)
@@ -94,35 +114,65 @@ void
 clock_wait_model (uint64_t t)
 {
   unsigned n = __atomic_add_fetch (&model_waiters, 1, __ATOMIC_RELAXED);
+  uint64_t now = clock_now ();
+  bool prompt = __atomic_load_n (&yield_late_ns, __ATOMIC_RELAXED)
+    <= YIELD_LATE_MAX_NS;
+  bool yield = false, probe = false;
+  uint64_t lead = 0;
 
   if (n == 1) {
     uint64_t avg = __atomic_load_n (&oversleep_ns[0], __ATOMIC_RELAXED);
-    uint64_t lead = MIN (avg + SPIN_MARGIN_NS, CLOCK_SPIN_MAX_NS);
-    uint64_t now = clock_now ();
-
-    if (t > now + lead)
-      clock_sleep_until (t - lead);
-    /* Spin while alone: a second waiter makes this one sleep again. */
-    while ((now = clock_now ()) < t &&
-           __atomic_load_n (&model_waiters, __ATOMIC_RELAXED) == 1)
-      cpu_relax ();
-    if (now < t)
-      clock_sleep_until (t);
+    lead = MIN (avg + SPIN_MARGIN_NS, CLOCK_SPIN_MAX_NS);
   }
-  else
-    clock_sleep_until (t);
+  else {
+    /* A crowd yields while yields end close to their time; once they
+     * do not, one wait tries again every YIELD_PROBE_NS.
+     */
+    if (!prompt) {
+      uint64_t p = __atomic_load_n (&probe_at, __ATOMIC_RELAXED);
+      probe = now >= p + YIELD_PROBE_NS &&
+        __atomic_compare_exchange_n (&probe_at, &p, now, false,
+                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+    yield = prompt || probe;
+    if (yield)
+      lead = CLOCK_YIELD_NS;
+  }
+  if (t > now + lead) {
+    clock_sleep_until (t - lead);
+    now = clock_now ();
+  }
+  /* The rest: spin while alone (also after a crowd's sleep, which may
+   * aim a little early); yield the CPU while others wait too and
+   * yields are prompt (the other requests, the client and the handle's
+   * threads run meanwhile, and this thread stays runnable: no timer, no
+   * wake-up).
+   */
+  uint64_t spin0 = now;
+  while ((now = clock_now ()) < t) {
+    if ((yield || prompt) &&
+        __atomic_load_n (&model_waiters, __ATOMIC_RELAXED) > 1) {
+      sched_yield ();
+      yield = true;
+    }
+    else
+      cpu_relax ();
+  }
+  spun_ns += MAX (spin0, t) - spin0;
+  if (yield) {
+    uint64_t avg = __atomic_load_n (&yield_late_ns, __ATOMIC_RELAXED);
+    uint64_t late = MIN (now - t, OVERSLEEP_MAX_NS);
+    __atomic_store_n (&yield_late_ns,
+                      probe ? (avg + late) / 2 : (avg * 7 + late) / 8,
+                      __ATOMIC_RELAXED);
+  }
   __atomic_sub_fetch (&model_waiters, 1, __ATOMIC_RELAXED);
 }
 
 uint64_t
-clock_early (void)
+clock_spun_ns (void)
 {
-  if (__atomic_load_n (&model_waiters, __ATOMIC_RELAXED) == 0)
-    return 0;
-  int mode = __atomic_load_n (&sleepers, __ATOMIC_RELAXED)
-    >= SLEEPERS_PRECISE;
-  return MIN (__atomic_load_n (&oversleep_ns[mode], __ATOMIC_RELAXED) / 2,
-              EARLY_MAX_NS);
+  return spun_ns;
 }
 
 /* The tick counter (clock.h): ns per tick << 32, and whether it is the

@@ -1,9 +1,10 @@
 /* nbdkit-ftl: the clock every layer reads, and sleeping until a time.
  *
- * Owns the oversleep averages of the process's sleeps (global,
- * atomics; no lock): every module that waits for a time, the timing
- * model's modeled waits, the watchdog and the background thread, sleeps
- * through clock_sleep_until.
+ * Owns the oversleep averages of the process's sleeps and the lateness
+ * of the modeled waits' yields (global, atomics; no lock): every module
+ * that waits for a time (the timing model's modeled waits, the watchdog,
+ * the background thread) sleeps through clock_sleep_until or
+ * clock_wait_model.
  */
 
 #ifndef FTL_UTIL_CLOCK_H
@@ -60,20 +61,25 @@ extern void clock_ticks_init (void);
  * waits end on time on average).
  */
 extern void clock_sleep_until (uint64_t t);
-/* A modeled wait (the timing model's, media.c) until t, in pieces of
- * at most 1 ms.  As clock_sleep_until, except for a thread that is the
- * only one in a modeled wait (a client at queue depth 1): it sleeps
- * until shortly before t (by its measured oversleep, at most
- * CLOCK_SPIN_MAX_NS) and spins the rest, so that it ends at t and not a
- * wake-up late.  With more waiters nobody spins: they would take the
- * CPU from each other and from the client.
+/* A modeled wait (the timing model's, media.c) until t: it never ends
+ * before t.  Alone (a client at queue depth 1) a thread sleeps until
+ * shortly before t (its measured oversleep, at most CLOCK_SPIN_MAX_NS)
+ * and spins the rest, so that it ends at t and not a wake-up late.
+ * While other threads are in modeled waits too (a deep queue), it
+ * sleeps until CLOCK_YIELD_NS before t and yields the CPU from then on
+ * until t: a kernel timer and a wake-up per request cost more CPU time
+ * than the modeled wait of a short operation, and the yields give the
+ * CPU to whatever else can run (the other requests, the client).  A
+ * yield to a CPU-bound thread can cost a whole time slice: while the
+ * crowd's yielding waits end late on average (by more than a sleep's
+ * wake-up) it sleeps instead, and tries a yield now and then.
  */
 #define CLOCK_SPIN_MAX_NS 50000
+#define CLOCK_YIELD_NS 150000
 extern void clock_wait_model (uint64_t t);
-/* How early clock_wait_model may end: a modeled wait for t is over once
- * now + clock_early () >= t (0 while no other thread is in one: the
- * next wait spins to its end).
+/* The time this thread spent in the spins and yields of its modeled
+ * waits before their ends (ns, since it started).
  */
-extern uint64_t clock_early (void);
+extern uint64_t clock_spun_ns (void);
 
 #endif /* FTL_UTIL_CLOCK_H */
