@@ -15,14 +15,25 @@
 # corners run once with the model off (timing=false), and a published
 # figure above what the untimed plugin reaches is marked "transport
 # cap" (the model cannot be faster than the path it is measured
-# through).  With the model on every request sleeps once, which costs
-# CPU time: the QD32 random corners run once more on a model where
-# nothing queues (4096 dies, free transfers), and a published figure
-# above that is marked "sleep cap".
+# through).  With the model on every request waits for its modeled
+# end, which costs CPU time: the QD32 random corners run once more on a
+# model where nothing queues (4096 dies, free transfers), and a
+# published figure above that is marked "host cap".
 # At iodepth 1 the transport's latency adds to the model's:
 # the "model only" column gives 1 / (measured latency - untimed
 # latency), the drive the model stands for without this machine's
-# NBD path in front of it.
+# NBD path in front of it.  At iodepth 32 (and in the steady state) it
+# gives the figure over the busier of the dies' and the host link's
+# shares of the run's time, what the model alone would deliver; the
+# "untimed" column is the untimed plugin's figure of the same run, and
+# "bound" names what held the figure: "model" (the dies or the link
+# busy 90% of the time or more), "transport" (within 10% of the
+# untimed figure), or "host" (this machine's own work for a timed
+# request).
+#
+# nbdkit serves each connection with -t 32 threads, so that a client at
+# iodepth 32 puts all of its requests into the model at once (nbdkit's
+# default, 16, would hold half of them back).
 #
 # Per preset:  fresh image -> random writes qd1, qd32 (before GC)
 #              -> fill (sequential 1 MiB writes) -> sequential read,
@@ -230,7 +241,7 @@ start_server ()
 {
     local i
     rm -f "$work/ftl.img" "$work/stats.json" "$sock" "$work/pid"
-    nbdkit -f -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
+    nbdkit -f -t 32 -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
         size="$disk_bytes" op="$op" stats="$work/stats.json" \
         stats-interval=1 "$@" \
         "${ftl_args[@]}" \
@@ -415,11 +426,11 @@ stats_of ()
         }'
 }
 
-# The model's own ceiling at deep queues: every request sleeps once in
-# the model, which costs CPU time (a timer and two context switches).
-# sata-tlc's latencies on 4096 dies with free transfers: nothing
-# queues, every request sleeps as long as under a preset; the figure is
-# what this machine can do with the model's sleeps.
+# The host's ceiling at deep queues: every request waits for its
+# modeled end, which costs CPU time.  sata-tlc's latencies on 4096
+# dies with free transfers: nothing queues, every request waits as long
+# as under a preset; the figure is what this machine can do with the
+# model's waits.
 ceiling ()
 {
     start_server model=sata-tlc channels=64 dies=64 channel-rate=0 host-rate=0
@@ -433,7 +444,7 @@ ceiling ()
 echo "$prog: transport ceiling (timing=false), size $size, ${runtime}s runs" >&2
 corners yes yes timing=false
 cp "$work/corners" "$work/untimed"
-echo "$prog: the model's ceiling (nothing queues)" >&2
+echo "$prog: the host's ceiling for timed requests (nothing queues)" >&2
 ceiling
 
 declare -A field_of=(
@@ -448,8 +459,8 @@ order=(seq-read seq-write seq-write-cache rand-read-qd1 rand-read-qd32
 
 table="$work/table"
 {
-    echo "| preset | corner | unit | measured | range (max/min) | model only | published | ratio | die util | host util | host stall us | sync ms/s | destage stall ms/s | cache+sync % | host | note |"
-    echo "|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+    echo "| preset | corner | unit | measured | range (max/min) | model only | published | ratio | untimed | bound | die util | host util | host stall us | sync ms/s | destage stall ms/s | cache+sync % | host | note |"
+    echo "|---|---|---|---:|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|"
 } >"$table"
 
 for p in "${run_presets[@]}"; do
@@ -517,20 +528,39 @@ for p in "${run_presets[@]}"; do
         u="$(get "$c" "$work/untimed")"
         note=
         only=
+        bound=
         if [[ "$c" == *-qd1 ]]; then
             only="$(awk -v m="$m" -v u="$u" 'BEGIN {
                 d = 1 / m - 1 / u; if (d > 0) printf "%.0f", 1 / d }')"
+        elif [[ "$c" == *-qd32 || "$c" == rand-write-steady ]]; then
+            # What the model alone would deliver: the figure over the
+            # busier of the dies' and the link's shares of the run.
+            # What bound the figure: the model (its dies or link busy 90%
+            # of the time or more), else the transport (within 10% of
+            # the untimed plugin's figure), else the host (this
+            # machine's own work for a timed request).
+            read -r only bound <<<"$(awk -v m="$m" -v d="${du:-0}" \
+                -v h="${hu:-0}" -v u="${u:-0}" 'BEGIN {
+                    b = d > h ? d : h
+                    only = b > 0 ? sprintf ("%.0f", m / b) : "-"
+                    if (b >= 0.9) bound = "model"
+                    else if (u > 0 && m >= 0.9 * u) bound = "transport"
+                    else bound = "host"
+                    print only, bound }')"
+            [ "$only" != - ] || only=
         fi
         if [ "$pub" = 0 ] || [ -z "$pub" ]; then
             ratio="-"; pub="n/p"
         else
-            ratio="$(awk -v m="${only:-$m}" -v p="$pub" 'BEGIN { printf "%.2f", m / p }')"
+            r="$m"
+            [[ "$c" != *-qd1 ]] || r="${only:-$m}"
+            ratio="$(awk -v m="$r" -v p="$pub" 'BEGIN { printf "%.2f", m / p }')"
             cl="$(get "$c" "$work/ceiling")"
             if [ -n "$u" ] && awk -v u="$u" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
                 note="transport cap: untimed $u"
             elif [ -n "$cl" ] &&
                  awk -v u="$cl" -v p="$pub" 'BEGIN { exit !(u < p) }'; then
-                note="sleep cap: ceiling $cl"
+                note="host cap: ceiling $cl"
             fi
         fi
         if [ "$c" = seq-write ] && [ "$ic" = yes ]; then
@@ -538,9 +568,9 @@ for p in "${run_presets[@]}"; do
         elif [ "$c" = seq-write-cache ]; then
             note="$cache_write into the SLC cache of a fresh $cache_size disk${note:+; $note}"
         fi
-        echo "| $p | $c | $unit | $m | $range | $only | $pub | $ratio | $du | $hu | $su | $syn | $dst | $wt | $host | $note |" >>"$table"
+        echo "| $p | $c | $unit | $m | $range | $only | $pub | $ratio | $u | $bound | $du | $hu | $su | $syn | $dst | $wt | $host | $note |" >>"$table"
     done
-    echo "| $p | deadline aborts | | $aborts | | | 0 | | | | | | | | | default timeout, all runs |" >>"$table"
+    echo "| $p | deadline aborts | | $aborts | | | 0 | | | | | | | | | | | default timeout, all runs |" >>"$table"
 done
 
 echo
@@ -548,7 +578,7 @@ echo "Untimed plugin (timing=false) on this machine, the transport ceiling:"
 echo
 awk '{ print "    " $1 " " $2 }' "$work/untimed"
 echo
-echo "The model's ceiling on this machine (sata-tlc on 4096 dies, free transfers):"
+echo "The host's ceiling for timed requests on this machine (sata-tlc on 4096 dies, free transfers):"
 echo
 awk '{ print "    " $1 " " $2 }' "$work/ceiling"
 echo

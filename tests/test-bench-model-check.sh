@@ -20,7 +20,7 @@ timeout 600 "$mc" --plugin "$FTL_PLUGIN" --dir "$tmp" --presets sata-qlc \
 cat "$tmp/out.md"
 
 # The columns, in order.
-grep -q '^| preset | corner | unit | measured | range (max/min) | model only | published | ratio | die util | host util | host stall us | sync ms/s | destage stall ms/s | cache+sync % | host | note |$' \
+grep -q '^| preset | corner | unit | measured | range (max/min) | model only | published | ratio | untimed | bound | die util | host util | host stall us | sync ms/s | destage stall ms/s | cache+sync % | host | note |$' \
     "$tmp/out.md"
 # Every corner has a positive figure; the in-cache write is compared
 # with the published figure (530 MB/s) and says what it wrote.
@@ -28,16 +28,25 @@ for c in seq-read seq-write seq-write-cache rand-read-qd1 rand-read-qd32 \
          rand-write-qd1 rand-write-qd32; do
     grep -q "^| sata-qlc | $c | [A-Z/a-z]* | [0-9.]*[1-9][0-9.]* |" "$tmp/out.md"
 done
-grep -q '^| sata-qlc | seq-write-cache | MB/s | [0-9.]* |  |  | 530 | [0-9]\.[0-9][0-9] | .* | 32M into the SLC cache of a fresh 2G disk' \
+grep -q '^| sata-qlc | seq-write-cache | MB/s | [0-9.]* |  |  | 530 | [0-9]\.[0-9][0-9] | [0-9.]* |  | .* | 32M into the SLC cache of a fresh 2G disk' \
     "$tmp/out.md"
 # The untimed plugin ran it too (the transport's ceiling).
 grep -q '^    seq-write-cache [0-9.]*[1-9]' "$tmp/out.md"
 # Numbers in the host's columns (sync ms/s, destage stall ms/s) of
 # every timed corner.
 awk -F' *[|] *' '$2 == "sata-qlc" && $3 != "deadline aborts" {
-        if ($13 !~ /^[0-9]+$/ || $14 !~ /^[0-9]+$/) { print "bad: " $0; bad = 1 } }
+        if ($15 !~ /^[0-9]+$/ || $16 !~ /^[0-9]+$/) { print "bad: " $0; bad = 1 } }
      END { exit bad }' "$tmp/out.md"
 # With a limit of 0, the write over the full disk (garbage collection
 # syncs before its erases) is flagged, and says by what.
 grep -q '^| sata-qlc | seq-write | .*| SPOILED 1/1: sync 1' "$tmp/out.md"
 grep -q '^| sata-qlc | deadline aborts | | 0 |' "$tmp/out.md"
+# The QD32 corners: the model-only figure, the untimed figure of the
+# same run, and what bound the figure.
+for c in rand-read-qd32 rand-write-qd32; do
+    awk -F' *[|] *' -v c="$c" '$2 == "sata-qlc" && $3 == c {
+            found = 1
+            if ($7 !~ /^[0-9]+$/ || $10 !~ /^[0-9]+$/ ||
+                $11 !~ /^(model|transport|host)$/) { print "bad: " $0; bad = 1 } }
+         END { exit bad || !found }' "$tmp/out.md"
+done
