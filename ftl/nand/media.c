@@ -294,8 +294,9 @@ gate (struct media *m)
 
 /* Sleep until the modeled end of a piece of an operation (timing.h
  * computes it for the whole piece at once).  The wait is cut into
- * slices of at most 1 ms (wait_until) so that an aborted request gives
- * up.  The modeled device is working meanwhile: each slice reports
+ * slices of about 1 ms so that an aborted request gives up: plain
+ * sleeps, then the last slice, up to 1 ms + CLOCK_YIELD_NS, waits for
+ * the modeled end itself (clock_wait_model: on time, never early).  The modeled device is working meanwhile: each slice reports
  * progress so that a request queued behind it is not taken for
  * stalled.
  */
@@ -314,9 +315,16 @@ model_wait (struct media *m, uint64_t end, uint32_t n)
     }
     if (now >= end)
       break;
-    clock_wait_model (MIN (end, now + 1000000));
-    if (m->dl && end - now > 1000000)
-      dl_progress (m->dl, 1);
+    if (end - now > 1000000 + CLOCK_YIELD_NS) {
+      /* A slice before the last: a plain sleep, which needs no
+       * precision (the last slice's wait is the modeled end's).
+       */
+      clock_sleep_until (now + 1000000);
+      if (m->dl)
+        dl_progress (m->dl, 1);
+    }
+    else
+      clock_wait_model (end);
     now = clock_now ();
   }
   /* The media stage is the time slept (the clock reads of the loop). */
