@@ -99,8 +99,15 @@ clock_sleep_until (uint64_t t)
 }
 
 /* The lone modeled wait's spin: its sleep ends this far before t (the
- * mean oversleep, plus a margin for a late wake-up). */
+ * mean lateness of the lone waits' own sleeps, lone_late_ns, plus a
+ * margin for a late wake-up), at most CLOCK_SPIN_MAX_NS.  Their own:
+ * the other sleeps of the process (the background thread's, the
+ * watchdog's) are long, on other threads, and wake from other idle
+ * states; an average polluted by them made the lead, and so the
+ * latency at queue depth 1, differ from one server start to the next.
+ */
 #define SPIN_MARGIN_NS 10000
+static uint64_t lone_late_ns;           /* atomic */
 
 static inline void
 cpu_relax (void)
@@ -121,8 +128,17 @@ clock_wait_model (uint64_t t)
   uint64_t lead = 0;
 
   if (n == 1) {
-    uint64_t avg = __atomic_load_n (&oversleep_ns[0], __ATOMIC_RELAXED);
+    uint64_t avg = __atomic_load_n (&lone_late_ns, __ATOMIC_RELAXED);
     lead = MIN (avg + SPIN_MARGIN_NS, CLOCK_SPIN_MAX_NS);
+    if (t > now + lead) {
+      /* How late this sleep wakes, for the next lone wait's lead. */
+      uint64_t aim = t - lead;
+      clock_sleep_until (aim);
+      now = clock_now ();
+      uint64_t late = MIN (now > aim ? now - aim : 0, OVERSLEEP_MAX_NS);
+      __atomic_store_n (&lone_late_ns, (avg * 7 + late) / 8,
+                        __ATOMIC_RELAXED);
+    }
   }
   else {
     /* A crowd yields while yields end close to their time; once they
@@ -137,10 +153,10 @@ clock_wait_model (uint64_t t)
     yield = prompt || probe;
     if (yield)
       lead = CLOCK_YIELD_NS;
-  }
-  if (t > now + lead) {
-    clock_sleep_until (t - lead);
-    now = clock_now ();
+    if (t > now + lead) {
+      clock_sleep_until (t - lead);
+      now = clock_now ();
+    }
   }
   /* The rest: spin while alone (also after a crowd's sleep, which may
    * aim a little early); yield the CPU while others wait too and

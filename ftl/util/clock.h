@@ -63,8 +63,9 @@ extern void clock_ticks_init (void);
 extern void clock_sleep_until (uint64_t t);
 /* A modeled wait (the timing model's, media.c) until t: it never ends
  * before t.  Alone (a client at queue depth 1) a thread sleeps until
- * shortly before t (its measured oversleep, at most CLOCK_SPIN_MAX_NS)
- * and spins the rest, so that it ends at t and not a wake-up late.
+ * shortly before t (the measured lateness of such sleeps, at most
+ * CLOCK_SPIN_MAX_NS) and spins the rest, so that it ends at t and not a
+ * wake-up late.
  * While other threads are in modeled waits too (a deep queue), it
  * sleeps until CLOCK_YIELD_NS before t and yields the CPU from then on
  * until t: a kernel timer and a wake-up per request cost more CPU time
@@ -74,7 +75,7 @@ extern void clock_sleep_until (uint64_t t);
  * crowd's yielding waits end late on average (by more than a sleep's
  * wake-up) it sleeps instead, and tries a yield now and then.
  */
-#define CLOCK_SPIN_MAX_NS 50000
+#define CLOCK_SPIN_MAX_NS 200000
 #define CLOCK_YIELD_NS 150000
 extern void clock_wait_model (uint64_t t);
 /* The time this thread spent in the spins and yields of its modeled
