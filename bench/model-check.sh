@@ -98,6 +98,11 @@ table: measured, published, ratio, and where the NBD transport of this
 machine caps a figure.
 
   --presets LIST     comma list (default: every preset of the plugin)
+  --corners LIST     comma list of the corners to measure (default: all
+                     of seq-read, seq-write, seq-write-cache,
+                     rand-read-qd1, rand-read-qd32, rand-write-qd1,
+                     rand-write-qd32, rand-write-steady); the fills
+                     they need run anyway
   --size SIZE        disk size (default 256M; --quick: 128M)
   --op PERCENT       over-provisioning of the images (default 10: the
                      drives' 1 TB of user space on 1 TiB of NAND)
@@ -127,6 +132,7 @@ EOF
 die () { echo "$prog: $*" >&2; exit 1; }
 
 presets=
+corner_list=
 size=
 op=10
 runtime=
@@ -144,6 +150,7 @@ host_limit=10
 while [ $# -gt 0 ]; do
     case "$1" in
         --presets) presets="${2:?--presets needs a value}"; shift 2 ;;
+        --corners) corner_list="${2:?--corners needs a value}"; shift 2 ;;
         --size) size="${2:?--size needs a value}"; shift 2 ;;
         --op) op="${2:?--op needs a value}"; shift 2 ;;
         --runtime) runtime="${2:?--runtime needs a value}"; shift 2 ;;
@@ -185,6 +192,14 @@ cache_write_bytes="$(numfmt --from=iec "$cache_write" 2>/dev/null)" ||
 if [ -n "$runs_file" ]; then
     : >"$runs_file" || die "--runs $runs_file: cannot write it"
 fi
+IFS=, read -r -a cl <<<"$corner_list"
+for c in "${cl[@]}"; do
+    case "$c" in
+        seq-read|seq-write|seq-write-cache|rand-read-qd1|rand-read-qd32|\
+        rand-write-qd1|rand-write-qd32|rand-write-steady) ;;
+        *) die "--corners: unknown corner '$c'" ;;
+    esac
+done
 
 # shellcheck source=find-plugin.sh
 source "$here/find-plugin.sh"
@@ -354,6 +369,12 @@ mbs () { fio_run "$@" | awk '{ printf "%.1f %s %s %s %s %s %s %s", $2 / 1e6, $3,
 
 tb=(--time_based --runtime="$runtime")
 
+# want CORNER: is CORNER one of --corners (or were none given)?
+want ()
+{
+    [ -z "$corner_list" ] || [[ ",$corner_list," == *",$1,"* ]]
+}
+
 # corners STEADY INCACHE ARGS...: every corner against a server started
 # with ARGS (the steady state if STEADY is yes, the in-cache write if
 # INCACHE is yes); "name value..." lines into $work/corners.
@@ -364,16 +385,28 @@ corners ()
     : >"$work/corners"
     disk_bytes="$size_bytes"
     start_server "$@"
-    echo "rand-write-qd1 $(iops --rw=randwrite --bs=4k --iodepth=1 "${tb[@]}" \
-        --io_size=$((size_bytes / 16)))" >>"$work/corners"
-    echo "rand-write-qd32 $(iops --rw=randwrite --bs=4k --iodepth=32 "${tb[@]}" \
-        --io_size=$((size_bytes / 8)))" >>"$work/corners"
+    if want rand-write-qd1; then
+        echo "rand-write-qd1 $(iops --rw=randwrite --bs=4k --iodepth=1 "${tb[@]}" \
+            --io_size=$((size_bytes / 16)))" >>"$work/corners"
+    fi
+    if want rand-write-qd32; then
+        echo "rand-write-qd32 $(iops --rw=randwrite --bs=4k --iodepth=32 "${tb[@]}" \
+            --io_size=$((size_bytes / 8)))" >>"$work/corners"
+    fi
     fio_run --rw=write --bs=1M --iodepth=16 >/dev/null          # fill
-    echo "seq-read $(mbs --rw=read --bs=128k --iodepth=32 "${tb[@]}")" >>"$work/corners"
-    echo "rand-read-qd1 $(iops --rw=randread --bs=4k --iodepth=1 "${tb[@]}")" >>"$work/corners"
-    echo "rand-read-qd32 $(iops --rw=randread --bs=4k --iodepth=32 "${tb[@]}")" >>"$work/corners"
-    echo "seq-write $(mbs --rw=write --bs=128k --iodepth=32 "${tb[@]}")" >>"$work/corners"
-    if [ "$steady_run" = yes ]; then
+    if want seq-read; then
+        echo "seq-read $(mbs --rw=read --bs=128k --iodepth=32 "${tb[@]}")" >>"$work/corners"
+    fi
+    if want rand-read-qd1; then
+        echo "rand-read-qd1 $(iops --rw=randread --bs=4k --iodepth=1 "${tb[@]}")" >>"$work/corners"
+    fi
+    if want rand-read-qd32; then
+        echo "rand-read-qd32 $(iops --rw=randread --bs=4k --iodepth=32 "${tb[@]}")" >>"$work/corners"
+    fi
+    if want seq-write; then
+        echo "seq-write $(mbs --rw=write --bs=128k --iodepth=32 "${tb[@]}")" >>"$work/corners"
+    fi
+    if [ "$steady_run" = yes ] && want rand-write-steady; then
         fio_run --rw=randwrite --bs=4k --iodepth=32 --norandommap \
             --io_size="$size_bytes" >/dev/null
         echo "rand-write-steady $(iops --rw=randwrite --bs=4k --iodepth=32 \
@@ -382,7 +415,7 @@ corners ()
     sleep 1.5                   # the statistics file is rewritten each second
     stop_server
     aborted="$(jq -r '.deadline.aborted + .deadline.abort_all' "$work/stats.json")"
-    if [ "$incache" = yes ]; then
+    if [ "$incache" = yes ] && want seq-write-cache; then
         # Into the SLC cache: a fresh, large, sparse image whose cache
         # holds all of it; no folding after the run (it would only
         # lengthen the wait for the statistics to settle).
@@ -444,8 +477,12 @@ ceiling ()
 echo "$prog: transport ceiling (timing=false), size $size, ${runtime}s runs" >&2
 corners yes yes timing=false
 cp "$work/corners" "$work/untimed"
-echo "$prog: the host's ceiling for timed requests (nothing queues)" >&2
-ceiling
+if want rand-read-qd32 || want rand-write-qd32; then
+    echo "$prog: the host's ceiling for timed requests (nothing queues)" >&2
+    ceiling
+else
+    : >"$work/ceiling"
+fi
 
 declare -A field_of=(
     [seq-read]=seq_read_mbs [seq-write]=seq_write_mbs
