@@ -415,6 +415,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   uint8_t *buf, *body, *nonzero;
   uint64_t since, trims, chunks = DIV_ROUND_UP (bytes, FTL_CKPT_CHUNK);
   unsigned slot;
+  uint64_t t0 = clock_now ();
   int r;
 
   for (int s = 0; s < 2; s++)
@@ -506,8 +507,9 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
 
   r = committed (ftl, &h, slot, since, trims, clean);
   log_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "
-             "sequence %" PRIu64 "%s", h.generation, slot, h.seq,
-             clean ? " (clean)" : "");
+             "sequence %" PRIu64 "%s: %" PRIu64 " translation pages, %.3f s",
+             h.generation, slot, h.seq, clean ? " (clean)" : "", tp.n,
+             (clock_now () - t0) / 1e9);
 
  out:
   /* A paged map's translation pages found no free block: the caller

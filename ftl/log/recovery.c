@@ -650,7 +650,7 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
   struct items items = { 0 };
   uint8_t *meta, *data;
   struct ftl_trim_entry *trims;
-  uint64_t maxseq = ckpt_seq;
+  uint64_t maxseq = ckpt_seq, t0 = clock_now ();
   int r = 0;
 
   meta = malloc ((size_t) ftl->media.meta_pages * ftl->page_size);
@@ -682,6 +682,9 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
     }
   }
 
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "scanned the log: %zu items in %.3f s",
+             items.n, (clock_now () - t0) / 1e9);
+  t0 = clock_now ();
   if (items.n > 0)
     qsort (items.v, items.n, sizeof *items.v, cmp_item);
   for (size_t i = 0; i < items.n; i++) {
@@ -712,8 +715,10 @@ roll_forward (struct ftl *ftl, uint64_t ckpt_seq, char *errbuf,
       ftl->recovered_damaged++;
     }
   }
-  log_debug (ftl, FTL_DEBUG_RECOVERY, "rolled forward %zu log items",
-             items.n);
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "rolled forward %zu log items in "
+             "%.3f s; map groups loaded %" PRIu64 ", resident %" PRIu64
+             ", dirty %" PRIu64, items.n, (clock_now () - t0) / 1e9,
+             pmap_ctr (ftl, PMAP_MISSES), ftl->pm.resident, ftl->pm.dirty);
   ftl->next_seq = maxseq + 1;
 
  out:
@@ -901,9 +906,12 @@ recovery_run (struct ftl *ftl, char *errbuf, size_t errlen)
     log_msg (ftl, FTL_LOG_WARN, "the image was left open by a sync=false "
              "session (the host crashed?): every mapped page is verified, "
              "and any that a crash of the host lost reads as an error");
+  uint64_t t0 = clock_now ();
   r = load_checkpoint (ftl, &h, errbuf, errlen);
   if (r < 0)
     return r;
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "loaded the checkpoint in %.3f s",
+             (clock_now () - t0) / 1e9);
   r = durable_load (ftl);
   if (r < 0) {
     snprintf (errbuf, errlen, "reading the durable-point record: %s",

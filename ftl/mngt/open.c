@@ -39,6 +39,7 @@
 #endif
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -766,6 +767,23 @@ static const struct open_step open_steps[] = {
 };
 #define N_OPEN_STEPS (sizeof open_steps / sizeof open_steps[0])
 
+/* -D ftl.recovery=1: what a step of the open took, in time and in the
+ * process's peak memory so far (a slow open after a crash is found
+ * here).
+ */
+static void
+step_took (struct ftl *ftl, const char *name, uint64_t t0)
+{
+  struct rusage ru;
+
+  if (!(ftl->logger.debug & FTL_DEBUG_RECOVERY))
+    return;
+  if (getrusage (RUSAGE_SELF, &ru) < 0)
+    ru.ru_maxrss = 0;
+  log_debug (ftl, FTL_DEBUG_RECOVERY, "open step \"%s\": %.3f s, peak RSS "
+             "%ld MiB", name, (clock_now () - t0) / 1e9, ru.ru_maxrss / 1024);
+}
+
 /* Undo the first n steps, last first, and free the handle. */
 static void
 undo_steps (struct ftl *ftl, size_t n)
@@ -818,7 +836,9 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
 
   for (i = 0; i < N_OPEN_STEPS; i++) {
     const struct open_step *s = &open_steps[i];
+    uint64_t t0 = clock_now ();
     r = s->init ? s->init (ftl) : s->init_ctx (ftl, &c);
+    step_took (ftl, s->name, t0);
     if (r < 0) {
       /* The step that failed undoes itself too: its undo frees what
        * it allocated, whatever it got to.
