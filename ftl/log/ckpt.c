@@ -221,6 +221,7 @@ write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body,
     for (uint32_t i = 0; i < k; i++)
       __atomic_fetch_and (&ftl->pm.gstate[tp->gs[done + i]], ~PMAP_WB,
                           __ATOMIC_ACQ_REL);
+    __atomic_fetch_sub (&ftl->pm.wb, k, __ATOMIC_RELAXED);
     done += k;
     __atomic_fetch_add (&ftl->pm.program_pages, k, __ATOMIC_RELAXED);
     pmap_count (ftl, PMAP_WRITEBACKS, k);

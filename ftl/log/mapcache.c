@@ -390,24 +390,42 @@ evict (struct ftl *ftl, uint64_t g)
   return true;
 }
 
+/* Over the cache's limit, and some resident group may be clean: one
+ * beside the group that the caller just loaded (pinned, clean) that is
+ * neither dirty nor being written.  When none is, the hand would pass
+ * every group of the map for nothing, at every miss: so did a roll
+ * forward, which dirties each group it loads, on a disk of two million
+ * groups (8 TiB).  A group dirtied while its page is written counts
+ * twice here: then the cache stays over its limit until a miss after
+ * the checkpoint.
+ */
+static bool
+shrink_due (struct pmap *pm)
+{
+  uint64_t resident = __atomic_load_n (&pm->resident, __ATOMIC_RELAXED);
+
+  return resident > pm->limit &&
+    resident > __atomic_load_n (&pm->dirty, __ATOMIC_RELAXED)
+    + __atomic_load_n (&pm->wb, __ATOMIC_RELAXED) + 1;
+}
+
 void
 pmap_shrink (struct ftl *ftl)
 {
   struct pmap *pm = &ftl->pm;
 
-  if (__atomic_load_n (&pm->resident, __ATOMIC_RELAXED) <= pm->limit ||
-      pthread_mutex_trylock (&pm->evict_lock) != 0)
+  if (!shrink_due (pm) || pthread_mutex_trylock (&pm->evict_lock) != 0)
     return;
   /* The clock: a group used since the hand last passed gets another
    * round.  Two sweeps at most: past them every resident group is
    * dirty, pinned or being written, and the checkpoint that the dirty
    * count makes due will clean them.
    */
-  for (uint64_t steps = 0; steps < 2 * pm->groups &&
-         __atomic_load_n (&pm->resident, __ATOMIC_RELAXED) > pm->limit;
+  for (uint64_t steps = 0; steps < 2 * pm->groups && shrink_due (pm);
        steps++) {
     uint64_t g = pm->hand;
     pm->hand = g + 1 == pm->groups ? 0 : g + 1;
+    pm->swept++;
     if (!(__atomic_load_n (&pm->gstate[g], __ATOMIC_RELAXED) & PMAP_RES))
       continue;
     if (__atomic_load_n (&pm->ref[g], __ATOMIC_RELAXED)) {

@@ -158,6 +158,7 @@ pmap_ckpt_collect (struct ftl *ftl, uint8_t *buf, uint64_t *gs, uint64_t max)
     memcpy (p, l2p_at (ftl, first), k * 4);
     memset (p + k * 4, 0, (FTL_TP_ENTRIES - k) * 4);
     __atomic_fetch_or (&pm->gstate[g], PMAP_WB, __ATOMIC_ACQ_REL);
+    __atomic_fetch_add (&pm->wb, 1, __ATOMIC_RELAXED);
     __atomic_fetch_and (&pm->gstate[g], ~PMAP_DIRTY, __ATOMIC_ACQ_REL);
     __atomic_fetch_sub (&pm->dirty, 1, __ATOMIC_RELAXED);
     gs[n++] = g;
@@ -175,6 +176,7 @@ pmap_ckpt_abort (struct ftl *ftl, const uint64_t *gs, uint64_t from,
     if (!(v & PMAP_DIRTY))
       __atomic_fetch_add (&ftl->pm.dirty, 1, __ATOMIC_RELAXED);
     __atomic_fetch_and (&ftl->pm.gstate[gs[i]], ~PMAP_WB, __ATOMIC_ACQ_REL);
+    __atomic_fetch_sub (&ftl->pm.wb, 1, __ATOMIC_RELAXED);
   }
 }
 

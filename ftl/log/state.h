@@ -242,7 +242,10 @@ struct pmap {
   pthread_mutex_t glock[PMAP_LOCKS];  /* loading and evicting a group */
   pthread_mutex_t evict_lock;   /* the clock hand */
   uint64_t hand;
+  uint64_t swept;               /* groups the hand passed (evict_lock) */
   uint64_t resident, dirty;     /* atomic: groups */
+  uint64_t wb;                  /* atomic: groups a checkpoint writes
+                                 * (PMAP_WB) */
   uint64_t read_pages;          /* atomic: translation pages read */
   uint64_t program_pages;       /* atomic: translation pages programmed */
   struct pmap_shard ctr[FTL_SHARDS];

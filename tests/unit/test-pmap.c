@@ -731,6 +731,57 @@ START_TEST (test_paged_fit)
 }
 END_TEST
 
+
+/* An open after a kill replays more groups than the cache holds: each
+ * is loaded, changed and stays dirty until the checkpoint after the
+ * roll forward, so none can be evicted meanwhile.  The clock hand must
+ * not sweep the whole map for every one of them (an 8 TiB disk has two
+ * million groups; an open after 100,000 random writes took minutes):
+ * what the hand passes is bounded by the groups replayed, not by the
+ * disk's.  The session holds ckpt_lock while it writes, so that its
+ * requests take no checkpoint (ckpt_maybe only tries the lock) and the
+ * log since the last one holds every group written.
+ */
+#define RG_GROUPS  4096
+#define RG_WRITTEN 64
+
+START_TEST (test_paged_replay_bounded)
+{
+  uint64_t lp = (uint64_t) RG_GROUPS * FTL_TP_ENTRIES;
+  struct ftl *ftl = open_paged (lp * PS, 2 * PMAP_GROUP_BYTES, 0);
+  uint8_t page[PS];
+
+  ck_assert_uint_eq (ftl->pm.groups, RG_GROUPS);
+  ck_assert_uint_eq (ftl->pm.limit, 2);
+  pthread_mutex_lock (&ftl->ckpt_lock);
+  for (uint64_t k = 0; k < RG_WRITTEN; k++) {
+    uint64_t l = k * (RG_GROUPS / RG_WRITTEN) * FTL_TP_ENTRIES + k;
+    unit_fill_page (page, PS, l, k + 1);
+    ck_assert_int_eq (ftl_write (ftl, page, PS, l * PS, 0), 0);
+  }
+  ck_assert_int_eq (ftl_flush (ftl), 0);
+  ck_assert_uint_ge (ftl->pm.dirty, RG_WRITTEN);
+  pthread_mutex_unlock (&ftl->ckpt_lock);
+  open_abandon (ftl);
+
+  ftl = open_paged (0, 2 * PMAP_GROUP_BYTES, 0);
+  ck_assert (ftl->was_unclean);
+  ck_assert_uint_ge (pmap_ctr (ftl, PMAP_MISSES), RG_WRITTEN);
+  ck_assert_msg (ftl->pm.swept <= 4 * RG_WRITTEN,
+                 "the open after a kill replayed %d groups and the clock "
+                 "hand passed %" PRIu64 " groups of %d", RG_WRITTEN,
+                 ftl->pm.swept, RG_GROUPS);
+  for (uint64_t k = 0; k < RG_WRITTEN; k++) {
+    uint64_t l = k * (RG_GROUPS / RG_WRITTEN) * FTL_TP_ENTRIES + k;
+    uint64_t lpn = l, v = 0;
+    ck_assert_int_eq (ftl_read (ftl, page, PS, l * PS), 0);
+    ck_assert (unit_page_identify (page, PS, &lpn, &v) >= 0);
+    ck_assert (lpn == l && v == k + 1);
+  }
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+}
+END_TEST
 /* In the timing model a map miss costs a NAND read: QD1 reads spread
  * over more groups than the cache holds take one read more each than
  * reads within one group (a DRAM-less drive's random reads beyond what
@@ -912,6 +963,7 @@ suite (void)
   tcase_add_test (tc, test_paged_choice);
   tcase_add_test (tc, test_paged_fit);
   tcase_add_test (tc, test_paged_miss_timing);
+  tcase_add_test (tc, test_paged_replay_bounded);
   tcase_add_test (tc, test_upgrade_from_v5);
   suite_add_tcase (s, tc);
   return s;
