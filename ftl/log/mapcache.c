@@ -235,8 +235,15 @@ load_group (struct ftl *ftl, uint64_t g)
   uint8_t *page = NULL;
   int r = -EIO;
 
+  /* A slot never used reads as zeros and holds no memory (its chunk
+   * is a lazy mapping): its checks are not written, so that they take
+   * memory only once a read heals one (a roll forward loads many
+   * groups and reads none).
+   */
   memset (dst, 0, FTL_TP_BYTES);
-  memset (pmap_slot_at (ftl, s, 0, true), 0, FTL_TP_BYTES);
+  uint32_t *chk = pmap_slot_at (ftl, s, 0, true);
+  if (!all_zero (chk, FTL_TP_BYTES))
+    memset (chk, 0, FTL_TP_BYTES);
   __atomic_store_n (&pm->slot[g], s, __ATOMIC_RELEASE);
 
   for (int attempt = 0; attempt < 8; attempt++) {
