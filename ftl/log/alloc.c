@@ -354,6 +354,12 @@ take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
         best = b;
         best_ec = ec;
       }
+      /* None is less worn than one never erased, and the first found
+       * is taken among equals: on a large disk that holds little data
+       * the rest of the scan (millions of blocks) would find no other.
+       */
+      if (!most_worn && ec == 0)
+        break;
     }
   }
   if (NEVER (best == FTL_NO_BLOCK))
