@@ -12,7 +12,8 @@ source "$here/find-plugin.sh"
 usage ()
 {
     cat <<EOF
-Usage: $prog [--plugin SO] [--dir DIR] [--sizes LIST] [--writes N] [--repeat N]
+Usage: $prog [--plugin SO] [--dir DIR] [--sizes LIST] [--writes N]
+       [--kill-writes N] [--repeat N]
 
 For each size: create a disk and write N pages at random offsets across
 it with a flush (nbdkit --run nbdsh), shut down cleanly; open it again
@@ -26,6 +27,9 @@ peak RSS (VmHWM) and the image's allocated bytes.
                   \$TMPDIR or /tmp); must hold files of the largest size
   --sizes LIST    comma list (default 16G,256G,1T,4T)
   --writes N      pages written before each shutdown (default 64)
+  --kill-writes N before the kill, N random 4 KiB writes by fio at queue
+                  depth 16 and no flush, instead of the --writes ones
+                  (what a busy server leaves to recovery: e.g. 100000)
   --repeat N      runs per size (default 3)
 EOF
 }
@@ -34,6 +38,7 @@ plugin=
 dir=
 sizes=16G,256G,1T,4T
 writes=64
+kill_writes=
 repeat=3
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -41,16 +46,19 @@ while [ $# -gt 0 ]; do
         --dir) dir="${2:?}"; shift 2 ;;
         --sizes) sizes="${2:?}"; shift 2 ;;
         --writes) writes="${2:?}"; shift 2 ;;
+        --kill-writes) kill_writes="${2:?}"; shift 2 ;;
         --repeat) repeat="${2:?}"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; exit 2 ;;
     esac
 done
 [[ "$writes" =~ ^[0-9]+$ ]] || die "--writes must be a number: $writes"
+[[ -z "$kill_writes" || "$kill_writes" =~ ^[1-9][0-9]*$ ]] ||
+    die "--kill-writes must be a number: $kill_writes"
 [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || die "--repeat must be at least 1: $repeat"
 find_plugin
 export PATH=/usr/bin:$PATH      # nbdsh needs Debian's python3
-for c in nbdkit nbdsh; do
+for c in nbdkit nbdsh ${kill_writes:+fio}; do
     command -v $c >/dev/null || die "$c not found"
 done
 
@@ -90,7 +98,8 @@ stat3 ()
         }'
 }
 
-echo "\`bench/capacity.sh --sizes $sizes --writes $writes --repeat $repeat\`," \
+echo "\`bench/capacity.sh --sizes $sizes --writes $writes" \
+     "${kill_writes:+--kill-writes $kill_writes }--repeat $repeat\`," \
      "images on $(df -T "$work" | awk 'NR == 2 { print $2 }'), $(date -u +%Y-%m-%d):"
 echo
 echo "| size | create and $writes writes | clean open | open after a kill | peak RSS | allocated |"
@@ -116,8 +125,15 @@ for sz in "${list[@]}"; do
             sleep 0.1
         done
         [ -S "$sock" ] || die "$sz: the server did not start"
-        CAP_SEED=$(( i + 100 )) nbdsh -u "nbd+unix:///?socket=$sock" \
-            -c "$writer"
+        if [ -n "$kill_writes" ]; then
+            fio --name=kill --ioengine=nbd \
+                --uri="nbd+unix:///?socket=$sock" --rw=randwrite --bs=4k \
+                --iodepth=16 --number_ios="$kill_writes" --size="$sz" \
+                --norandommap --randseed=$(( i + 100 )) --output=/dev/null
+        else
+            CAP_SEED=$(( i + 100 )) nbdsh -u "nbd+unix:///?socket=$sock" \
+                -c "$writer"
+        fi
         kill -9 "$srv"
         wait "$srv" 2>/dev/null || :
         timed nbdkit -U - "$plugin" file="$img" \
