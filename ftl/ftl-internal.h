@@ -139,6 +139,8 @@ struct ftl {
   bool host_full;               /* read-only because the filesystem that
                                  * holds the image was full at open */
   bool closing;                 /* ftl_close is writing its last records */
+  bool opening;                 /* ftl_open's steps run: no other thread
+                                 * touches the map */
   bool powered_off;             /* atomic: ftl_power_cut (powercut.c) */
   bool was_unclean;             /* recovery found no clean shutdown */
   bool no_sync;                 /* sync=false (media.nosync too) */

@@ -156,9 +156,15 @@ snapshot_paged (struct ftl *ftl, uint8_t *body, struct tp_batch *tp)
   tp->cap = __atomic_load_n (&ftl->pm.dirty, __ATOMIC_RELAXED);
   tp->n = 0;
   if (tp->cap) {
-    tp->buf = ftl_lazy_alloc (tp->cap * FTL_TP_BYTES);
+    /* While the open runs, nothing changes the map but this thread:
+     * the groups are copied from the cache as they are programmed, not
+     * all at once (after a roll forward over many groups, as much
+     * memory again as the groups replayed).
+     */
+    if (!ftl->opening)
+      tp->buf = ftl_lazy_alloc (tp->cap * FTL_TP_BYTES);
     tp->gs = malloc (tp->cap * sizeof *tp->gs);
-    if (!tp->buf || !tp->gs)
+    if ((!ftl->opening && !tp->buf) || !tp->gs)
       return -ENOMEM;
     tp->n = pmap_ckpt_collect (ftl, tp->buf, tp->gs, tp->cap);
   }
@@ -209,8 +215,12 @@ write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body,
     uint32_t k = MIN (MIN (alloc_frontier_room (ftl, &ftl->mapf),
                            ALLOC_PROGRAM_MAX), tp->n - done);
     for (uint32_t i = 0; i < k; i++) {
-      memcpy (pages + (size_t) i * ftl->page_size,
-              tp->buf + (done + i) * FTL_TP_BYTES, FTL_TP_BYTES);
+      if (tp->buf)
+        memcpy (pages + (size_t) i * ftl->page_size,
+                tp->buf + (done + i) * FTL_TP_BYTES, FTL_TP_BYTES);
+      else
+        pmap_tp_copy (ftl, tp->gs[done + i],
+                      pages + (size_t) i * ftl->page_size);
       lp[i] = (struct log_page) {
         .kind = FTL_OOB_MAP, .lpn = tp->gs[done + i], .seq = seq,
         .from = FTL_UNMAPPED };

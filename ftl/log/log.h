@@ -68,6 +68,10 @@ extern void pmap_tp_moved (struct ftl *ftl, uint64_t g, uint32_t from,
  */
 extern uint64_t pmap_ckpt_collect (struct ftl *ftl, uint8_t *buf,
                                    uint64_t *gs, uint64_t max);
+/* Group g's translation page as its entries are now (buf NULL above:
+ * the caller copies each later, nothing changing the map meanwhile).
+ */
+extern void pmap_tp_copy (struct ftl *ftl, uint64_t g, uint8_t *p);
 /* The directory of the checkpoint for slot, and the other slot's. */
 extern void pmap_ckpt_encode_dir (struct ftl *ftl, uint8_t *body,
                                   unsigned slot);

@@ -138,6 +138,16 @@ pmap_tp_moved (struct ftl *ftl, uint64_t g, uint32_t from, uint32_t to)
 
 /* ---- checkpoints ---- */
 
+void
+pmap_tp_copy (struct ftl *ftl, uint64_t g, uint8_t *p)
+{
+  uint64_t first = g << FTL_TP_SHIFT;
+  uint64_t k = MIN (FTL_TP_ENTRIES, ftl->logical_pages - first);
+
+  memcpy (p, l2p_at (ftl, first), k * 4);
+  memset (p + k * 4, 0, (FTL_TP_ENTRIES - k) * 4);
+}
+
 uint64_t
 pmap_ckpt_collect (struct ftl *ftl, uint8_t *buf, uint64_t *gs, uint64_t max)
 {
@@ -152,11 +162,8 @@ pmap_ckpt_collect (struct ftl *ftl, uint8_t *buf, uint64_t *gs, uint64_t max)
      * change: ckpt_rw is held exclusively.
      */
     assert (v & PMAP_RES);
-    uint64_t first = g << FTL_TP_SHIFT;
-    uint64_t k = MIN (FTL_TP_ENTRIES, ftl->logical_pages - first);
-    uint8_t *p = buf + n * FTL_TP_BYTES;
-    memcpy (p, l2p_at (ftl, first), k * 4);
-    memset (p + k * 4, 0, (FTL_TP_ENTRIES - k) * 4);
+    if (buf)
+      pmap_tp_copy (ftl, g, buf + n * FTL_TP_BYTES);
     __atomic_fetch_or (&pm->gstate[g], PMAP_WB, __ATOMIC_ACQ_REL);
     __atomic_fetch_add (&pm->wb, 1, __ATOMIC_RELAXED);
     __atomic_fetch_and (&pm->gstate[g], ~PMAP_DIRTY, __ATOMIC_ACQ_REL);

@@ -834,6 +834,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
     return -ENOMEM;
   }
 
+  ftl->opening = true;
   for (i = 0; i < N_OPEN_STEPS; i++) {
     const struct open_step *s = &open_steps[i];
     uint64_t t0 = clock_now ();
@@ -854,6 +855,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
     }
   }
 
+  ftl->opening = false;
   log_debug (ftl, FTL_DEBUG_RECOVERY, "opened %s: %" PRIu64 " bytes, %u "
              "erase blocks of %u pages of %u bytes, %u free, %u streams",
              ftl->path, ftl->logical_bytes, ftl->blocks, ftl->ppb,
