@@ -16,7 +16,10 @@
  * A group is written back only by a checkpoint (ckpt.c): under ckpt_rw
  * exclusively it copies every dirty group (pmap_ckpt_collect), then
  * programs the copies as translation pages at the map frontier (mapf),
- * and the checkpoint names them in its directory.  So the translation
+ * and the checkpoint names them in its directory.  (The checkpoint of
+ * an open copies each group as it programs it: nothing else changes the
+ * map then, and a roll forward may have dirtied more groups than the
+ * cache holds.)  So the translation
  * pages a checkpoint names hold the map as of its sequence number, and
  * recovery rolls the log forward over them as over a whole map.  A
  * checkpoint is due once dirty_limit groups are dirty, which bounds
