@@ -80,7 +80,9 @@
  *     pages of one group at one version.
  *   - GC leaves FTL_SPOR_RESERVE_BLOCKS free (log/state.h), so that an
  *     open after a crash, which closes every open block, finds a block
- *     for GC's copies.
+ *     for GC's copies; an open that finds no more than that gives GC
+ *     the room left in blocks closed early, which recovery scans from
+ *     their write pointer (alloc_reopen_for_gc).
  *   - sync=false (media.nosync): a "sync" above only reaches the host's
  *     page cache, so each of these holds against the death of the
  *     process, not a crash of the host.  For that the session pins the

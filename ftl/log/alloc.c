@@ -41,6 +41,11 @@
  * (alloc_host_frontier, alloc_frontier_drained, partition_young in
  * gc.c): a block left open would be spare space that GC misses.
  *
+ * An open that finds the free pool at or below the crash reserve
+ * (state.h) gives the GC frontiers the blocks closed early with the most
+ * room left, one page past their last programmed one
+ * (alloc_reopen_for_gc), before GC takes the reserve.
+ *
  * A host frontier may open its block in SLC mode (slc.c): the block then
  * holds media.slc_pages pages, and the frontier closes it after them.
  *
@@ -600,4 +605,40 @@ alloc_blocks_closed (struct ftl *ftl)
 {
   if (ftl->nfree <= FTL_SPOR_RESERVE_BLOCKS)
     ftl->spor_short = true;
+}
+
+void
+alloc_reopen_for_gc (struct ftl *ftl)
+{
+  struct frontier *fs[] = { &ftl->gcf, &ftl->gcw };
+
+  if (ftl->nfree > FTL_SPOR_RESERVE_BLOCKS)
+    return;
+  for (unsigned i = 0; i < sizeof fs / sizeof fs[0]; i++) {
+    uint32_t best = FTL_NO_BLOCK, room = 0;
+
+    assert (fs[i]->block == FTL_NO_BLOCK);
+    for (uint32_t b = 0; b < ftl->blocks; b++) {
+      uint32_t cap = media_block_pages (&ftl->media, b);
+      uint32_t wp = ftl->media.wp[b];
+      if (ftl->state[b] != FTL_BLK_FULL || media_block_slc (&ftl->media, b))
+        continue;
+      /* A page after the last one programmed may have been partly
+       * programmed when the power went: it is skipped.
+       */
+      if (wp + 1 < cap && cap - wp - 1 > room) {
+        best = b;
+        room = cap - wp - 1;
+      }
+    }
+    if (best == FTL_NO_BLOCK)
+      return;
+    media_set_block (&ftl->media, best, media_erase_count (&ftl->media, best),
+                     ftl->media.wp[best] + 1);
+    ftl->state[best] = FTL_BLK_OPEN;
+    fs[i]->block = best;
+    fs[i]->wp = ftl->media.wp[best];
+    log_debug (ftl, FTL_DEBUG_ALLOC, "gc frontier reopens block %u at page "
+               "%u (%u free blocks)", best, fs[i]->wp, ftl->nfree);
+  }
 }

@@ -375,6 +375,19 @@ alloc_nfree (struct ftl *ftl)
  * pool is above it again (spor_short).
  */
 extern void alloc_blocks_closed (struct ftl *ftl);
+/* With the free pool at or below the crash reserve once every open
+ * block was closed (an open), give the GC frontiers the blocks closed
+ * before they were full that have the most room left, one page past
+ * their last programmed one: GC copies into them before it takes the
+ * crash reserve.  A server killed while GC held the reserve left an
+ * image with no free block and a victim half copied (its copies in two
+ * programs, to both GC frontiers, or in several batches); that image
+ * found nothing to reclaim without copying, and failed every write.
+ * Recovery scans a block closed early from its write pointer, so the
+ * pages programmed after a reopen are found whatever the checkpoint
+ * says.  Caller has exclusive access (open).
+ */
+extern void alloc_reopen_for_gc (struct ftl *ftl);
 extern int alloc_frontier_open (struct ftl *ftl, struct frontier *f,
                                 uint32_t keep);
 /* Pages f's open block can still take (0 if none is open). */

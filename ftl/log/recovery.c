@@ -10,6 +10,9 @@
  *   OPEN (wp = w)         pages w.. programmed            from page w
  *   FULL                  erased by GC (header's erase    from page 0 if
  *                         count is higher), and reused    erased, else not
+ *   FULL, closed early    reopened for GC's copies        from page w
+ *   (wp = w < pages)      (alloc_reopen_for_gc), or as    (or from page 0
+ *                         FULL                            if erased)
  *
  * Each OOB entry found there is checked (its own checksum, the block's
  * erase count, then the data page's checksum, so torn pages are dropped)
@@ -495,11 +498,16 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
   if (r < 0)
     return r;
   hok = media_header_ec (m, meta, &hec);
+  /* A block closed before it was full may have been reopened for GC's
+   * copies since (alloc_reopen_for_gc): scanned from its write pointer
+   * as an open one.
+   */
+  bool early = state == FTL_BLK_FULL && cwp < media_block_pages (m, b);
   if (state == FTL_BLK_FULL) {
     /* The common case: unchanged since the checkpoint. */
     bool first_ok = fmt_oob_decode (meta + FTL_BLKHDR_BYTES, FTL_OOB_BYTES,
                                     &o) == FTL_FMT_OK;
-    if ((!hok || hec <= cec) && first_ok && o.erase_count <= cec)
+    if ((!hok || hec <= cec) && first_ok && o.erase_count <= cec && !early)
       return 0;
     if (!hok && all_zero (meta, (size_t) m->meta_pages * ftl->page_size)) {
       /* Erased since, and its header was lost in the crash: count the
@@ -523,8 +531,8 @@ scan_block (struct ftl *ftl, uint32_t b, uint8_t *meta, uint8_t *data,
     if (fmt_oob_decode (meta + FTL_BLKHDR_BYTES + (size_t) i * FTL_OOB_BYTES,
                         FTL_OOB_BYTES, &o) == FTL_FMT_OK)
       ec = MAX (ec, o.erase_count);
-  start = (ec == cec && state == FTL_BLK_OPEN) ? cwp : 0;
-  if (ec == cec && state == FTL_BLK_FULL)
+  start = (ec == cec && (state == FTL_BLK_OPEN || early)) ? cwp : 0;
+  if (ec == cec && state == FTL_BLK_FULL && !early)
     return 0;                   /* header damaged but block unchanged */
   wp = start;
   /* Its mode: the checkpoint's if the block was not erased since, else
@@ -882,8 +890,12 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
       ftl->nfree++;
     }
   }
-  /* The blocks that were open are closed (state.h). */
+  /* The blocks that were open are closed (state.h); with the pool at
+   * the crash reserve, GC gets the room they have left.
+   */
   alloc_blocks_closed (ftl);
+  if (!ftl->readonly)
+    alloc_reopen_for_gc (ftl);
   if (ftl->nfree < FTL_SPOR_RESERVE_BLOCKS)
     log_msg (ftl, FTL_LOG_WARN, "%u erase blocks are free, fewer than the "
              "%u kept for an open after a crash (an image written by an "

@@ -32,7 +32,11 @@ _Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
  * GC could not copy, and nothing could be written again.  So GC leaves
  * these while the drive runs; only an open that finds the free pool
  * down to them lets GC take them, until it is above them again
- * (spor_short, alloc.c).
+ * (spor_short, alloc.c).  Such an open first gives the GC frontiers
+ * the room left in blocks closed before they were full
+ * (alloc_reopen_for_gc): a server killed while GC held the last block,
+ * its victim half copied, left an image with no free block and nothing
+ * to reclaim without copying.
  */
 #define FTL_SPOR_RESERVE_BLOCKS 1
 /* Free blocks that host frontiers may not take, so that garbage
