@@ -200,6 +200,7 @@ if [ -n "$json_dir" ]; then
     mkdir -p "$json_dir" || die "--json $json_dir: cannot create it"
 fi
 work="$(mktemp -d "$dir/ftl-perf.XXXXXX")"
+work="$(cd "$work" && pwd)"
 declare -A pid_of=()            # server name -> nbdkit pid
 declare -A hwm_kib=()           # server name -> highest VmHWM seen
 
@@ -305,14 +306,18 @@ cpu_ticks () # NAME: utime + stime of the server, in clock ticks
 }
 
 # fio_run NAME OUTPUT FIO-OPTIONS...: one fio job against a server.
+# fio runs in the work directory: the output of its exec_prerun and
+# exec_postrun commands goes to JOBNAME.prerun.txt and .postrun.txt in
+# the current directory.
 fio_run ()
 {
     local name="$1" out="$2"
     shift 2
-    if ! fio --name="${out##*/}" --ioengine=nbd --uri="$(uri_of "$name")" \
-             --size="$size_bytes" --group_reporting \
-             --output-format=json --output="$out" "$@" \
-             >"$out.stdout" 2>"$out.stderr"; then
+    if ! (cd "$work" &&
+          fio --name="${out##*/}" --ioengine=nbd --uri="$(uri_of "$name")" \
+              --size="$size_bytes" --group_reporting \
+              --output-format=json --output="$out" "$@" \
+              >"$out.stdout" 2>"$out.stderr"); then
         cat "$out.stdout" "$out.stderr" >&2
         die "fio failed on $name: $*"
     fi

@@ -9,12 +9,19 @@ requires_plugin
 requires fio jq nbdinfo numfmt timeout
 
 make_tmpdir
-perf="${srcdir:-.}/../bench/perf.sh"
+perf="$(cd "${srcdir:-.}/../bench" && pwd)/perf.sh"
+plugin="$(cd "$(dirname "$FTL_PLUGIN")" && pwd)/${FTL_PLUGIN##*/}"
 
-timeout 120 "$perf" --plugin "$FTL_PLUGIN" --dir "$tmp" \
+# From a directory of its own, which must stay empty: fio writes the
+# output of its exec_prerun and exec_postrun hooks to the current
+# directory, and the script runs it in its work directory.
+mkdir "$tmp/cwd"
+(cd "$tmp/cwd" &&
+ timeout 120 "$perf" --plugin "$plugin" --dir "$tmp" \
     --size 64M --runtime 500ms --repeat 1 \
-    --workloads seq-read,rand-write-qd16,rand-write-steady \
+    --workloads seq-read,rand-write-qd16,rand-write-steady) \
     >"$tmp/out.md"
+test -z "$(ls -A "$tmp/cwd")"
 cat "$tmp/out.md"
 
 # One row per server and workload, with a positive median IOPS.
