@@ -8,7 +8,9 @@
  * been killed), and checks that the reopened image matches the model.
  *
  * FTL_MODEL_SEED and FTL_MODEL_OPS in the environment override the seed
- * and the number of operations; the seed is printed.
+ * and the number of operations; the seed is printed.  make check runs a
+ * tenth of the operations given below (about 10 seconds in all), make
+ * check-long (FTL_CHECK_LONG=1) all of them.
  */
 
 #include <config.h>
@@ -180,6 +182,11 @@ run_model (uint64_t size, uint32_t ps, uint32_t ppb, double op,
   model_io.sync = nosync;
   if (!seed) seed = 0x9e3779b97f4a7c15ULL ^ (uint64_t) getpid ();
   rng = seed;
+  /* make check runs a tenth of each test's operations, make check-long
+   * (FTL_CHECK_LONG=1) all of them; the checks are the same.
+   */
+  if (!getenv_u64 ("FTL_CHECK_LONG", 0))
+    nops /= 10;
   nops = getenv_u64 ("FTL_MODEL_OPS", nops);
   printf ("model: size %" PRIu64 " page %u ppb %u op %g streams %u gc %s "
           "write cache %" PRIu64 ": %" PRIu64 " ops, FTL_MODEL_SEED=%" PRIu64
