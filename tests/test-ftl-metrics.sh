@@ -79,7 +79,7 @@ stop_server "$pid"
 
 # The timeline: a line at start, while busy, after, and at shutdown;
 # each a JSON object with the rates and the statistics.
-cat "$log" | head -c 2000; echo
+head -c 2000 "$log"; echo
 lines=$(wc -l < "$log")
 [ "$lines" -ge 3 ]
 jq -e -s 'all(.[]; (.time | type) == "number" and
