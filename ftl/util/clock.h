@@ -1,7 +1,8 @@
 /* nbdkit-ftl: the clock every layer reads, and sleeping until a time.
  *
- * Owns the oversleep averages of the process's sleeps and the lateness
- * of the modeled waits' yields (global, atomics; no lock): every module
+ * Owns the oversleep averages of the process's sleeps, the lone modeled
+ * waits' lateness and the share of long yields (global, atomics; no
+ * lock): every module
  * that waits for a time (the timing model's modeled waits, the watchdog,
  * the background thread) sleeps through clock_sleep_until or
  * clock_wait_model.
@@ -71,9 +72,9 @@ extern void clock_sleep_until (uint64_t t);
  * until t: a kernel timer and a wake-up per request cost more CPU time
  * than the modeled wait of a short operation, and the yields give the
  * CPU to whatever else can run (the other requests, the client).  A
- * yield to a CPU-bound thread can cost a whole time slice: while the
- * crowd's yielding waits end late on average (by more than a sleep's
- * wake-up) it sleeps instead, and tries a yield now and then.
+ * yield to a CPU-bound thread can cost a whole time slice: while more
+ * than 1 yield in 8 comes back after over 2 ms, a crowd sleeps
+ * instead, and tries a yield now and then.
  */
 #define CLOCK_SPIN_MAX_NS 200000
 #define CLOCK_YIELD_NS 150000
