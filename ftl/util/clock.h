@@ -2,10 +2,9 @@
  *
  * Owns the oversleep averages of the process's sleeps, the lone modeled
  * waits' lateness and the share of long yields (global, atomics; no
- * lock): every module
- * that waits for a time (the timing model's modeled waits, the watchdog,
- * the background thread) sleeps through clock_sleep_until or
- * clock_wait_model.
+ * lock): every module that waits for a time (the timing model's
+ * modeled waits, the watchdog, the background thread) sleeps through
+ * clock_sleep_until or clock_wait_model.
  */
 
 #ifndef FTL_UTIL_CLOCK_H
