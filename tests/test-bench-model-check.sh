@@ -37,13 +37,21 @@ grep -q '^| preset | corner | unit | measured | range (max/min) | model only | p
 # Every corner has a positive figure; the in-cache write is compared
 # with the published figure (530 MB/s) and says what it wrote.
 for c in seq-read seq-write seq-write-cache rand-read-qd1 rand-read-qd32 \
-         rand-write-qd1 rand-write-qd32; do
+         rand-write-qd1 rand-write-qd32 rand-write-qd32-cache; do
     grep -q "^| sata-qlc | $c | [A-Z/a-z]* | [0-9.]*[1-9][0-9.]* |" "$tmp/out.md"
 done
 grep -q "^| sata-qlc | seq-write-cache | MB/s | [0-9.]* |  |  | 530 | [0-9]\\.[0-9][0-9] | [0-9.]* |  | .* | $cache_write into the SLC cache of a fresh $cache_size disk" \
     "$tmp/out.md"
-# The untimed plugin ran it too (the transport's ceiling).
+# So is the random write into the cache (88,000 IOPS), and the random
+# write on the small disk says that the published figure is the
+# cache's.
+grep -q "^| sata-qlc | rand-write-qd32-cache | IOPS | [0-9]* |  | [0-9]* | 88000 | [0-9]\\.[0-9][0-9] | [0-9]* | [a-z]* | .* | $cache_write into the SLC cache of a fresh $cache_size disk" \
+    "$tmp/out.md"
+grep -q "^| sata-qlc | rand-write-qd32 | .* | published figure is the SLC cache's (rand-write-qd32-cache)" \
+    "$tmp/out.md"
+# The untimed plugin ran them too (the transport's ceiling).
 grep -q '^    seq-write-cache [0-9.]*[1-9]' "$tmp/out.md"
+grep -q '^    rand-write-qd32-cache [0-9]*[1-9]' "$tmp/out.md"
 # Numbers in the host's columns (sync ms/s, destage stall ms/s) of
 # every timed corner.
 awk -F' *[|] *' '$2 == "sata-qlc" && $3 != "deadline aborts" {
@@ -55,7 +63,7 @@ grep -q '^| sata-qlc | seq-write | .*| SPOILED 1/1: sync 1' "$tmp/out.md"
 grep -q '^| sata-qlc | deadline aborts | | 0 |' "$tmp/out.md"
 # The QD32 corners: the model-only figure, the untimed figure of the
 # same run, and what bound the figure.
-for c in rand-read-qd32 rand-write-qd32; do
+for c in rand-read-qd32 rand-write-qd32 rand-write-qd32-cache; do
     awk -F' *[|] *' -v c="$c" '$2 == "sata-qlc" && $3 == c {
             found = 1
             if ($7 !~ /^[0-9]+$/ || $10 !~ /^[0-9]+$/ ||
