@@ -49,6 +49,24 @@ ftl_lazy_free (void *p, uint64_t bytes)
 }
 
 void
+ftl_lazy_populate (void *p, uint64_t bytes)
+{
+  size_t page = sysconf (_SC_PAGESIZE);
+  uintptr_t a = (uintptr_t) p / page * page;
+  uintptr_t e = ((uintptr_t) p + bytes + page - 1) / page * page;
+
+  if (bytes == 0)
+    return;
+#ifdef MADV_POPULATE_WRITE
+  if (madvise ((void *) a, e - a, MADV_POPULATE_WRITE) == 0)
+    return;
+#endif
+  /* Before Linux 5.14: a write of what each page holds. */
+  for (; a < e; a += page)
+    __atomic_fetch_add ((volatile char *) a, 0, __ATOMIC_RELAXED);
+}
+
+void
 ftl_lazy_zero (void *p, uint64_t bytes)
 {
   size_t page = sysconf (_SC_PAGESIZE);

@@ -172,5 +172,10 @@ atomic_max_u64 (uint64_t *p, uint64_t v)
 extern void *ftl_lazy_alloc (uint64_t bytes);
 extern void ftl_lazy_free (void *p, uint64_t bytes);
 extern void ftl_lazy_zero (void *p, uint64_t bytes);
+/* Give the pages of [p, p + bytes) memory now (they read as they did),
+ * so that writing them later takes no page fault: for a copy that
+ * others wait on.  Best effort.
+ */
+extern void ftl_lazy_populate (void *p, uint64_t bytes);
 
 #endif /* FTL_UTIL_H */
