@@ -165,17 +165,25 @@ clock_wait_model (uint64_t t)
    * wake-up).
    */
   uint64_t spin0 = now;
-  while ((now = clock_now ()) < t) {
+  now = clock_now ();
+  while (now < t) {
     if (yield && __atomic_load_n (&model_waiters, __ATOMIC_RELAXED) > 1) {
       sched_yield ();
+      /* One clock read per pass; the shared average is written only
+       * when it changes (not while every yield comes back quickly).
+       */
       uint64_t back = clock_now ();
       unsigned avg = __atomic_load_n (&long_yields, __ATOMIC_RELAXED);
-      __atomic_store_n (&long_yields, avg - avg / 256
-                        + (back - now > LONG_YIELD_NS ? 65536 / 256 : 0),
-                        __ATOMIC_RELAXED);
+      unsigned nv = avg - avg / 256
+        + (back - now > LONG_YIELD_NS ? 65536 / 256 : 0);
+      if (nv != avg)
+        __atomic_store_n (&long_yields, nv, __ATOMIC_RELAXED);
+      now = back;
     }
-    else
+    else {
       cpu_relax ();
+      now = clock_now ();
+    }
   }
   spun_ns += MAX (spin0, t) - spin0;
   __atomic_sub_fetch (&model_waiters, 1, __ATOMIC_RELAXED);
