@@ -151,6 +151,8 @@ struct ftl_timing {
   uint64_t channel_rate;        /* channel transfer, bytes/s */
   uint64_t host_rate;           /* host link (SATA, PCIe), bytes/s */
   uint64_t command_ns;          /* controller overhead per host command */
+  uint64_t host_command_ns;     /* host link time per command besides its
+                                 * data (SATA's frames, NVMe's entries) */
   bool suspend;                 /* reads suspend programs and erases */
   uint64_t suspend_ns;          /* the cost of a suspension */
   uint64_t plp_buffer;          /* power-loss protected buffer, bytes:

@@ -19,7 +19,7 @@
  * slow-threshold, write-cache, write-cache-bypass, map-cache; the timing model's timing, model,
  * read-latency, program-latency, erase-latency, channels, dies,
  * planes, nand-page, nand-block, channel-rate, host-rate,
- * command-overhead, suspend, suspend-latency, plp-buffer; the error
+ * command-overhead, host-command, suspend, suspend-latency, plp-buffer; the error
  * model's errors, seed, time-scale, error-scale, read-disturb-scale,
  * ecc-bits, read-retry, read-reclaim, reclaim-reads, scrub-interval;
  * and the SLC cache's slc-static, slc-dynamic, cell-bits, slc-program,
@@ -109,6 +109,7 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "channel-rate=<SIZE>            Channel transfer rate, bytes/s (preset's).\n" \
   "host-rate=<SIZE>               Host link rate, bytes/s (preset's).\n" \
   "command-overhead=<DURATION>    Controller time per host command (preset's).\n" \
+  "host-command=<DURATION>        Host link time per command beside its data (preset's).\n" \
   "suspend=<BOOL>                 Reads suspend programs and erases (preset's).\n" \
   "suspend-latency=<DURATION>     Cost of a suspension (preset's).\n" \
   "plp-buffer=<SIZE>              Power-loss protected buffer of programs (preset's).\n" \

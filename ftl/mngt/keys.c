@@ -305,7 +305,7 @@ enum {
   KEY_CHANNELS = 1 << 3, KEY_DIES = 1 << 4, KEY_PLANES = 1 << 5,
   KEY_NAND_PAGE = 1 << 6, KEY_NAND_BLOCK = 1 << 7, KEY_CHANNEL_RATE = 1 << 8,
   KEY_HOST_RATE = 1 << 9, KEY_COMMAND = 1 << 10, KEY_SUSPEND = 1 << 11,
-  KEY_SUSPEND_NS = 1 << 12, KEY_PLP = 1 << 13,
+  KEY_SUSPEND_NS = 1 << 12, KEY_PLP = 1 << 13, KEY_HOST_COMMAND = 1 << 14,
 };
 /* The SLC cache's keys that a preset also sets (ftl_keys.slc_given). */
 enum {
@@ -387,6 +387,9 @@ set_timing (struct ftl_keys *k, const char *key, const char *v,
                                              err, errlen);
   else if (strcmp (key, "command-overhead") == 0)
     bit = KEY_COMMAND, r = parse_dur (key, v, &t->command_ns, err, errlen);
+  else if (strcmp (key, "host-command") == 0)
+    bit = KEY_HOST_COMMAND, r = parse_dur (key, v, &t->host_command_ns,
+                                           err, errlen);
   else if (strcmp (key, "suspend") == 0)
     bit = KEY_SUSPEND, r = ftl_parse_bool (key, v, &t->suspend, err, errlen);
   else if (strcmp (key, "suspend-latency") == 0)
@@ -547,6 +550,7 @@ apply_preset (struct ftl_keys *k, const struct ftl_timing_preset *p)
   if (given & KEY_CHANNEL_RATE) t->channel_rate = g->channel_rate;
   if (given & KEY_HOST_RATE) t->host_rate = g->host_rate;
   if (given & KEY_COMMAND) t->command_ns = g->command_ns;
+  if (given & KEY_HOST_COMMAND) t->host_command_ns = g->host_command_ns;
   if (given & KEY_SUSPEND) t->suspend = g->suspend;
   if (given & KEY_SUSPEND_NS) t->suspend_ns = g->suspend_ns;
   t->enabled = true;

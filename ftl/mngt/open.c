@@ -208,6 +208,7 @@ validate_options (const struct ftl_options *o, char *errbuf, size_t errlen)
         o->timing.program_ns > FTL_MAX_DURATION_NS ||
         o->timing.erase_ns > FTL_MAX_DURATION_NS ||
         o->timing.command_ns > FTL_MAX_DURATION_NS ||
+        o->timing.host_command_ns > FTL_MAX_DURATION_NS ||
         o->timing.suspend_ns > FTL_MAX_DURATION_NS ||
         o->timing.plp_buffer > FTL_MAX_NAND_BLOCK) {
       snprintf (errbuf, errlen, "a NAND latency is too long (at most %d s)",

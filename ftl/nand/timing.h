@@ -74,8 +74,11 @@
  * behind the requests by at most the buffer.
  *
  * Host side (request.c): every host command costs command_ns of
- * controller overhead, then its data crosses the host link (SATA or
- * PCIe, host_rate bytes/s; the link is one shared resource).  A write
+ * controller overhead, then it crosses the host link (SATA or PCIe; the
+ * link is one shared resource, one command at a time): its data at
+ * host_rate bytes/s plus host_command_ns of the protocol's own traffic
+ * (SATA's command, DMA setup and status frames; NVMe's queue entries),
+ * which caps random IOPS at deep queues as on a real link.  A write
  * that the write cache takes completes then: that is the DRAM cache's
  * acknowledgment; the NAND work happens when the destager programs it.
  *
@@ -98,6 +101,7 @@ struct timing {
   uint64_t xfer_ps_per_byte;    /* channel transfer; 0: free */
   uint64_t host_ps_per_byte;    /* host link transfer; 0: free */
   uint64_t command_ns;          /* controller overhead per host command */
+  uint64_t host_command_ns;     /* host link time per command, beside data */
   bool suspend;                 /* reads suspend programs and erases */
   uint64_t suspend_ns;
   uint64_t plp_buffer;          /* bytes; 0: none */

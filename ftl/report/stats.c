@@ -742,6 +742,7 @@ render_timing (struct ftl_stat_set *s, const struct stats_view *v)
   u64 (s, "erase_share_ppm", t->erase_share_ppm, NULL);
   u64 (s, "host_ps_per_byte", t->host_ps_per_byte, NULL);
   u64 (s, "command_ns", t->command_ns, NULL);
+  u64 (s, "host_command_ns", t->host_command_ns, NULL);
   boolean (s, "suspend", t->suspend, NULL);
   u64 (s, "suspend_ns", t->suspend_ns, NULL);
   u64 (s, "plp_buffer", t->plp_buffer, NULL);

@@ -469,6 +469,40 @@ START_TEST (test_timing_host)
 }
 END_TEST
 
+/* The link's time per command (host_command_ns) is the link's, one
+ * command at a time: 32 reads issued at once finish 32 x (command +
+ * transfer) after the first begins, not together; the link's busy time
+ * counts it; QD1 latency is the command overhead plus both.
+ */
+START_TEST (test_timing_host_command)
+{
+  struct ftl_timing o = {
+    .enabled = true, .channels = 1, .dies = 1,
+    .host_rate = 4096000000, .command_ns = 1 * MS_,
+    .host_command_ns = 2 * MS_,
+  };
+  struct timing t;
+  struct timing_util u;
+  ck_assert_int_eq (timing_init (&t, &o), 0);
+  /* 4096 bytes at 4.096 GB/s: 1 us on the link, besides the command. */
+  uint64_t now = clock_now ();
+  uint64_t r = timing_host (&t, now, 0, 4096, true);
+  ck_assert_uint_ge (r, now + 3 * MS_ + 1000);
+  ck_assert_uint_le (r, now + 3 * MS_ + 1000 + SLACK);
+  uint64_t last = 0;
+  now = clock_now ();
+  for (int i = 0; i < 32; i++) {
+    uint64_t end = timing_host (&t, now, 0, 4096, i % 2);
+    last = MAX (last, end);
+  }
+  ck_assert_uint_ge (last, now + 32 * (2 * MS_ + 1000));
+  timing_get_util (&t, &u);
+  ck_assert_uint_ge (u.host_busy_ns, 33 * (2 * MS_ + 1000));
+  ck_assert_uint_le (u.host_busy_ns, 33 * (2 * MS_ + 1000) + 1000);
+  timing_free (&t);
+}
+END_TEST
+
 /* With one unit, programs queue: 32 pages at 2 ms take 64 ms or more;
  * without the model they take much less.
  */
@@ -868,6 +902,7 @@ deadline_suite (void)
   tcase_add_test (tc, test_timing_suspend);
   tcase_add_test (tc, test_timing_util);
   tcase_add_test (tc, test_timing_host);
+  tcase_add_test (tc, test_timing_host_command);
   tcase_add_test (tc, test_timing_write);
   tcase_add_test (tc, test_handled);
   tcase_add_test (tc, test_reset);
