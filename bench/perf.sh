@@ -16,6 +16,12 @@
 #                same image, filled, then two drive writes of random
 #                4 KiB writes (GC running) -> steady-state random write
 #
+# The floor of the server's CPU per request: what memory's server
+# spends on the NBD path for the same workload, plus the library's own
+# work for a request of the same kind (bench/ftl-ops --as-plugin on a
+# disk of the same size, once per repeat); the table gives the ftl
+# server's CPU per request against it, and the idle CPU per request.
+#
 # See bench/README.md.  "perf.sh --memory" reports the plugin's memory
 # use and open time instead.
 
@@ -33,7 +39,8 @@ a Markdown table: median IOPS and bandwidth with their spread, ratios to
 the file and memory plugins, completion latency, CPU time per GiB, peak
 RSS; and where the machine's CPU time went per request (the server,
 fio, the rest, idle), with the server's share that the goals against
-memory leave.
+memory leave, and the server's CPU per request against its floor (the
+NBD path, memory's server, plus the library's own work, bench/ftl-ops).
 
   --dir DIR          where the images go (default: \$TMPDIR unless it is
                      tmpfs, else the build tree); a private directory is
@@ -165,6 +172,7 @@ done
 source "$here/find-plugin.sh"
 find_plugin
 ftlctl="$builddir/tools/ftlctl"
+ftl_ops="$builddir/bench/ftl-ops"
 
 # A self-check build (./configure --enable-self-check, as ./check
 # makes) checks the whole map at every checkpoint: its figures are
@@ -547,8 +555,35 @@ rep_order ()
     fi
 }
 
+# The library's own CPU per request, for the floor: bench/ftl-ops with
+# the plugin's defaults and background threads on a disk of this size,
+# once per repeat (between the servers' runs, so that it sees the same
+# machine): "REP PHASE US" lines (write, read, steady) into $work/lib.
+lib_floor ()
+{
+    local mib=$(( size_bytes >> 20 )) ops
+    ops=$(( size_bytes / 4096 / 8 ))
+    [ "$ops" -le 100000 ] || ops=100000
+    "$ftl_ops" --as-plugin --dir "$work" --size "$mib" --ops "$ops" \
+        >"$work/ftl-ops.out" 2>&1 || { cat "$work/ftl-ops.out" >&2; die "bench/ftl-ops failed"; }
+    awk -v r="$1" '$1 ~ /^(write|read|steady)$/ && $2 ~ /^[0-9]+$/ {
+            for (i = 1; i < NF; i++) if ($i == "CPU") print r, $1, $(i + 1) + 0
+        }' "$work/ftl-ops.out" >>"$work/lib"
+}
+: >"$work/lib"
+has_floor=false
+if [ -x "$ftl_ops" ]; then
+    has_floor=true
+else
+    progress "no $ftl_ops (make builds it): the floor is not measured"
+fi
+
 for (( rep = 1; rep <= repeat; rep++ )); do
     mapfile -t order < <(rep_order "$rep")
+    if $has_floor; then
+        progress "repeat $rep: the library's own CPU per request (bench/ftl-ops --as-plugin)"
+        lib_floor "$rep"
+    fi
     # F: filled disk.
     mapfile -t ws < <(in_group F)
     if [ ${#ws[@]} -gt 0 ]; then
@@ -653,7 +688,7 @@ fi
 echo
 
 awk -F'\t' -v order="$(IFS=,; echo "${run_workloads[*]}")" \
-    -v images_fs="$(fstype "$work")" -v ncpu="$(nproc)" '
+    -v images_fs="$(fstype "$work")" -v ncpu="$(nproc)" -v libfile="$work/lib" '
 function median(s,    a, n, i, j, t) {
     n = split(s, a, " ")
     for (i = 2; i <= n; i++) {
@@ -676,6 +711,11 @@ function spread(k,    m) {
     return (lo == hi) ? num(m) : num(m) " (" num(lo) ".." num(hi) ")"
 }
 function med(k) { return (k in vals) ? num(median(vals[k])) : "-" }
+FILENAME == libfile {
+    split($0, a, " ")
+    lib[a[1], a[2]] = a[3]
+    next
+}
 {
     rep = $1; w = $2; s = $3
     iops[rep, w, s] = $4
@@ -772,6 +812,44 @@ END {
             med(k "us_srv"), med(k "us_cli"), med(k "us_rest"), med(k "us_idle"), \
             med(k "us_all")
     }
+    # The floor: what a request must cost the server, the NBD path
+    # (memory'"'"'s server, the same workload and repeat) plus the
+    # library'"'"'s own work (bench/ftl-ops --as-plugin, the phase of the
+    # same kind, the same repeat).
+    nfl = split("rand-read-qd1 read rand-read-qd16 read rand-read-4conn read " \
+          "rand-write-qd1 write rand-write-qd16 write rand-write-4conn write " \
+          "rand-write-steady steady", fl, " ")
+    for (i = 1; i < nfl; i += 2) phase_of[fl[i]] = fl[i + 1]
+    hdr = 0
+    for (i = 1; i <= nw; i++) {
+        w = ws[i]
+        if (!(w in phase_of)) continue
+        for (r in reps) {
+            if (!((r, w, "ftl") in srv_us) || !((r, w, "memory") in srv_us) ||
+                !((r, phase_of[w]) in lib)) continue
+            f = srv_us[r, w, "memory"] + lib[r, phase_of[w]]
+            add(w SUBSEP "lib", lib[r, phase_of[w]])
+            add(w SUBSEP "floor", f)
+            add(w SUBSEP "xfloor", srv_us[r, w, "ftl"] / f)
+        }
+        if (!((w SUBSEP "floor") in vals)) continue
+        if (!hdr) {
+            print ""
+            print "The server'"'"'s CPU per request against its floor, µs (medians, min..max): the NBD"
+            print "path (memory'"'"'s server, the same workload and repeat) plus the library'"'"'s own"
+            print "work (bench/ftl-ops --as-plugin, the phase of the same kind, the same repeat);"
+            print "idle is the machine'"'"'s idle CPU per request during the ftl run."
+            print ""
+            print "| Workload | ftl server | memory server | library | floor | ftl / floor | idle |"
+            print "|---|---|---|---|---|---|---|"
+            hdr = 1
+        }
+        printf "| %s | %s | %s | %s (%s) | %s | %s | %s |\n", w, \
+            spread(w SUBSEP "ftl" SUBSEP "us_srv"), \
+            spread(w SUBSEP "memory" SUBSEP "us_srv"), \
+            spread(w SUBSEP "lib"), phase_of[w], spread(w SUBSEP "floor"), \
+            spread(w SUBSEP "xfloor"), med(w SUBSEP "ftl" SUBSEP "us_idle")
+    }
     # Targets: the plugin against the file plugin.
     print ""
     print "| Target (ftl) | Goal | Measured | |"
@@ -815,6 +893,13 @@ END {
     target("rand-write-4conn", "xmem", 0.80, "random write, 4 connections, vs memory")
     target("rand-write-fsync32", "xfile", 1.0, "random write fsync=32 vs file")
     targetk("scale-read" SUBSEP "ftl", 1.0, "4 connections / 1, reads")
+    targetk("scale-write" SUBSEP "ftl", 1.0, "4 connections / 1, writes")
+    targetmax("rand-write-qd16" SUBSEP "xfloor", 1.1,
+              "server CPU per request vs the floor, random write iodepth 16")
+    targetmax("rand-write-4conn" SUBSEP "xfloor", 1.1,
+              "server CPU per request vs the floor, random write, 4 connections")
+    targetmax("rand-write-steady" SUBSEP "xfloor", 1.1,
+              "server CPU per request vs the floor, random write steady state")
     # What the goals against memory leave for the server: at goal ×
     # memory'"'"'s IOPS the machine has ncpu / (goal × IOPS) per request,
     # less what fio and the rest of the machine spent per request in
@@ -860,7 +945,7 @@ function targetk(k, goal, label, status,    m) {
     if (status == "") status = (m >= goal ? "met" : "missed")
     printf "| %s | ≥ %.2f× | %s× (%s..%s) | %s |\n", label, goal, num(m), num(lo), num(hi), status
 }
-' "$results"
+' "$work/lib" "$results"
 
 echo
 echo "Peak RSS (VmHWM, highest over the server instances): $(

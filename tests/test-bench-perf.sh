@@ -58,6 +58,22 @@ grep -Eq '^\| rand-write-qd16 \| ≥ 0\.85× memory \| [0-9.]+ \| -?[0-9.]+ \|$'
 grep -Eq '^\| rand-write-steady \| ≥ 0\.70× memory \| [0-9.]+ \| -?[0-9.]+ \|$' \
     "$tmp/out.md"
 grep -q '^| random write steady state vs memory | ' "$tmp/out.md"
+# The server's CPU per request against its floor (memory's server plus
+# the library's own, from bench/ftl-ops): a row for each random write
+# workload, every figure positive, the floor their sum, and the goal.
+sed -n '/^| Workload | ftl server | memory server | library | floor /,/^$/p' \
+    "$tmp/out.md" >"$tmp/floor.md"
+awk -F' *[|] *' '
+    NR > 2 && NF > 7 {
+        rows++
+        split($5, lib, " ")
+        if (!($3 > 0 && $4 > 0 && lib[1] > 0 && $6 > 0 && $7 > 0 &&
+              $6 > 0.95 * ($4 + lib[1]) && $6 < 1.05 * ($4 + lib[1]) + 0.02 &&
+              $8 >= 0)) { print "bad row: " $0; bad++ }
+    }
+    END { exit !(rows == 2 && !bad) }' "$tmp/floor.md"
+grep -q '^| server CPU per request vs the floor, random write steady state | ≤ 1.10× | ' \
+    "$tmp/out.md"
 grep -q '^Peak RSS (VmHWM.*ftl [1-9][0-9]* MiB ([0-9.]* MiB per GiB of disk)' "$tmp/out.md"
 grep -q '^| seq-read | [0-9.]* .*| [0-9.]* .*| [0-9.]*' "$tmp/out.md"
 # The steady-state run had garbage collection running.
