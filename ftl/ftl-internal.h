@@ -217,6 +217,10 @@ struct ftl {
   pthread_mutex_t alloc_lock;
   uint8_t *state;               /* enum ftl_block_state, under alloc_lock */
   uint32_t nfree;               /* changed under alloc_lock, read atomic */
+  uint32_t *free_ec;            /* free_ec[e]: FREE blocks of erase count
+                                 * e, the last bucket e or more; NULL
+                                 * until counted (alloc.c; alloc_lock) */
+  uint32_t free_ec_n;           /* its buckets */
   bool spor_short;              /* the free pool was down to the crash
                                  * reserve when the open blocks were
                                  * closed (open after a crash, close): GC

@@ -115,6 +115,9 @@ void
 alloc_free (struct ftl *ftl)
 {
   free (ftl->state);
+  free (ftl->free_ec);
+  ftl->free_ec = NULL;
+  ftl->free_ec_n = 0;
   free (ftl->close_seq);
   free (ftl->seq_sum);
   free (ftl->seq_cnt);
@@ -336,10 +339,76 @@ frontier_long_lived (struct ftl *ftl, const struct frontier *f)
  * data (most_worn) the one with the highest, so that long-lived data
  * rests on worn blocks and the little-worn ones take the rewrites.
  */
+/* The free pool by erase count.  Choosing the least or most worn free
+ * block scanned the whole block table under alloc_lock at every block
+ * opened: 8.6 million entries on an 8 TiB disk, 13% of the server's
+ * CPU under random writes, with writers waiting for the lock.  With
+ * the count of free blocks at each erase count, the erase count wanted
+ * is known before the scan, which stops at the first free block that
+ * has it: the same block as the whole scan would find (the first in
+ * the table among the best).  Buckets: the endurance and one more, the
+ * last for erase counts at or past it (free blocks are retired there,
+ * but an image may be opened with a lower endurance).
+ */
+static uint32_t
+free_ec_bucket (const struct ftl *ftl, uint32_t ec)
+{
+  return MIN (ec, ftl->free_ec_n - 1);
+}
+
+void
+alloc_free_ec_recount (struct ftl *ftl)
+{
+  uint32_t n = ftl->wl.endurance + 1;
+
+  if (ftl->free_ec_n != n) {
+    free (ftl->free_ec);
+    ftl->free_ec = NULL;
+    ftl->free_ec_n = 0;
+    uint32_t *p = calloc (n, sizeof *p);
+    if (!p)
+      return;                   /* whole-table scans */
+    ftl->free_ec = p;
+    ftl->free_ec_n = n;
+  }
+  memset (ftl->free_ec, 0, n * sizeof *ftl->free_ec);
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    if (ftl->state[b] == FTL_BLK_FREE)
+      ftl->free_ec[free_ec_bucket (ftl, media_erase_count (&ftl->media,
+                                                           b))]++;
+}
+
+void
+alloc_block_freed (struct ftl *ftl, uint32_t b)
+{
+  assert (ftl->state[b] == FTL_BLK_FREE);
+  if (ftl->free_ec)
+    ftl->free_ec[free_ec_bucket (ftl, media_erase_count (&ftl->media, b))]++;
+}
+
+/* The erase count that take_free_block wants: the lowest (or highest)
+ * of the free blocks', or UINT32_MAX where only a whole scan can tell
+ * (no counts, or the last bucket, which holds several).
+ */
+static uint32_t
+free_ec_wanted (const struct ftl *ftl, bool most_worn)
+{
+  uint32_t n = ftl->free_ec_n;
+
+  if (!ftl->free_ec)
+    return UINT32_MAX;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t e = most_worn ? n - 1 - i : i;
+    if (ftl->free_ec[e])
+      return e == n - 1 ? UINT32_MAX : e;
+  }
+  return UINT32_MAX;
+}
+
 static uint32_t
 take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
 {
-  uint32_t best = FTL_NO_BLOCK, best_ec = 0;
+  uint32_t best = FTL_NO_BLOCK, best_ec = 0, want;
 
   if (keep == ALLOC_KEEP_GC) {
     /* The crash reserve: GC leaves it, unless this session opened with
@@ -352,6 +421,7 @@ take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
   assert (keep >= FTL_SPOR_RESERVE_BLOCKS || ftl->spor_short);
   if (ftl->nfree <= keep)
     return FTL_NO_BLOCK;
+  want = free_ec_wanted (ftl, most_worn);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
     if (ftl->state[b] == FTL_BLK_FREE) {
       uint32_t ec = media_erase_count (&ftl->media, b);
@@ -359,6 +429,8 @@ take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
         best = b;
         best_ec = ec;
       }
+      if (ec == want)
+        break;
       /* None is less worn than one never erased, and the first found
        * is taken among equals: on a large disk that holds little data
        * the rest of the scan (millions of blocks) would find no other.
@@ -374,6 +446,11 @@ take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
   __atomic_store_n (&ftl->seq_sum[best], 0, __ATOMIC_RELAXED);
   __atomic_store_n (&ftl->seq_cnt[best], 0, __ATOMIC_RELAXED);
   __atomic_store_n (&ftl->trim_seq_end[best], 0, __ATOMIC_RELAXED);
+  assert (want == UINT32_MAX || best_ec == want);
+  if (ftl->free_ec) {
+    assert (ftl->free_ec[free_ec_bucket (ftl, best_ec)] > 0);
+    ftl->free_ec[free_ec_bucket (ftl, best_ec)]--;
+  }
   ftl->state[best] = FTL_BLK_OPEN;
   __atomic_store_n (&ftl->nfree, ftl->nfree - 1, __ATOMIC_RELAXED);
   return best;
@@ -585,6 +662,7 @@ alloc_close_frontiers (struct ftl *ftl)
         slc_block_released (ftl, all[i]->block);
         ftl->state[all[i]->block] = FTL_BLK_FREE;
         ftl->nfree++;
+        alloc_block_freed (ftl, all[i]->block);
       }
       else {
         ftl->state[all[i]->block] = FTL_BLK_FULL;

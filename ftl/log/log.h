@@ -375,6 +375,13 @@ alloc_nfree (struct ftl *ftl)
  * pool is above it again (spor_short).
  */
 extern void alloc_blocks_closed (struct ftl *ftl);
+/* The free pool by erase count: count it again from the block table
+ * (recovery, after it decided every block's state), and note a block
+ * that became FREE (caller holds alloc_lock).  A build that cannot
+ * allocate it chooses free blocks by a scan of the whole table.
+ */
+extern void alloc_free_ec_recount (struct ftl *ftl);
+extern void alloc_block_freed (struct ftl *ftl, uint32_t b);
 /* With the free pool at or below the crash reserve once every open
  * block was closed (an open), give the GC frontiers the blocks closed
  * before they were full that have the most room left, one page past

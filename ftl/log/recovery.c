@@ -890,6 +890,7 @@ rebuild (struct ftl *ftl, char *errbuf, size_t errlen)
       ftl->nfree++;
     }
   }
+  alloc_free_ec_recount (ftl);
   /* The blocks that were open are closed (state.h); with the pool at
    * the crash reserve, GC gets the room they have left.
    */

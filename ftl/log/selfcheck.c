@@ -194,6 +194,22 @@ check_blocks (struct ftl *ftl, struct report *rp)
   }
   if (nfree != ftl->nfree)
     report (rp, "%u erase blocks are free, %u counted", nfree, ftl->nfree);
+  /* The free pool by erase count (alloc.c). */
+  if (ftl->free_ec) {
+    uint32_t n = ftl->free_ec_n;
+    uint32_t *count = calloc (n, sizeof *count);
+    if (count) {
+      for (uint32_t b = 0; b < ftl->blocks; b++)
+        if (ftl->state[b] == FTL_BLK_FREE)
+          count[MIN (media_erase_count (&ftl->media, b), n - 1)]++;
+      for (uint32_t e = 0; e < n; e++)
+        if (count[e] != ftl->free_ec[e])
+          report (rp, "%u free erase blocks have erase count %u%s, %u "
+                  "counted", count[e], e, e == n - 1 ? " or more" : "",
+                  ftl->free_ec[e]);
+      free (count);
+    }
+  }
   if (nfree < FTL_SPOR_RESERVE_BLOCKS && !ftl->spor_short &&
       !__atomic_load_n (&ftl->wl.worn_out, __ATOMIC_RELAXED))
     report (rp, "%u erase blocks are free, fewer than the %u kept for an "

@@ -151,6 +151,7 @@ wl_erased (struct ftl *ftl, uint32_t b)
   else {
     ftl->state[b] = FTL_BLK_FREE;
     __atomic_store_n (&ftl->nfree, ftl->nfree + 1, __ATOMIC_RELAXED);
+    alloc_block_freed (ftl, b);
     if (!wl_on_last_cycle (ftl, b))
       return;
     ftl->wl.last_cycle++;

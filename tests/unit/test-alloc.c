@@ -115,6 +115,7 @@ START_TEST (test_lowest_erase_count)
   }
   for (uint32_t i = 0; i < 4; i++)
     media_set_block (&ftl->media, order[i], 10 + i, 0);
+  alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
 
   /* First writes go to the cold host frontier: the first page opens
    * block 17; when it is full, block 14.
@@ -189,6 +190,7 @@ START_TEST (test_one_log_least_worn)
 
   for (uint32_t b = 0; b < ftl->blocks; b++)
     media_set_block (&ftl->media, b, 100 + (b * 7) % 20, 0);
+  alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
   ftl->one_log = true;
   write_page (ftl, 0, 1);
   ck_assert_uint_eq (block_of_lpn (ftl, 0), 0);          /* count 100 */
@@ -389,6 +391,7 @@ START_TEST (test_host_reserve)
     media_set_block (&ftl->media, b, 0, PPB);
   }
   ftl->nfree = keep;
+  alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
 
   for (uint64_t l = 0; l < PPB; l++)
     write_page (ftl, l, 1);
@@ -462,6 +465,7 @@ fill_by_hand (struct ftl *ftl, uint32_t leave, uint32_t *first)
       if (*first == FTL_NO_BLOCK)
         *first = b;
     }
+  alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
   ck_assert_uint_eq (ftl->nfree, leave);
 }
 

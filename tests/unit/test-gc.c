@@ -1352,6 +1352,7 @@ START_TEST (test_background_wear_choice)
     if (ftl->state[b] == FTL_BLK_FREE)
       media_set_block (&ftl->media, b,
                        media_erase_count (&ftl->media, b) + 100, 0);
+  alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
   pthread_mutex_unlock (&ftl->alloc_lock);
   /* Uneven: once a victim has shown the spread (the first rounds may
    * need none), every round ends with a block more free.

@@ -186,6 +186,7 @@ START_TEST (test_last_cycle_not_victim)
 
   ckpt_shared (ftl);
   media_set_block (&ftl->media, 0, endurance - 1, 0);
+  alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
   ftl->wl.last_cycle = 1;
   ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
   a = ftl->gcf.block;
@@ -240,12 +241,14 @@ START_TEST (test_last_cycle_not_victim)
   ftl->state[b] = FTL_BLK_FULL;
   ftl->nfree--;
   media_set_block (&ftl->media, b, endurance - 2, 0);
+  alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
   ck_assert_int_eq (media_erase (&ftl->media, b, 0), 0);
   wl_erased (ftl, b);
   ck_assert_uint_eq (ftl->state[b], FTL_BLK_FREE);
   ck_assert_uint_eq (ftl->wl.last_cycle, 2);
   ftl->state[b] = FTL_BLK_FULL;
   ftl->nfree--;
+  alloc_free_ec_recount (ftl);
   ck_assert_int_eq (media_erase (&ftl->media, b, 0), 0);
   wl_erased (ftl, b);
   ck_assert_uint_eq (ftl->state[b], FTL_BLK_RETIRED);
