@@ -136,24 +136,26 @@ refuse "$tmp/random.img" "$not_image" file="$tmp/random.img"
 refuse "$tmp/random.img" "$not_image" file="$tmp/random.img" size=1M
 
 # An image written by a newer version of the format: both superblock
-# copies (at 0 and 4 KiB) say version 8.  (So does a program that
+# copies (at 0 and 4 KiB) say version 9.  (So does a program that
 # reads up to version 4 refuse a version 5 image, which may carry the
 # mark of a sync=false session, one that reads up to 5 a version 6
-# image, whose map may be paged, and one that reads up to 6 a version 7
-# image, whose data checksums may be seeded with the logical page.)  Layout, little-endian: magic
+# image, whose map may be paged, one that reads up to 6 a version 7
+# image, whose data checksums may be seeded with the logical page, and
+# one that reads up to 7 a version 8 image, which may hold namespaces.)
+# Layout, little-endian: magic
 # "NBDKFTL\0" at 0, version (uint32) at 8.
 cp "$disk" "$tmp/newer.img"
 patched=0
 for sb in 0 4096; do
     magic="$(od -An -c -j $sb -N 7 "$tmp/newer.img" | tr -d ' ')"
     if [ "$magic" = NBDKFTL ]; then
-        printf '\x08\x00\x00\x00' |
+        printf '\x09\x00\x00\x00' |
             dd of="$tmp/newer.img" bs=1 seek=$((sb + 8)) conv=notrunc status=none
         patched=$((patched + 1))
     fi
 done
 test $patched -ge 1
-refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 8, this program reads up to 7\\)" \
+refuse "$tmp/newer.img" "$tmp/newer.img: the image has a newer format \\(format version 9, this program reads up to 8\\)" \
     file="$tmp/newer.img"
 
 # Version 0 is not a newer format: no version writes it.  Both copies

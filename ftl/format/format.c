@@ -205,6 +205,8 @@ fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf)
     put64le (buf + 128, sb->meta_offset);
   if (sb->version >= 5) {
     put32le (buf + 136, sb->flags);
+    if (sb->flags & FTL_SB_NAMESPACES)
+      put32le (buf + 140, sb->ns_check);
     put64le (buf + 144, sb->pinned_ckpt_gen);
   }
   put64le (buf + 16, struct_checksum (buf, length, 16, 8));
@@ -223,8 +225,11 @@ sb_flags_ok (const uint8_t *buf, const struct ftl_superblock *sb,
 
   if (sb->flags & ~FTL_SB_FLAGS_KNOWN)
     bad = "unknown flags";
-  else if (sb->version >= 5 && get32le (buf + 140) != 0)
+  else if (sb->version >= 5 && !(sb->flags & FTL_SB_NAMESPACES) &&
+           get32le (buf + 140) != 0)
     bad = "reserved bytes 140 to 143 are not zero, flags";
+  else if ((sb->flags & FTL_SB_NAMESPACES) && sb->version < 8)
+    bad = "namespace table flag before format version 8: flags";
   else if ((sb->flags & FTL_SB_UNSYNCED) ? sb->state != FTL_SB_DIRTY ||
            sb->pinned_ckpt_gen == 0 : sb->pinned_ckpt_gen != 0)
     bad = "unsynced flag inconsistent: flags";
@@ -234,6 +239,32 @@ sb_flags_ok (const uint8_t *buf, const struct ftl_superblock *sb,
     snprintf (why, whylen, "%s 0x%x with state %u and pinned checkpoint %"
               PRIu64, bad, sb->flags, sb->state, sb->pinned_ckpt_gen);
   return bad == NULL;
+}
+
+/* The fields of a superblock of sb->version (its checksum is good). */
+static void
+sb_fields (const uint8_t *buf, struct ftl_superblock *sb)
+{
+  sb->generation = get64le (buf + 24);
+  sb->page_size = get32le (buf + 32);
+  sb->pages_per_block = get32le (buf + 36);
+  sb->blocks = get32le (buf + 40);
+  sb->meta_pages = get32le (buf + 44);
+  sb->logical_bytes = get64le (buf + 48);
+  sb->data_offset = get64le (buf + 56);
+  sb->ckpt_offset[0] = get64le (buf + 64);
+  sb->ckpt_offset[1] = get64le (buf + 72);
+  sb->ckpt_bytes = get64le (buf + 80);
+  sb->state = get32le (buf + 88);
+  sb->op_ppm = get32le (buf + 92);
+  sb->clean_ckpt_gen = get64le (buf + 96);
+  sb->uuid[0] = get64le (buf + 104);
+  sb->uuid[1] = get64le (buf + 112);
+  sb->created = get64le (buf + 120);
+  sb->meta_offset = sb->version >= 4 ? get64le (buf + 128) : 0;
+  sb->flags = sb->version >= 5 ? get32le (buf + 136) : 0;
+  sb->pinned_ckpt_gen = sb->version >= 5 ? get64le (buf + 144) : 0;
+  sb->ns_check = (sb->flags & FTL_SB_NAMESPACES) ? get32le (buf + 140) : 0;
 }
 
 enum ftl_fmt_status
@@ -273,25 +304,7 @@ fmt_sb_decode (const uint8_t *buf, size_t len, struct ftl_superblock *out,
   if (sb.version == 0)
     BAD ("format version 0");
 
-  sb.generation = get64le (buf + 24);
-  sb.page_size = get32le (buf + 32);
-  sb.pages_per_block = get32le (buf + 36);
-  sb.blocks = get32le (buf + 40);
-  sb.meta_pages = get32le (buf + 44);
-  sb.logical_bytes = get64le (buf + 48);
-  sb.data_offset = get64le (buf + 56);
-  sb.ckpt_offset[0] = get64le (buf + 64);
-  sb.ckpt_offset[1] = get64le (buf + 72);
-  sb.ckpt_bytes = get64le (buf + 80);
-  sb.state = get32le (buf + 88);
-  sb.op_ppm = get32le (buf + 92);
-  sb.clean_ckpt_gen = get64le (buf + 96);
-  sb.uuid[0] = get64le (buf + 104);
-  sb.uuid[1] = get64le (buf + 112);
-  sb.created = get64le (buf + 120);
-  sb.meta_offset = sb.version >= 4 ? get64le (buf + 128) : 0;
-  sb.flags = sb.version >= 5 ? get32le (buf + 136) : 0;
-  sb.pinned_ckpt_gen = sb.version >= 5 ? get64le (buf + 144) : 0;
+  sb_fields (buf, &sb);
 
   /* The geometry must be self-consistent: a checksum only proves the
    * bytes are what some writer wrote.

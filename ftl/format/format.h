@@ -1,7 +1,8 @@
 /* nbdkit-ftl: the on-media format.
  *
- * This module owns every structure stored in the backing file and the
- * only code that turns bytes into structures and back.  Every structure
+ * This layer owns every structure stored in the backing file and the
+ * only code that turns bytes into structures and back (format.c; the
+ * namespace table in nstable.c).  Every structure
  * has a magic, a version, a length (implied by the version where it is
  * fixed) and a checksum; a decoder validates all four and says precisely
  * what is wrong.  All integers are little-endian.  Decoders never trust a
@@ -122,7 +123,17 @@
  * are and become version 7 when first opened read-write, as before; a
  * program that reads up to version 6 refuses a version 7 image.
  */
-#define FTL_FORMAT_VERSION     7
+/* Version 8: namespaces (FTL_SB_NAMESPACES, set when the image is made
+ * with more than the default one): each superblock slot holds, at
+ * FTL_NS_OFFSET, the namespace table that its superblock names by the
+ * low 32 bits of the table's checksum (bytes 140 to 143, reserved and
+ * zero before).  An image without the flag has one namespace, "", of
+ * the whole logical size, as every image before version 8 has.
+ * Version 7 images are read as they are and become version 8 when
+ * first opened read-write, as before; a program that reads up to
+ * version 7 refuses a version 8 image.
+ */
+#define FTL_FORMAT_VERSION     8
 
 /* The data region starts at a multiple of an erase block's data size,
  * or of this if that is larger (version 4, fmt_data_align).
@@ -179,8 +190,10 @@ enum ftl_sb_state { FTL_SB_DIRTY = 0, FTL_SB_CLEAN = 1 };
 #define FTL_SB_LPN_SEED        0x4u  /* version 7: data checksums seeded
                                       * with the OOB entry's kind and
                                       * LPN field (fmt_page_seed) */
+#define FTL_SB_NAMESPACES      0x8u  /* version 8: the slot holds a
+                                      * namespace table (ns_check) */
 #define FTL_SB_FLAGS_KNOWN     (FTL_SB_UNSYNCED | FTL_SB_PAGED | \
-                                FTL_SB_LPN_SEED)
+                                FTL_SB_LPN_SEED | FTL_SB_NAMESPACES)
 
 /* A translation page (version 6): the map entries of FTL_TP_ENTRIES
  * consecutive logical pages (a group), 4 bytes each, inverted as in a
@@ -218,12 +231,59 @@ struct ftl_superblock {
   uint64_t meta_offset;         /* file offset of the metadata region;
                                  * 0: the layout of versions 1 to 3 */
   /* Version 5 (0 before). */
-  uint32_t flags;               /* FTL_SB_* flags (then 4 reserved
-                                 * bytes, zeros) */
+  uint32_t flags;               /* FTL_SB_* flags */
+  uint32_t ns_check;            /* version 8, with FTL_SB_NAMESPACES: the
+                                 * low 32 bits of the checksum of the
+                                 * slot's namespace table (else zero) */
   uint64_t pinned_ckpt_gen;     /* with FTL_SB_UNSYNCED: the checkpoint
                                  * that was durable when the session
                                  * opened; its slot is not rewritten
                                  * until the session closes */
+};
+
+/* The namespace table (version 8), in each superblock slot at
+ * FTL_NS_OFFSET, between the superblock's sector and the durable-point
+ * record:
+ *
+ *   header   32 bytes: magic "FTLNSTAB", version u32, length u32 (the
+ *            header and the entries), checksum u64 (XXH3 of the length
+ *            bytes with this field taken as zero), count u32, reserved
+ *            u32 (zero)
+ *   entry    FTL_NS_ENTRY_BYTES each, count of them, in the order of
+ *            the namespaces (the first is the default export): size in
+ *            bytes u64, base u64 (its first logical page), flags u32
+ *            (zero: kept for placement), name length u32, name
+ *            (FTL_NS_NAME_MAX bytes at most, then zeros to 64 bytes)
+ *
+ * Namespaces are ranges of the one logical page space of the image
+ * [base, base + size / page_size): one map, one log, one GC for all.
+ * The ranges do not overlap and lie inside the logical size; they need
+ * not be in order, nor cover it all: what no namespace holds is free,
+ * for a namespace added later (a deleted one is trimmed whole first,
+ * and its range becomes free).  Sizes are whole pages, so that no page
+ * is shared by two namespaces.  A superblock names its slot's table by
+ * ns_check, so that a table torn while both were rewritten is never
+ * paired with the other superblock.
+ */
+#define FTL_NS_MAGIC           "FTLNSTAB"    /* 8 bytes */
+#define FTL_NS_OFFSET          512
+#define FTL_NS_HDR_BYTES       32
+#define FTL_NS_ENTRY_BYTES     88
+#define FTL_NS_MAX             16
+#define FTL_NS_NAME_MAX        63
+#define FTL_NS_MAX_BYTES       (FTL_NS_HDR_BYTES + FTL_NS_MAX * FTL_NS_ENTRY_BYTES)
+
+struct ftl_ns_entry {
+  char name[FTL_NS_NAME_MAX + 1];   /* NUL-terminated */
+  uint64_t bytes;                   /* a multiple of the page size */
+  uint64_t base;                    /* first logical page */
+  uint32_t flags;                   /* zero */
+};
+
+struct ftl_ns_table {
+  uint32_t version;
+  uint32_t count;                   /* 1 to FTL_NS_MAX */
+  struct ftl_ns_entry ns[FTL_NS_MAX];
 };
 
 /* Durable-point record.  Every page of the log whose sequence number is
@@ -406,6 +466,39 @@ extern void fmt_sb_encode (const struct ftl_superblock *sb, uint8_t *buf);
 extern enum ftl_fmt_status fmt_sb_decode (const uint8_t *buf, size_t len,
                                           struct ftl_superblock *out,
                                           char *why, size_t whylen);
+
+/* A name a namespace may have: 1 to FTL_NS_NAME_MAX bytes of
+ * A-Z a-z 0-9 . _ - (what a URI's path and a shell take as it is).
+ * The implicit namespace of an image without a table is "", which no
+ * table holds.
+ */
+extern bool fmt_ns_name_ok (const char *name, size_t len);
+/* The table of an image without one (FTL_SB_NAMESPACES clear): one
+ * namespace "" of the whole logical size.
+ */
+extern void fmt_ns_default (const struct ftl_superblock *sb,
+                            struct ftl_ns_table *t);
+/* The encoded length of t, and t encoded into buf (that many bytes);
+ * fmt_ns_encode returns the low 32 bits of its checksum (the
+ * superblock's ns_check).
+ */
+extern uint32_t fmt_ns_bytes (const struct ftl_ns_table *t);
+extern uint32_t fmt_ns_encode (const struct ftl_ns_table *t, uint8_t *buf);
+/* Decode the table of a slot whose superblock (already decoded) is sb
+ * from len bytes at buf (the slot from FTL_NS_OFFSET on): its checksum
+ * must match sb's ns_check, every name be valid and unique, every size
+ * whole pages and every range inside sb's logical size and apart from
+ * the others.  Why a field is bad goes into why (may be NULL).
+ */
+extern enum ftl_fmt_status fmt_ns_decode (const uint8_t *buf, size_t len,
+                                          const struct ftl_superblock *sb,
+                                          struct ftl_ns_table *out,
+                                          char *why, size_t whylen);
+/* Check a table against a geometry, as fmt_ns_decode does (the
+ * creation of an image uses it too): true, or false with why set.
+ */
+extern bool fmt_ns_check (const struct ftl_ns_table *t, uint32_t page_size,
+                          uint64_t logical_bytes, char *why, size_t whylen);
 
 extern void fmt_durable_encode (const struct ftl_durable *d, uint8_t *buf);
 extern enum ftl_fmt_status fmt_durable_decode (const uint8_t *buf,

@@ -60,6 +60,7 @@ assert_sb_eq (const struct ftl_superblock *a, const struct ftl_superblock *b)
   ck_assert_uint_eq (a->created, b->created);
   ck_assert_uint_eq (a->flags, b->flags);
   ck_assert_uint_eq (a->pinned_ckpt_gen, b->pinned_ckpt_gen);
+  ck_assert_uint_eq (a->ns_check, b->ns_check);
 }
 
 /* Decode, checking that a rejected buffer leaves *out untouched. */
@@ -208,7 +209,7 @@ START_TEST (test_sb_unsynced_mark)
     { FTL_SB_CLEAN, FTL_SB_UNSYNCED, 7 },
     { FTL_SB_DIRTY, FTL_SB_UNSYNCED, 0 },
     { FTL_SB_DIRTY, 0, 7 },
-    { FTL_SB_DIRTY, 0x8, 0 },
+    { FTL_SB_DIRTY, 0x10, 0 },
     { FTL_SB_DIRTY, FTL_SB_UNSYNCED | 0x80000000u, 7 },
   };
 
