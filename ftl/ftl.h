@@ -329,6 +329,19 @@ extern int ftl_write_file_atomic (const char *path,
 typedef void (*ftl_log_fn) (void *opaque, enum ftl_log_level level,
                             const char *msg);
 
+/* Namespaces: an image holds 1 to FTL_MAX_NAMESPACES of them, each a
+ * disk of its own size with a name, all on one pool of erase blocks
+ * (one map, one log, one GC, one write cache, one timing model).  A
+ * name is 1 to FTL_MAX_NAMESPACE_NAME bytes of A-Z a-z 0-9 . _ -; an
+ * image made without namespaces has one, named "", of the whole size.
+ */
+#define FTL_MAX_NAMESPACES      16
+#define FTL_MAX_NAMESPACE_NAME  63
+struct ftl_ns_spec {
+  const char *name;
+  uint64_t bytes;               /* a multiple of the page size */
+};
+
 /* How to open (and, when the file is new or empty, create) an image.
  * Zero means "default" for a new image and "whatever the image says" for
  * an existing one; a non-zero value given for an existing image must
@@ -336,7 +349,16 @@ typedef void (*ftl_log_fn) (void *opaque, enum ftl_log_level level,
  */
 struct ftl_options {
   const char *path;             /* backing file (required) */
-  uint64_t logical_bytes;       /* disk size seen by the host */
+  uint64_t logical_bytes;       /* disk size seen by the host (with
+                                 * namespaces: the logical capacity
+                                 * they share; 0: their sum) */
+  const struct ftl_ns_spec *namespaces;  /* a new image's namespaces, in
+                                 * order (the first is the default);
+                                 * an existing image's must be these
+                                 * (NULL: one, "", of logical_bytes;
+                                 * for an existing image: whatever it
+                                 * holds) */
+  unsigned nnamespaces;
   uint32_t page_size;           /* bytes, power of 2 */
   uint32_t pages_per_block;     /* power of 2 */
   double op_percent;            /* (physical - logical) / logical * 100 */
@@ -456,6 +478,9 @@ extern void ftl_get_geometry (const struct ftl *ftl, struct ftl_geometry *g);
 
 /* Data path.  Offsets and counts are in bytes and may have any alignment;
  * count may be 0.  The range must lie inside the disk (-EINVAL if not).
+ * These address the image's whole logical space, where each namespace
+ * lies at its base (ftl_ns_get_info); a front end that serves
+ * namespaces uses ftl_ns_read and its kin, which keep to one.
  */
 extern int ftl_read (struct ftl *ftl, void *buf, uint64_t count,
                      uint64_t offset);
@@ -507,14 +532,47 @@ extern int ftl_power_cut (struct ftl *ftl, uint64_t seed, bool tear,
 /* Has ftl_power_cut cut the power? */
 extern bool ftl_is_powered_off (struct ftl *ftl);
 
+/* Namespaces.  ftl_ns_open gives the namespace of that name (NULL if
+ * the image has none), ftl_ns_at the i-th (the first is the default
+ * one; NULL past the last).  The handle lives as long as ftl: there is
+ * nothing to close.
+ */
+struct ftl_ns;
+extern unsigned ftl_ns_count (const struct ftl *ftl);
+extern struct ftl_ns *ftl_ns_at (struct ftl *ftl, unsigned i);
+extern struct ftl_ns *ftl_ns_open (struct ftl *ftl, const char *name);
+struct ftl_ns_info {
+  const char *name;             /* valid as long as the handle */
+  uint64_t bytes;               /* its size */
+  uint64_t base;                /* where it starts in the image's logical
+                                 * space, bytes */
+};
+extern void ftl_ns_get_info (const struct ftl_ns *ns,
+                             struct ftl_ns_info *out);
+/* The data path of a namespace: as ftl_read and the rest, with offsets
+ * inside the namespace, which the range must lie in (-EINVAL if not:
+ * no request of one namespace reaches another's pages).  A flush is
+ * the device's: ftl_flush makes every namespace's writes durable.
+ */
+extern int ftl_ns_read (struct ftl_ns *ns, void *buf, uint64_t count,
+                        uint64_t offset);
+extern int ftl_ns_write (struct ftl_ns *ns, const void *buf, uint64_t count,
+                         uint64_t offset, unsigned flags);
+extern int ftl_ns_trim (struct ftl_ns *ns, uint64_t count, uint64_t offset,
+                        unsigned flags);
+extern int ftl_ns_zero (struct ftl_ns *ns, uint64_t count, uint64_t offset,
+                        unsigned flags);
+typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
+                              bool hole);
+extern int ftl_ns_extents (struct ftl_ns *ns, uint64_t count,
+                           uint64_t offset, ftl_extent_fn fn, void *opaque);
+
 /* Report the range [offset, offset+count) as runs of mapped data and
  * holes (unmapped pages, which read as zeros).  The callback is called
  * with runs in ascending order that cover the range exactly; it returns 0
  * to continue or -1 to stop early, which is not an error: ftl_extents
  * then returns 0.
  */
-typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
-                              bool hole);
 extern int ftl_extents (struct ftl *ftl, uint64_t count, uint64_t offset,
                         ftl_extent_fn fn, void *opaque);
 

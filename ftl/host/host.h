@@ -9,6 +9,15 @@
 #error "included by ftl-internal.h, after the handle"
 #endif
 
+/* ns.c: the namespaces' handles, from ftl->ns_table (at open); and
+ * whether the namespaces an open was given (if any) are table t's:
+ * 0, or -EINVAL with errbuf saying how they differ.
+ */
+extern void ns_init (struct ftl *ftl);
+extern int ns_check_options (const struct ftl_options *o,
+                             const struct ftl_ns_table *t, char *errbuf,
+                             size_t errlen);
+
 /* bg.c: background work and its thread. */
 extern void bg_init (struct ftl *ftl, bool manual);
 extern void bg_free (struct ftl *ftl);

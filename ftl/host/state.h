@@ -11,6 +11,16 @@
 #include <stdint.h>
 #include "log/state.h"
 
+/* A namespace (ns.c): a range of the logical space, from the image's
+ * table (format.h), fixed while the handle is open.
+ */
+struct ftl_ns {
+  struct ftl *ftl;
+  uint64_t base;                /* bytes, a multiple of the page size */
+  uint64_t bytes;
+  const char *name;             /* in ftl->ns_table */
+};
+
 /* The write cache (cache.c).  See its header for the states of a
  * slot and the invariants.
  */

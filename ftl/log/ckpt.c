@@ -78,14 +78,17 @@ int
 ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
                        uint64_t clean_ckpt_gen)
 {
-  /* The slot's first sector: the rest of the slot holds the
-   * durable-point record (format.h).
+  /* The slot's first sector, and the namespace table after it if the
+   * image has one (rewritten with every superblock, so that a table
+   * damaged in one slot heals at the next write there); the rest of
+   * the slot holds the durable-point record (format.h).
    */
-  uint8_t buf[512];
+  uint8_t buf[FTL_NS_OFFSET + FTL_NS_MAX_BYTES];
+  size_t len = FTL_NS_OFFSET;
   struct ftl_superblock sb = ftl->sb;
   int r;
 
-  static_assert (FTL_SB_BYTES <= sizeof buf &&
+  static_assert (FTL_SB_BYTES <= FTL_NS_OFFSET &&
                  sizeof buf <= FTL_DURABLE_OFFSET, "superblock sector");
   sb.generation++;
   sb.state = state;
@@ -93,12 +96,17 @@ ckpt_write_superblock (struct ftl *ftl, enum ftl_sb_state state,
   /* A sync=false session marks the image in use with the checkpoint
    * it pins; a clean close clears the mark.
    */
-  sb.flags = (sb.flags & (FTL_SB_PAGED | FTL_SB_LPN_SEED)) |
+  sb.flags = (sb.flags & (FTL_SB_PAGED | FTL_SB_LPN_SEED |
+                       FTL_SB_NAMESPACES)) |
     (state == FTL_SB_DIRTY && ftl->pinned_gen ? FTL_SB_UNSYNCED : 0);
   sb.pinned_ckpt_gen = sb.flags & FTL_SB_UNSYNCED ? ftl->pinned_gen : 0;
   memset (buf, 0, sizeof buf);
+  if (sb.flags & FTL_SB_NAMESPACES) {
+    sb.ns_check = fmt_ns_encode (&ftl->ns_table, buf + FTL_NS_OFFSET);
+    len += fmt_ns_bytes (&ftl->ns_table);
+  }
   fmt_sb_encode (&sb, buf);
-  r = media_pwrite_raw (&ftl->media, buf, sizeof buf,
+  r = media_pwrite_raw (&ftl->media, buf, len,
                         (sb.generation & 1) * FTL_SB_SLOT);
   /* Synced even with sync=false: these are the syncs of its open and
    * its close.

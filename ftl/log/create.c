@@ -8,8 +8,9 @@
  *
  *   size      the file's size: bytes not written read as zeros
  *   slot 0    an empty checkpoint                              sync
- *   copy A    the superblock, which names checkpoint slot 0    sync
- *   copy B    the superblock again                             sync
+ *   copy A    the superblock, which names checkpoint slot 0,
+ *             and the namespace table after it, if any         sync
+ *   copy B    the superblock and table again                   sync
  *   name      the directory that holds the file                sync
  *
  * The superblock is the commit: an image opens once a copy of it is
@@ -52,36 +53,110 @@ ckpt_slot0_offset (uint32_t ps)
   return ROUND_UP (2 * FTL_SB_SLOT, ps);
 }
 
-/* Work out the geometry of a new image from the options. */
+/* The namespace table of a new image (format.h) from o->namespaces:
+ * in the order given, each right after the one before from logical
+ * page 0.  The logical size is size=, which they must fit in, or their
+ * sum.  Without namespaces=, t->count is 0 (no table: one namespace ""
+ * of the whole size).
+ */
+static int
+new_namespaces (const struct ftl_options *o, uint32_t ps, uint64_t *logical,
+                struct ftl_ns_table *t, char *errbuf, size_t errlen)
+{
+  uint64_t sum = 0;
+
+  memset (t, 0, sizeof *t);
+  *logical = o->logical_bytes;
+  if (!o->nnamespaces)
+    return 0;
+  if (o->nnamespaces > FTL_NS_MAX) {
+    snprintf (errbuf, errlen, "namespaces: %u of them, at most %u",
+              o->nnamespaces, FTL_NS_MAX);
+    return -EINVAL;
+  }
+  t->version = FTL_FORMAT_VERSION;
+  t->count = o->nnamespaces;
+  for (unsigned i = 0; i < o->nnamespaces; i++) {
+    const struct ftl_ns_spec *n = &o->namespaces[i];
+    size_t len = strlen (n->name);
+    if (!fmt_ns_name_ok (n->name, len)) {
+      snprintf (errbuf, errlen, "namespaces: bad name '%.64s' (1 to %u "
+                "characters of A-Z a-z 0-9 . _ -)", n->name,
+                FTL_NS_NAME_MAX);
+      return -EINVAL;
+    }
+    if (n->bytes == 0 || n->bytes % ps != 0) {
+      snprintf (errbuf, errlen, "namespaces: '%s' has size %" PRIu64 ", "
+                "not a positive multiple of the page size (%u)", n->name,
+                n->bytes, ps);
+      return -EINVAL;
+    }
+    memcpy (t->ns[i].name, n->name, len + 1);
+    t->ns[i].bytes = n->bytes;
+    t->ns[i].base = sum / ps;
+    if (n->bytes > UINT64_MAX / 2 || sum > UINT64_MAX / 2) {
+      snprintf (errbuf, errlen, "namespaces: too large");
+      return -EINVAL;
+    }
+    sum += n->bytes;
+  }
+  if (!*logical)
+    *logical = sum;
+  else if (sum > *logical / ps * ps) {
+    char a[32], b[32];
+    snprintf (errbuf, errlen, "namespaces: they take %" PRIu64 " bytes "
+              "(%s), more than the image's size holds: %" PRIu64 " bytes "
+              "(%s) available", sum, space_human (sum, a, sizeof a),
+              *logical / ps * ps,
+              space_human (*logical / ps * ps, b, sizeof b));
+    return -EINVAL;
+  }
+  /* Names unique, ranges apart (the same checks as a decoder's). */
+  if (!fmt_ns_check (t, ps, *logical, errbuf, errlen)) {
+    char why[256];
+    snprintf (why, sizeof why, "%s", errbuf);
+    snprintf (errbuf, errlen, "namespaces: %s", why);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+/* Work out the geometry of a new image from the options, and its
+ * namespace table (new_namespaces).
+ */
 static int
 new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
-              char *errbuf, size_t errlen)
+              struct ftl_ns_table *t, char *errbuf, size_t errlen)
 {
   uint32_t ps = o->page_size ? o->page_size : FTL_DEFAULT_PAGE_SIZE;
   uint32_t ppb = o->pages_per_block ? o->pages_per_block
     : FTL_DEFAULT_PAGES_PER_BLOCK;
   double op = o->op_percent > 0 ? o->op_percent : FTL_DEFAULT_OP_PERCENT;
   unsigned streams = o->streams ? o->streams : 1;
-  uint64_t lpages, data_blocks, blocks;
+  uint64_t lpages, data_blocks, blocks, logical;
+  int r;
 
   if (o->logical_bytes % 512 != 0) {
     snprintf (errbuf, errlen, "size %" PRIu64 " is not a multiple of 512",
               o->logical_bytes);
     return -EINVAL;
   }
-  lpages = DIV_ROUND_UP (o->logical_bytes, ps);
+  r = new_namespaces (o, ps, &logical, t, errbuf, errlen);
+  if (r < 0)
+    return r;
+  lpages = DIV_ROUND_UP (logical, ps);
   data_blocks = DIV_ROUND_UP (lpages, ppb);
   blocks = (uint64_t) ((double) lpages * (1.0 + op / 100.0) / ppb + 0.999999);
   if (lpages >= FTL_PAGES_LIMIT || blocks * ppb >= FTL_PAGES_LIMIT) {
     snprintf (errbuf, errlen, "size %" PRIu64 " is too large for page size "
-              "%u (at most 2^32 - 2 physical pages)", o->logical_bytes, ps);
+              "%u (at most 2^32 - 2 physical pages)", logical, ps);
     return -EINVAL;
   }
   if (blocks < data_blocks + FTL_MIN_SPARE_BLOCKS (streams)) {
     snprintf (errbuf, errlen, "impossible geometry: size %" PRIu64 " with "
               "op=%g%% and %u pages per block gives %" PRIu64 " spare erase "
               "blocks, but at least %u are needed (raise size or op, or "
-              "lower pages-per-block)", o->logical_bytes, op, ppb,
+              "lower pages-per-block)", logical, op, ppb,
               blocks - data_blocks, FTL_MIN_SPARE_BLOCKS (streams));
     return -EINVAL;
   }
@@ -94,11 +169,11 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
   sb->pages_per_block = ppb;
   sb->blocks = blocks;
   sb->meta_pages = fmt_meta_pages (ps, ppb);
-  sb->logical_bytes = o->logical_bytes;
+  sb->logical_bytes = logical;
   /* A map cache smaller than the whole map: the map is paged (pmap.c),
    * and the checkpoints hold its directory.
    */
-  uint64_t cache = pmap_cache_bytes (o, o->logical_bytes, ps);
+  uint64_t cache = pmap_cache_bytes (o, logical, ps);
   if (cache < pmap_whole_bytes (lpages)) {
     if (ps < FTL_TP_BYTES) {
       if (o->map_cache_bytes) {
@@ -140,7 +215,7 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
  */
 static int
 format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
-              char *errbuf, size_t errlen)
+              const struct ftl_ns_table *t, char *errbuf, size_t errlen)
 {
   uint64_t lpages = DIV_ROUND_UP (sb->logical_bytes, sb->page_size);
   struct ftl_ckpt_header h = {
@@ -202,6 +277,11 @@ format_image (int fd, const struct ftl_io *io, const struct ftl_superblock *sb,
     r = io->sync (io->opaque, fd);
   memset (sbbuf, 0, sizeof sbbuf);
   fmt_sb_encode (sb, sbbuf);
+  /* The namespace table, in the slot with the superblock that names
+   * it (create_image set ns_check).
+   */
+  if (t->count)
+    fmt_ns_encode (t, sbbuf + FTL_NS_OFFSET);
   for (int i = 0; i < 2 && r == 0; i++) {
     r = io->pwrite (io->opaque, fd, sbbuf, sizeof sbbuf, i * FTL_SB_SLOT);
     if (r == 0)
@@ -291,9 +371,10 @@ create_image (int fd, const struct ftl_options *o, uint64_t old_size,
   const struct ftl_io *io = o->io ? o->io : &media_default_io;
   const char *what = old_size ? "holds only zeros" : "is empty";
   struct ftl_superblock sb;
+  struct ftl_ns_table t;
   int r;
 
-  if (!o->logical_bytes) {
+  if (!o->logical_bytes && !o->nnamespaces) {
     snprintf (errbuf, errlen, "the file %s: give a size to create a new "
               "image", what);
     return -EINVAL;
@@ -303,9 +384,14 @@ create_image (int fd, const struct ftl_options *o, uint64_t old_size,
               "created read-only", what);
     return -EROFS;
   }
-  r = new_geometry (o, &sb, errbuf, errlen);
+  r = new_geometry (o, &sb, &t, errbuf, errlen);
   if (r < 0)
     return r;
+  if (t.count) {
+    uint8_t tb[FTL_NS_MAX_BYTES];
+    sb.flags |= FTL_SB_NAMESPACES;
+    sb.ns_check = fmt_ns_encode (&t, tb);
+  }
   r = set_file_size (fd, io, &sb, old_size, errbuf, errlen);
   if (r == 0)
     r = map_memory_check (sb.logical_bytes, sb.page_size,
@@ -325,7 +411,7 @@ create_image (int fd, const struct ftl_options *o, uint64_t old_size,
   if (r == 0 && o->preallocate)
     r = preallocate (fd, fmt_image_bytes (&sb), errbuf, errlen);
   if (r == 0)
-    r = format_image (fd, io, &sb, errbuf, errlen);
+    r = format_image (fd, io, &sb, &t, errbuf, errlen);
   /* The file's name too must survive a power cut, once the open that
    * created the image has returned.
    */

@@ -47,17 +47,21 @@
 
 /* ---- opening ---- */
 
-/* Read both superblock copies and keep the newest valid one.  When
+/* Read both superblock copies and keep the newest valid one, with its
+ * namespace table (a copy whose table is damaged, or not the one it
+ * names, is not valid).  When
  * neither is valid nor newer, *zero_copies has bit i set if copy i reads
  * as zeros: with copy B never written the file may be blank, or an
  * image whose creation was cut short (create_examine tells).
  */
 static int
 read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
-                 unsigned *zero_copies, char *errbuf, size_t errlen)
+                 struct ftl_ns_table *nst, unsigned *zero_copies,
+                 char *errbuf, size_t errlen)
 {
   uint8_t buf[FTL_SB_SLOT];
   struct ftl_superblock s[2];
+  struct ftl_ns_table t[2];
   enum ftl_fmt_status st[2];
   char why[2][128];
   bool magic = false;
@@ -77,6 +81,12 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
     if (all_zero (buf, MIN (n, FTL_SB_BYTES)))
       zero |= 1u << i;
     st[i] = fmt_sb_decode (buf, n, &s[i], why[i], sizeof why[i]);
+    if (st[i] == FTL_FMT_OK && (s[i].flags & FTL_SB_NAMESPACES))
+      st[i] = fmt_ns_decode (buf + FTL_NS_OFFSET,
+                             n > FTL_NS_OFFSET ? n - FTL_NS_OFFSET : 0,
+                             &s[i], &t[i], why[i], sizeof why[i]);
+    else if (st[i] == FTL_FMT_OK)
+      fmt_ns_default (&s[i], &t[i]);
     if (st[i] == FTL_FMT_OK && (best == -1 ||
                                 s[i].generation > s[best].generation))
       best = i;
@@ -105,6 +115,7 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
     return -EINVAL;
   }
   *sb = s[best];
+  *nst = t[best];
 
   uint64_t need = fmt_image_bytes (sb);
   if (file_size < need) {
@@ -118,8 +129,12 @@ read_superblock (int fd, uint64_t file_size, struct ftl_superblock *sb,
 /* Options given for an existing image must agree with it. */
 static int
 check_options (const struct ftl_options *o, const struct ftl_superblock *sb,
-               char *errbuf, size_t errlen)
+               const struct ftl_ns_table *t, char *errbuf, size_t errlen)
 {
+  int r = ns_check_options (o, t, errbuf, errlen);
+
+  if (r < 0)
+    return r;
   if (o->logical_bytes && o->logical_bytes != sb->logical_bytes) {
     snprintf (errbuf, errlen, "size %" PRIu64 " differs from the image's "
               "size %" PRIu64, o->logical_bytes, sb->logical_bytes);
@@ -245,13 +260,14 @@ open_file (struct ftl *ftl, struct open_ctx *c)
   const struct ftl_options *o = c->o;
 
   ftl->fd = open (o->path, (o->readonly ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-  if (ftl->fd == -1 && errno == ENOENT && o->logical_bytes && !o->readonly) {
+  if (ftl->fd == -1 && errno == ENOENT &&
+      (o->logical_bytes || o->nnamespaces) && !o->readonly) {
     ftl->fd = open (o->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     c->created = ftl->fd >= 0;
   }
   if (ftl->fd == -1) {
     int e = errno;
-    if (e == ENOENT && !o->logical_bytes)
+    if (e == ENOENT && !o->logical_bytes && !o->nnamespaces)
       snprintf (c->err, c->errlen, "no such file (give a size to create a "
                 "new image)");
     else
@@ -292,8 +308,8 @@ step_file (struct ftl *ftl, struct open_ctx *c)
   size = st.st_size;
   blank = size == 0;
   if (!blank) {
-    r = read_superblock (ftl->fd, size, &ftl->sb, &zero_copies, c->err,
-                         c->errlen);
+    r = read_superblock (ftl->fd, size, &ftl->sb, &ftl->ns_table,
+                         &zero_copies, c->err, c->errlen);
     if (r < 0 && (zero_copies & 2))
       r = create_examine (ftl->fd, size, zero_copies == 3, &blank, c->err,
                           c->errlen);
@@ -309,12 +325,12 @@ step_file (struct ftl *ftl, struct open_ctx *c)
     if (size > 0)
       log_msg (ftl, FTL_LOG_WARN, "%s held only zeros (%" PRIu64 " bytes): "
                "a new image was created in it", ftl->path, size);
-    r = read_superblock (ftl->fd, st.st_size, &ftl->sb, &zero_copies,
-                         c->err, c->errlen);
+    r = read_superblock (ftl->fd, st.st_size, &ftl->sb, &ftl->ns_table,
+                         &zero_copies, c->err, c->errlen);
     if (r < 0)
       return r;
   }
-  return check_options (c->o, &ftl->sb, c->err, c->errlen);
+  return check_options (c->o, &ftl->sb, &ftl->ns_table, c->err, c->errlen);
 }
 
 static void
@@ -338,6 +354,7 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
   ftl->ppb = ftl->sb.pages_per_block;
   ftl->blocks = ftl->sb.blocks;
   ftl->logical_pages = DIV_ROUND_UP (ftl->logical_bytes, ftl->page_size);
+  ns_init (ftl);
   data_blocks = DIV_ROUND_UP (ftl->logical_pages, ftl->ppb);
   c->spare = ftl->blocks - data_blocks;
   /* By default the streams grow with the spare (see

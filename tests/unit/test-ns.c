@@ -1,5 +1,5 @@
 /* nbdkit-ftl: unit tests of namespaces: the table's encoding
- * (nstable.c, format version 8).
+ * (format.c, version 8) and the library's namespaces (host/ns.c).
  *
  * The table: a round trip keeps every entry and encodes back to its
  * bytes; the decoder rejects all zeros, every flipped byte, a wrong
@@ -7,17 +7,27 @@
  * (resealed, so that the checksum holds) every field out of range, and
  * leaves its output untouched when it rejects.  The superblock carries
  * the table's check only with the flag, from version 8.
+ *
+ * The library: an image made with namespaces opens with its table;
+ * each namespace's requests stay inside it (a write at the end of one
+ * never reads back in the next, a request past its end fails); an
+ * image of version 7 opens as one namespace "" of the whole size, and
+ * a table damaged in the newest superblock's slot leaves the other.
  */
 
 #include <config.h>
 
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ftl-internal.h"
 #include "format-test.h"
+#include "helpers.h"
 
 /* ---- the table ---- */
 
@@ -265,6 +275,357 @@ START_TEST (test_sb_names_table)
 }
 END_TEST
 
+/* ---- the library ---- */
+
+#define PS   4096
+#define PPB  16
+
+static const struct ftl_ns_spec three[] = {
+  { "a", 1 << 20 }, { "bb", 2 << 20 }, { "c", 1 << 20 },
+};
+
+static struct ftl *
+open_ns (const char *path, const struct ftl_ns_spec *ns, unsigned n,
+         uint64_t size, char *err, size_t errlen, int *r)
+{
+  struct ftl_options o = {
+    .path = path, .logical_bytes = size, .page_size = PS,
+    .pages_per_block = PPB, .op_percent = 50, .streams = 1,
+    .namespaces = ns, .nnamespaces = n,
+    .log = unit_log, .io = unit_nosync_io (),
+  };
+  struct ftl *ftl = NULL;
+
+  *r = ftl_open (&o, &ftl, err, errlen);
+  return ftl;
+}
+
+START_TEST (test_ns_requests)
+{
+  char path[256], err[512];
+  struct ftl *ftl;
+  struct ftl_ns *ns[3];
+  struct ftl_ns_info in;
+  uint8_t page[PS], got[PS], zero[PS];
+  int r;
+
+  unit_dir_create ();
+  unit_path (path, sizeof path, "ns.img");
+  ftl = open_ns (path, three, 3, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_uint_eq (ftl_ns_count (ftl), 3);
+  ck_assert_uint_eq (ftl->logical_bytes, 4 << 20);
+  ck_assert (ftl->sb.flags & FTL_SB_NAMESPACES);
+  for (int i = 0; i < 3; i++) {
+    ns[i] = ftl_ns_open (ftl, three[i].name);
+    ck_assert_ptr_eq (ns[i], ftl_ns_at (ftl, i));
+    ftl_ns_get_info (ns[i], &in);
+    ck_assert_str_eq (in.name, three[i].name);
+    ck_assert_uint_eq (in.bytes, three[i].bytes);
+  }
+  ck_assert_ptr_null (ftl_ns_open (ftl, ""));
+  ck_assert_ptr_null (ftl_ns_open (ftl, "b"));
+  ck_assert_ptr_null (ftl_ns_at (ftl, 3));
+
+  /* The last page of each and the first of the next: each its own. */
+  memset (zero, 0, sizeof zero);
+  for (int i = 0; i < 3; i++) {
+    unit_fill_page (page, PS, 2 * i, 1);
+    ck_assert_int_eq (ftl_ns_write (ns[i], page, PS, 0, 0), 0);
+    unit_fill_page (page, PS, 2 * i + 1, 1);
+    ck_assert_int_eq (ftl_ns_write (ns[i], page, PS, three[i].bytes - PS,
+                                    0), 0);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_uint_eq (ftl_ns_count (ftl), 3);
+  uint64_t base = 0;
+  for (int i = 0; i < 3; i++) {
+    uint64_t lpn, v;
+    ns[i] = ftl_ns_at (ftl, i);
+    ftl_ns_get_info (ns[i], &in);
+    ck_assert_str_eq (in.name, three[i].name);
+    ck_assert_uint_eq (in.base, base);
+    ck_assert_int_eq (ftl_ns_read (ns[i], got, PS, 0), 0);
+    ck_assert_int_eq (unit_page_identify (got, PS, &lpn, &v), 1);
+    ck_assert_uint_eq (lpn, 2 * i);
+    ck_assert_int_eq (ftl_ns_read (ns[i], got, PS, three[i].bytes - PS), 0);
+    ck_assert_int_eq (unit_page_identify (got, PS, &lpn, &v), 1);
+    ck_assert_uint_eq (lpn, 2 * i + 1);
+    /* The second page and the last but one were never written. */
+    ck_assert_int_eq (ftl_ns_read (ns[i], got, PS, PS), 0);
+    ck_assert_mem_eq (got, zero, PS);
+    ck_assert_int_eq (ftl_ns_read (ns[i], got, PS, three[i].bytes - 2 * PS),
+                      0);
+    ck_assert_mem_eq (got, zero, PS);
+    /* The device sees it at its base. */
+    ck_assert_int_eq (ftl_read (ftl, got, PS, base), 0);
+    ck_assert_int_eq (unit_page_identify (got, PS, &lpn, &v), 1);
+    ck_assert_uint_eq (lpn, 2 * i);
+    /* Nothing past its end, not a byte. */
+    unit_quiet = true;
+    ck_assert_int_eq (ftl_ns_read (ns[i], got, 1, three[i].bytes), -EINVAL);
+    ck_assert_int_eq (ftl_ns_read (ns[i], got, PS, three[i].bytes - PS + 1),
+                      -EINVAL);
+    ck_assert_int_eq (ftl_ns_write (ns[i], got, 2, three[i].bytes - 1, 0),
+                      -EINVAL);
+    ck_assert_int_eq (ftl_ns_trim (ns[i], PS, three[i].bytes, 0), -EINVAL);
+    ck_assert_int_eq (ftl_ns_zero (ns[i], 2 * PS, three[i].bytes - PS, 0),
+                      -EINVAL);
+    ck_assert_int_eq (ftl_ns_read (ns[i], got, UINT64_MAX, PS), -EINVAL);
+    unit_quiet = false;
+    base += three[i].bytes;
+  }
+  /* A trim and a zero of a whole namespace leave the others. */
+  ck_assert_int_eq (ftl_ns_trim (ns[1], three[1].bytes, 0, 0), 0);
+  ck_assert_int_eq (ftl_ns_read (ns[1], got, PS, 0), 0);
+  ck_assert_mem_eq (got, zero, PS);
+  ck_assert_int_eq (ftl_ns_zero (ns[0], three[0].bytes, 0, 0), 0);
+  ck_assert_int_eq (ftl_ns_read (ns[0], got, PS, three[0].bytes - PS), 0);
+  ck_assert_mem_eq (got, zero, PS);
+  {
+    uint64_t lpn, v;
+    ck_assert_int_eq (ftl_ns_read (ns[2], got, PS, 0), 0);
+    ck_assert_int_eq (unit_page_identify (got, PS, &lpn, &v), 1);
+    ck_assert_uint_eq (lpn, 4);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  unit_dir_remove ();
+}
+END_TEST
+
+/* Extents are reported in the namespace's offsets. */
+struct runs { unsigned n; uint64_t off[8], len[8]; bool hole[8]; };
+
+static int
+note_run (void *opaque, uint64_t offset, uint64_t length, bool hole)
+{
+  struct runs *r = opaque;
+  if (r->n < 8) {
+    r->off[r->n] = offset;
+    r->len[r->n] = length;
+    r->hole[r->n] = hole;
+  }
+  r->n++;
+  return 0;
+}
+
+START_TEST (test_ns_extents)
+{
+  char path[256], err[512];
+  struct ftl *ftl;
+  struct runs runs = { 0 };
+  uint8_t page[PS];
+  int r;
+
+  unit_dir_create ();
+  unit_path (path, sizeof path, "ns.img");
+  ftl = open_ns (path, three, 3, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  unit_fill_page (page, PS, 9, 1);
+  ck_assert_int_eq (ftl_ns_write (ftl_ns_at (ftl, 1), page, PS, 2 * PS, 0),
+                    0);
+  ck_assert_int_eq (ftl_ns_extents (ftl_ns_at (ftl, 1), three[1].bytes, 0,
+                                    note_run, &runs), 0);
+  ck_assert_uint_eq (runs.n, 3);
+  ck_assert (runs.hole[0] && !runs.hole[1] && runs.hole[2]);
+  ck_assert_uint_eq (runs.off[0], 0);
+  ck_assert_uint_eq (runs.off[1], 2 * PS);
+  ck_assert_uint_eq (runs.len[1], PS);
+  ck_assert_uint_eq (runs.off[2] + runs.len[2], three[1].bytes);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  unit_dir_remove ();
+}
+END_TEST
+
+/* What creation refuses, and an open that names other namespaces. */
+START_TEST (test_ns_refused)
+{
+  char path[256], err[512];
+  struct ftl *ftl;
+  int r;
+
+  unit_dir_create ();
+  unit_path (path, sizeof path, "ns.img");
+  unit_quiet = true;
+  const struct ftl_ns_spec odd[] = { { "a", 4096 + 512 } };
+  ftl = open_ns (path, odd, 1, 0, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "not a positive multiple of the page "
+                                 "size (4096)"));
+  ftl = open_ns (path, three, 3, 3 << 20, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "3145728 bytes (3 MiB) available"));
+  const struct ftl_ns_spec dup[] = { { "a", 1 << 20 }, { "a", 1 << 20 } };
+  ftl = open_ns (path, dup, 2, 0, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "two namespaces named 'a'"));
+  const struct ftl_ns_spec bad[] = { { "a:b", 1 << 20 } };
+  ftl = open_ns (path, bad, 1, 0, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "bad name 'a:b'"));
+  ck_assert_int_eq (access (path, F_OK), -1);
+
+  /* size= larger than the namespaces: the rest is free. */
+  ftl = open_ns (path, three, 3, 8 << 20, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_uint_eq (ftl->logical_bytes, 8 << 20);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  /* The same table is welcome, another is not (a size changed, one
+   * missing, another order), and the image is as it was.
+   */
+  ftl = open_ns (path, three, 3, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  const struct ftl_ns_spec grown[] = {
+    { "a", 1 << 20 }, { "bb", 3 << 20 }, { "c", 1 << 20 },
+  };
+  const struct ftl_ns_spec order[] = {
+    { "bb", 2 << 20 }, { "a", 1 << 20 }, { "c", 1 << 20 },
+  };
+  ftl = open_ns (path, grown, 3, 0, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "namespaces=a:1M,bb:3M,c:1M differs "
+                                 "from the image's namespaces "
+                                 "a:1M,bb:2M,c:1M"));
+  ftl = open_ns (path, three, 2, 0, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  ftl = open_ns (path, order, 3, 0, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  unit_quiet = false;
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_uint_eq (ftl_ns_count (ftl), 3);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  unit_dir_remove ();
+}
+END_TEST
+
+/* Rewrite both superblocks of a closed image as version 7 (an image
+ * made before namespaces).
+ */
+static void
+make_version_7 (const char *path)
+{
+  uint8_t buf[FTL_SB_BYTES];
+  struct ftl_superblock sb;
+  int fd = open (path, O_RDWR);
+
+  ck_assert_int_ge (fd, 0);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq (pread (fd, buf, sizeof buf, i * FTL_SB_SLOT),
+                      (ssize_t) sizeof buf);
+    ck_assert_int_eq (fmt_sb_decode (buf, sizeof buf, &sb, NULL, 0),
+                      FTL_FMT_OK);
+    ck_assert (!(sb.flags & FTL_SB_NAMESPACES));
+    sb.version = 7;
+    fmt_sb_encode (&sb, buf);
+    ck_assert_int_eq (pwrite (fd, buf, sizeof buf, i * FTL_SB_SLOT),
+                      (ssize_t) sizeof buf);
+  }
+  close (fd);
+}
+
+START_TEST (test_ns_old_image)
+{
+  char path[256], err[512];
+  struct ftl *ftl;
+  struct ftl_ns_info in;
+  uint8_t page[PS], got[PS];
+  int r;
+
+  unit_dir_create ();
+  unit_path (path, sizeof path, "old.img");
+  ftl = open_ns (path, NULL, 0, 3 << 20, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert (!(ftl->sb.flags & FTL_SB_NAMESPACES));
+  unit_fill_page (page, PS, 7, 1);
+  ck_assert_int_eq (ftl_write (ftl, page, PS, (3 << 20) - PS, 0), 0);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  make_version_7 (path);
+
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_uint_eq (ftl->sb.version, FTL_FORMAT_VERSION);
+  ck_assert_uint_eq (ftl_ns_count (ftl), 1);
+  ck_assert_ptr_eq (ftl_ns_open (ftl, ""), ftl_ns_at (ftl, 0));
+  ftl_ns_get_info (ftl_ns_at (ftl, 0), &in);
+  ck_assert_str_eq (in.name, "");
+  ck_assert_uint_eq (in.bytes, 3 << 20);
+  ck_assert_uint_eq (in.base, 0);
+  ck_assert_int_eq (ftl_ns_read (ftl_ns_at (ftl, 0), got, PS,
+                                 (3 << 20) - PS), 0);
+  ck_assert_mem_eq (got, page, PS);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* namespaces= for it must be its one: "" cannot be given. */
+  unit_quiet = true;
+  const struct ftl_ns_spec one[] = { { "a", 3 << 20 } };
+  ftl = open_ns (path, one, 1, 0, err, sizeof err, &r);
+  ck_assert_int_eq (r, -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "differs from the image's namespaces "
+                                 "'':3M"));
+  unit_quiet = false;
+  unit_dir_remove ();
+}
+END_TEST
+
+/* A table damaged in the newest superblock's slot: that copy is not
+ * valid, the other one opens.
+ */
+START_TEST (test_ns_damaged_table)
+{
+  char path[256], err[512];
+  struct ftl *ftl;
+  uint8_t buf[FTL_SB_SLOT];
+  struct ftl_superblock sb[2];
+  int r;
+
+  unit_dir_create ();
+  unit_path (path, sizeof path, "ns.img");
+  ftl = open_ns (path, three, 3, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  for (int i = 0; i < 2; i++) {
+    unit_read_file (path, buf, sizeof buf, i * FTL_SB_SLOT);
+    ck_assert_int_eq (fmt_sb_decode (buf, sizeof buf, &sb[i], NULL, 0),
+                      FTL_FMT_OK);
+  }
+  int newest = sb[1].generation > sb[0].generation;
+  unit_flip_byte (path, newest * FTL_SB_SLOT + FTL_NS_OFFSET
+                  + FTL_NS_HDR_BYTES + 24, 0x01);
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_uint_eq (ftl_ns_count (ftl), 3);
+  ck_assert_str_eq (ftl->ns_table.ns[0].name, "a");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* The open and the close rewrote both slots, tables too: healed. */
+  for (int i = 0; i < 2; i++) {
+    struct ftl_ns_table t;
+    unit_read_file (path, buf, sizeof buf, i * FTL_SB_SLOT);
+    ck_assert_int_eq (fmt_sb_decode (buf, sizeof buf, &sb[i], NULL, 0),
+                      FTL_FMT_OK);
+    ck_assert_int_eq (fmt_ns_decode (buf + FTL_NS_OFFSET,
+                                     sizeof buf - FTL_NS_OFFSET, &sb[i], &t,
+                                     NULL, 0), FTL_FMT_OK);
+    ck_assert_uint_eq (t.count, 3);
+  }
+
+  /* Both damaged: refused, saying why. */
+  for (int i = 0; i < 2; i++)
+    unit_flip_byte (path, i * FTL_SB_SLOT + FTL_NS_OFFSET + 40, 0x01);
+  unit_quiet = true;
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  unit_quiet = false;
+  ck_assert_int_eq (r, -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "both superblock copies are damaged"));
+  unit_dir_remove ();
+}
+END_TEST
+
 static Suite *
 ns_suite (void)
 {
@@ -276,6 +637,15 @@ ns_suite (void)
   tcase_add_test (tc, test_table_round_trip);
   tcase_add_test (tc, test_table_rejects);
   tcase_add_test (tc, test_sb_names_table);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("library");
+  tcase_set_timeout (tc, 60);
+  tcase_add_test (tc, test_ns_requests);
+  tcase_add_test (tc, test_ns_extents);
+  tcase_add_test (tc, test_ns_refused);
+  tcase_add_test (tc, test_ns_old_image);
+  tcase_add_test (tc, test_ns_damaged_table);
   suite_add_tcase (s, tc);
   return s;
 }

@@ -1,0 +1,2 @@
+/* The FTL library module host/ns.c, built with libFuzzer instrumentation. */
+#include "host/ns.c"
