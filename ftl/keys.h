@@ -14,7 +14,7 @@
  * it on, unless timing=false; timing=true alone uses the default
  * preset.
  *
- * Keys: size, op, page-size, pages-per-block, preallocate, sync, streams, gc,
+ * Keys: size, namespaces, op, page-size, pages-per-block, preallocate, sync, streams, gc,
  * gc-mode, hot-cold, wl-threshold, endurance, timeout, timeout-retries,
  * slow-threshold, write-cache, write-cache-bypass, map-cache; the timing model's timing, model,
  * read-latency, program-latency, erase-latency, channels, dies,
@@ -45,6 +45,9 @@ struct ftl_keys {
   unsigned timing_given;        /* ... KEY_* bits of those given */
   unsigned slc_given;           /* KEY_SLC_* bits of the SLC keys given */
   bool write_cache_given, write_cache_bypass_given;
+  /* namespaces= (opts.namespaces points here). */
+  char ns_names[FTL_MAX_NAMESPACES][FTL_MAX_NAMESPACE_NAME + 1];
+  struct ftl_ns_spec ns[FTL_MAX_NAMESPACES];
 };
 
 /* The defaults of every key. */
@@ -73,6 +76,8 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
 /* One line per key, as nbdkit's --help shows a plugin's. */
 #define FTL_KEYS_HELP \
   "size=<SIZE>                    Disk size (required to create an image).\n" \
+  "namespaces=<NAME:SIZE>[,...]   A new image's namespaces, each an export by name\n" \
+  "                               (default: one, \"\", of size=).\n" \
   "op=<PERCENT>                   Over-provisioning of a new image (default 28).\n" \
   "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \

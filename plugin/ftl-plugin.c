@@ -2,9 +2,12 @@
  *
  * Thin glue between nbdkit and the FTL library (ftl/ftl.h): parse the
  * parameters, open the image in .get_ready, and pass each request to the
- * matching ftl_* call.  nbdkit serves one disk, so there is one global
- * handle; the library is thread-safe, so the plugin runs fully parallel
- * and takes no lock of its own on the data path.
+ * matching ftl_* call.  nbdkit serves one image, so there is one global
+ * library handle; each of the image's namespaces is an export by name
+ * (.list_exports, .default_export: the first), and a connection's
+ * handle is the namespace its export name chose in .open.  The library
+ * is thread-safe, so the plugin runs fully parallel and takes no lock
+ * of its own on the data path.
  *
  * The library's functions own the names ftl_read, ftl_flush and so on,
  * so the callbacks here are named ftl_plugin_<callback>.
@@ -277,16 +280,101 @@ ftl_plugin_cleanup (void)
     nbdkit_error ("%s: close: %s", filename, strerror (-r));
 }
 
+/* An export's description: its size, in bytes and as a person reads
+ * it.
+ */
+static const char *
+describe (struct ftl_ns *ns)
+{
+  struct ftl_ns_info in;
+  char buf[160];
+  const char *unit = "bytes";
+  double v;
+
+  ftl_ns_get_info (ns, &in);
+  v = in.bytes;
+  if (in.bytes >= (UINT64_C (1) << 40))
+    v /= (double) (UINT64_C (1) << 40), unit = "TiB";
+  else if (in.bytes >= (1u << 30))
+    v /= 1u << 30, unit = "GiB";
+  else if (in.bytes >= (1u << 20))
+    v /= 1u << 20, unit = "MiB";
+  else if (in.bytes >= (1u << 10))
+    v /= 1u << 10, unit = "KiB";
+  snprintf (buf, sizeof buf, "namespace '%s': %.4g %s (%" PRIu64 " bytes)",
+            in.name, v, unit, in.bytes);
+  return nbdkit_strdup_intern (buf);
+}
+
+/* Every namespace, in the image's order. */
+static int
+ftl_plugin_list_exports (int readonly, int is_tls,
+                         struct nbdkit_exports *exports)
+{
+  struct ftl_ns *ns;
+
+  for (unsigned i = 0; (ns = ftl_ns_at (ftl, i)) != NULL; i++) {
+    struct ftl_ns_info in;
+    const char *d = describe (ns);
+    ftl_ns_get_info (ns, &in);
+    if (d == NULL || nbdkit_add_export (exports, in.name, d) == -1)
+      return -1;
+  }
+  return 0;
+}
+
+/* The first namespace ("" on an image made without namespaces). */
+static const char *
+ftl_plugin_default_export (int readonly, int is_tls)
+{
+  struct ftl_ns_info in;
+
+  ftl_ns_get_info (ftl_ns_at (ftl, 0), &in);
+  return in.name;
+}
+
+/* The connection's namespace: the one its export name names. */
 static void *
 ftl_plugin_open (int readonly)
 {
-  return NBDKIT_HANDLE_NOT_NEEDED;
+  const char *name = nbdkit_export_name ();
+  struct ftl_ns *ns;
+
+  if (name == NULL)
+    return NULL;
+  ns = name[0] ? ftl_ns_open (ftl, name) : ftl_ns_at (ftl, 0);
+  if (ns == NULL) {
+    char list[1024] = "";
+    size_t at = 0;
+    for (unsigned i = 0; ftl_ns_at (ftl, i) && at < sizeof list; i++) {
+      struct ftl_ns_info in;
+      ftl_ns_get_info (ftl_ns_at (ftl, i), &in);
+      int w = snprintf (list + at, sizeof list - at, "%s'%s'",
+                        i ? ", " : "", in.name);
+      if (w < 0)
+        break;
+      at += w;
+    }
+    nbdkit_error ("unknown export name '%.80s': this image's namespaces "
+                  "are %s", name, list);
+    return NULL;
+  }
+  return ns;
+}
+
+static const char *
+ftl_plugin_export_description (void *handle)
+{
+  return describe (handle);
 }
 
 static int64_t
 ftl_plugin_get_size (void *handle)
 {
-  return geometry.logical_bytes;
+  struct ftl_ns_info in;
+
+  ftl_ns_get_info (handle, &in);
+  return in.bytes;
 }
 
 static int
@@ -308,7 +396,8 @@ ftl_plugin_is_rotational (void *handle)
 }
 
 /* Every capability is native except cache, which nbdkit emulates with
- * a read.  Flush covers all connections, so multi-conn is safe.
+ * a read.  Flush covers all connections, and every namespace (one
+ * device), so multi-conn is safe.
  */
 /* A worn-out disk is read-only: new connections are told so. */
 static int
@@ -354,7 +443,7 @@ ftl_plugin_pread (void *handle, void *buf, uint32_t count, uint64_t offset,
   int r;
 
   assert (flags == 0);
-  r = ftl_read (ftl, buf, count, offset);
+  r = ftl_ns_read (handle, buf, count, offset);
   return r < 0 ? fail (r) : 0;
 }
 
@@ -367,7 +456,7 @@ ftl_plugin_pwrite (void *handle, const void *buf, uint32_t count,
   assert ((flags & ~NBDKIT_FLAG_FUA) == 0);
   if (powercut_write_request (ftl))
     return fail (-EIO);
-  r = ftl_write (ftl, buf, count, offset,
+  r = ftl_ns_write (handle, buf, count, offset,
                  flags & NBDKIT_FLAG_FUA ? FTL_FUA : 0);
   return r < 0 ? fail (r) : 0;
 }
@@ -394,7 +483,8 @@ ftl_plugin_trim (void *handle, uint32_t count, uint64_t offset,
   assert ((flags & ~NBDKIT_FLAG_FUA) == 0);
   if (powercut_write_request (ftl))
     return fail (-EIO);
-  r = ftl_trim (ftl, count, offset, flags & NBDKIT_FLAG_FUA ? FTL_FUA : 0);
+  r = ftl_ns_trim (handle, count, offset,
+                   flags & NBDKIT_FLAG_FUA ? FTL_FUA : 0);
   return r < 0 ? fail (r) : 0;
 }
 
@@ -416,7 +506,7 @@ ftl_plugin_zero (void *handle, uint32_t count, uint64_t offset,
     f |= FTL_FUA;
   if (flags & NBDKIT_FLAG_MAY_TRIM)
     f |= FTL_MAY_TRIM;
-  r = ftl_zero (ftl, count, offset, f);
+  r = ftl_ns_zero (handle, count, offset, f);
   return r < 0 ? fail (r) : 0;
 }
 
@@ -456,7 +546,7 @@ ftl_plugin_extents (void *handle, uint32_t count, uint64_t offset,
   int r;
 
   assert ((flags & ~NBDKIT_FLAG_REQ_ONE) == 0);
-  r = ftl_extents (ftl, count, offset, add_extent, &ctx);
+  r = ftl_ns_extents (handle, count, offset, add_extent, &ctx);
   if (ctx.err) {
     nbdkit_set_error (ctx.err);
     return -1;
@@ -515,7 +605,10 @@ static struct nbdkit_plugin plugin = {
   .get_ready         = ftl_plugin_get_ready,
   .after_fork        = ftl_plugin_after_fork,
   .cleanup           = ftl_plugin_cleanup,
+  .list_exports      = ftl_plugin_list_exports,
+  .default_export    = ftl_plugin_default_export,
   .open              = ftl_plugin_open,
+  .export_description = ftl_plugin_export_description,
   .get_size          = ftl_plugin_get_size,
   .block_size        = ftl_plugin_block_size,
   .is_rotational     = ftl_plugin_is_rotational,

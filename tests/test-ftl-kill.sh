@@ -26,6 +26,11 @@
 # had written, and cannot see a missing or misplaced fdatasync; the
 # power cuts of tests/unit/test-crash.c, which drop the writes after the
 # last sync, do.
+#
+# FTL_KILL_NS=1 (test-ftl-kill-ns.sh): an image of 3 namespaces, each an
+# export of its own, and each client writes to one of them at once; the
+# sectors name themselves in the image's numbering, so a sector that
+# reads back in another namespace is caught as another sector's data.
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
@@ -58,7 +63,7 @@ cached_rounds=4                 # then write-cache=0
 # it against BASE (the versions read after the previous round) and the
 # logs; write the versions read back to BASE.
 cat > "$tmp/kill.py" <<'EOF_PY'
-import errno, random, struct, sys
+import errno, os, random, struct, sys
 import nbd
 
 # What a request gets when the server is killed under it.
@@ -66,8 +71,17 @@ GONE = (None, errno.ENOTCONN, errno.ECONNRESET, errno.EPIPE,
         errno.ESHUTDOWN, errno.ECONNABORTED)
 
 SECT = 512
-SIZE = 4 * 1024 * 1024
+# FTL_KILL_NS: a namespace per client, n0, n1, ..., each its region.
+NS = os.environ.get("FTL_KILL_NS", "") != ""
+SIZE = (6 if NS else 4) * 1024 * 1024
 NSECT = SIZE // SECT
+
+def connect(sock, name):
+    h = nbd.NBD()
+    if name is not None:
+        h.set_export_name(name)
+    h.connect_unix(sock)
+    return h
 
 def sector(s, v):
     return struct.pack("<QQ", s, v) * (SECT // 16)
@@ -79,8 +93,11 @@ def region(cid, n):
 def client(sock, cid, n, rnd, seed, logname):
     rng = random.Random(seed * 1000 + cid)
     lo, hi = region(cid, n)
-    h = nbd.NBD()
-    h.connect_unix(sock)
+    # In a namespace of its own, the region starts at its offset 0.
+    h = connect(sock, "n%d" % cid if NS else None)
+    at = lo * SECT if NS else 0
+    if NS:
+        assert h.get_size() == (hi - lo) * SECT
     fua = h.can_fua()
     log = open(logname, "w")
     version = rnd * 10000000
@@ -102,14 +119,14 @@ def client(sock, cid, n, rnd, seed, logname):
             if k < 14:
                 log.write("W %d %d 0\n" % (first, count))
                 log.flush()
-                h.zero(count * SECT, first * SECT)
+                h.zero(count * SECT, first * SECT - at)
                 log.write("A\n")
                 continue
             flags = nbd.CMD_FLAG_FUA if fua and k < 20 else 0
             buf = b"".join(sector(first + i, version) for i in range(count))
             log.write("W %d %d %d\n" % (first, count, version))
             log.flush()
-            h.pwrite(buf, first * SECT, flags)
+            h.pwrite(buf, first * SECT - at, flags)
             log.write("A\n")
             if flags:
                 log.write("D %d %d %d\n" % (first, count, version))
@@ -168,9 +185,11 @@ def verify(sock, n, base_name, logs):
                 else:
                     durable[s] = v
                     later[s] = set()
-    h = nbd.NBD()
-    h.connect_unix(sock)
-    data = h.pread(SIZE, 0)
+    if NS:
+        data = b"".join(connect(sock, "n%d" % c).pread(SIZE // n, 0)
+                        for c in range(n))
+    else:
+        data = connect(sock, None).pread(SIZE, 0)
     got = []
     bad = 0
     kept = 0
@@ -234,6 +253,11 @@ args=(file="$disk" size=4M pages-per-block=16 op=40 wl-threshold=4)
 if [ -n "${FTL_KILL_PAGED:-}" ]; then
     args=(file="$disk" size=8M pages-per-block=16 op=40 wl-threshold=4
           map-cache=4K)
+fi
+# FTL_KILL_NS=1: three namespaces of 2 MiB, one per client.
+if [ -n "${FTL_KILL_NS:-}" ]; then
+    args=(file="$disk" namespaces=n0:2M,n1:2M,n2:2M pages-per-block=16
+          op=40 wl-threshold=4)
 fi
 
 # diagnose: what the clients and the server were doing when they made
@@ -344,5 +368,5 @@ if [ "${lost_cached:-0}" -eq 0 ]; then
          "lost: the cache is not volatile"
     exit 1
 fi
-echo "$0: $rounds rounds of kill -9 under load with $clients clients: OK" \
+echo "$0: $rounds rounds of kill -9 under load with $clients clients${FTL_KILL_NS:+ on 3 namespaces}: OK" \
      "($lost_cached acknowledged sectors lost with the cache, none without)"

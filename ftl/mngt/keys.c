@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "keys.h"
+#include "format/format.h"
 #include "util/util.h"
 
 static int __attribute__ ((format (printf, 3, 4)))
@@ -201,6 +202,63 @@ parse_dur (const char *key, const char *s, uint64_t *ns,
   return 0;
 }
 
+/* namespaces=NAME:SIZE[,NAME:SIZE...]: names as format.h allows them,
+ * each once, sizes above 0 (whole pages and the room for them are the
+ * creation's to check: the page size may be the image's).
+ */
+static int
+parse_namespaces (struct ftl_keys *k, const char *v, char *err,
+                  size_t errlen)
+{
+  struct ftl_options *o = &k->opts;
+  const char *p = v;
+  unsigned n = 0;
+
+  if (*v == '\0')
+    return fail (err, errlen, "namespaces: give NAME:SIZE[,NAME:SIZE...]");
+  while (*p) {
+    const char *comma = strchr (p, ',');
+    size_t len = comma ? (size_t) (comma - p) : strlen (p);
+    const char *colon = memchr (p, ':', len);
+    char size[64];
+
+    if (n == FTL_MAX_NAMESPACES)
+      return fail (err, errlen, "namespaces: more than %d", FTL_MAX_NAMESPACES);
+    if (!colon)
+      return fail (err, errlen, "namespaces: '%.*s' is not NAME:SIZE",
+                   (int) MIN (len, 80), p);
+    if (!fmt_ns_name_ok (p, colon - p))
+      return fail (err, errlen, "namespaces: bad name '%.*s' (1 to %d "
+                   "characters of A-Z a-z 0-9 . _ -)",
+                   (int) MIN (colon - p, 80), p, FTL_MAX_NAMESPACE_NAME);
+    memcpy (k->ns_names[n], p, colon - p);
+    k->ns_names[n][colon - p] = '\0';
+    for (unsigned i = 0; i < n; i++)
+      if (strcmp (k->ns_names[i], k->ns_names[n]) == 0)
+        return fail (err, errlen, "namespaces: '%s' given twice (names are "
+                     "unique)", k->ns_names[n]);
+    if ((size_t) (p + len - colon - 1) >= sizeof size)
+      return fail (err, errlen, "namespaces: '%s': not a size: '%.*s...'",
+                   k->ns_names[n], 20, colon + 1);
+    snprintf (size, sizeof size, "%.*s", (int) (p + len - colon - 1),
+              colon + 1);
+    if (ftl_parse_size ("namespaces", size, &k->ns[n].bytes, err,
+                        errlen) == -1)
+      return -1;
+    if (k->ns[n].bytes == 0)
+      return fail (err, errlen, "namespaces: '%s' has size 0",
+                   k->ns_names[n]);
+    k->ns[n].name = k->ns_names[n];
+    n++;
+    p += len;
+    if (*p == ',' && *++p == '\0')
+      return fail (err, errlen, "namespaces: a ',' with nothing after it");
+  }
+  o->namespaces = k->ns;
+  o->nnamespaces = n;
+  return 0;
+}
+
 /* The keys of the geometry, policies, deadlines and the write cache. */
 static int
 set_main (struct ftl_keys *k, const char *key, const char *v,
@@ -216,6 +274,8 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
     if (o->logical_bytes == 0)
       return fail (err, errlen, "size must be greater than 0");
   }
+  else if (strcmp (key, "namespaces") == 0)
+    return parse_namespaces (k, v, err, errlen);
   else if (strcmp (key, "op") == 0)
     return parse_number (key, v, FTL_MIN_OP_PERCENT, FTL_MAX_OP_PERCENT,
                          false, &o->op_percent, err, errlen);

@@ -180,6 +180,17 @@ START_TEST (test_refused)
       "time-scale must be a number above 0 and at most 1e+09: 0" },
     { "ecc-bits", "0", "ecc-bits must be from 1 to 8192: 0" },
     { "seed", "x", "seed: not a non-negative integer: 'x'" },
+    { "namespaces", "", "namespaces: give NAME:SIZE[,NAME:SIZE...]" },
+    { "namespaces", "a", "namespaces: 'a' is not NAME:SIZE" },
+    { "namespaces", "a:1M,", "namespaces: a ',' with nothing after it" },
+    { "namespaces", "a:1M,a:2M",
+      "namespaces: 'a' given twice (names are unique)" },
+    { "namespaces", ":1M", "namespaces: bad name '' (1 to 63 characters" },
+    { "namespaces", "a b:1M", "namespaces: bad name 'a b' (1 to 63" },
+    { "namespaces", "a:0", "namespaces: 'a' has size 0" },
+    { "namespaces", "a:1Q", "namespaces: not a size" },
+    { "namespaces", "a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1,j:1,k:1,l:1,"
+      "m:1,n:1,o:1,p:1,q:1", "namespaces: more than 16" },
   };
   struct ftl_keys k;
   char err[256];
@@ -192,6 +203,17 @@ START_TEST (test_refused)
                    "%s=%s: '%s', expected '%s'", cases[i].key,
                    cases[i].value, err, cases[i].message);
   }
+
+  /* namespaces=, in order, with the sizes of size=. */
+  ftl_keys_init (&k);
+  ck_assert_int_eq (set (&k, "namespaces", "a:1G,b.2_x-Y:512K,c:4096", err),
+                    1);
+  ck_assert_uint_eq (k.opts.nnamespaces, 3);
+  ck_assert_str_eq (k.opts.namespaces[0].name, "a");
+  ck_assert_uint_eq (k.opts.namespaces[0].bytes, UINT64_C (1) << 30);
+  ck_assert_str_eq (k.opts.namespaces[1].name, "b.2_x-Y");
+  ck_assert_uint_eq (k.opts.namespaces[1].bytes, 512 << 10);
+  ck_assert_uint_eq (k.opts.namespaces[2].bytes, 4096);
 
   ftl_keys_init (&k);
   ck_assert_int_eq (set (&k, "channels", "64", err), 1);
