@@ -86,8 +86,13 @@ fill (uint8_t *page, unsigned v)
     page[i] = v * 31 + i;
 }
 
+/* Three namespaces of a third of the disk each (version 8). */
+static const struct ftl_ns_spec ns3[] = {
+  { "a", LOGICAL / 3 }, { "bb", LOGICAL / 3 }, { "c.1", LOGICAL / 3 },
+};
+
 static struct ftl *
-open_image (const char *path, bool paged)
+open_image (const char *path, bool paged, bool ns)
 {
   struct ftl_options o = {
     .path = path,
@@ -98,6 +103,8 @@ open_image (const char *path, bool paged)
     .streams = 1,
     /* Less than the whole map (one translation page): paged. */
     .map_cache_bytes = paged ? 1 : 0,
+    .namespaces = ns ? ns3 : NULL,
+    .nnamespaces = ns ? 3 : 0,
   };
   char errbuf[256];
   struct ftl *ftl;
@@ -176,8 +183,16 @@ seeds_of_image (const char *path, bool with_write)
     seed ("fuzz-open", &flags, 1, img, n);
   }
 
-  for (int i = 0; i < 2; i++)
-    seed ("fuzz-superblock", NULL, 0, img + i * FTL_SB_SLOT, FTL_SB_BYTES);
+  /* A slot: its superblock, and its namespace table if it has one. */
+  for (int i = 0; i < 2; i++) {
+    const uint8_t *slot = img + i * FTL_SB_SLOT;
+    struct ftl_superblock s;
+    size_t len = FTL_SB_BYTES;
+    if (fmt_sb_decode (slot, FTL_SB_SLOT, &s, NULL, 0) == FTL_FMT_OK &&
+        (s.flags & FTL_SB_NAMESPACES))
+      len = FTL_NS_OFFSET + get32le (slot + FTL_NS_OFFSET + 12);
+    seed ("fuzz-superblock", NULL, 0, slot, len);
+  }
   for (int s = 0; s < 2; s++) {
     const uint8_t *h = img + sb.ckpt_offset[s];
     if (!all_zero (h, FTL_CKPT_HDR_BYTES))
@@ -212,7 +227,7 @@ int
 main (int argc, char **argv)
 {
   char tmpl[] = "/tmp/ftl-corpus.XXXXXX";
-  char path[4][4200];
+  char path[5][4200];
   struct ftl *ftl;
 
   if (argc != 2) {
@@ -224,26 +239,32 @@ main (int argc, char **argv)
     die (outdir);
   if (!mkdtemp (tmpl))
     die ("mkdtemp");
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     snprintf (path[i], sizeof path[i], "%s/%d.img", tmpl, i);
 
   /* A fresh image. */
-  check (ftl_close (open_image (path[0], false)), "close");
+  check (ftl_close (open_image (path[0], false, false)), "close");
 
   /* Shut down cleanly after garbage collection. */
-  ftl = open_image (path[1], false);
+  ftl = open_image (path[1], false, false);
   workload (ftl, 12, PAGE_SIZE);
   check (ftl_close (ftl), "close");
 
   /* A crash: log written after the last checkpoint, never closed. */
-  ftl = open_image (path[2], false);
+  ftl = open_image (path[2], false, false);
   workload (ftl, 9, PAGE_SIZE);
   check (ftl_flush (ftl), "flush");
   open_abandon (ftl);
 
   /* A paged map, the same way. */
-  ftl = open_image (path[3], true);
+  ftl = open_image (path[3], true, false);
   workload (ftl, 9, PAGE_SIZE * 8);
+  check (ftl_flush (ftl), "flush");
+  open_abandon (ftl);
+
+  /* Namespaces, after a crash as above. */
+  ftl = open_image (path[4], false, true);
+  workload (ftl, 9, PAGE_SIZE);
   check (ftl_flush (ftl), "flush");
   open_abandon (ftl);
 
@@ -251,8 +272,9 @@ main (int argc, char **argv)
   seeds_of_image (path[1], true);
   seeds_of_image (path[2], true);
   seeds_of_image (path[3], true);
+  seeds_of_image (path[4], true);
 
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < 5; i++)
     unlink (path[i]);
   rmdir (tmpl);
   return 0;
