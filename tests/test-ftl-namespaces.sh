@@ -8,7 +8,7 @@
 # of another's; the same after a restart.  An unknown export name is
 # refused, the default export is the first namespace, and every bad
 # namespaces= is refused with its one-line reason, an existing image
-# untouched.
+# untouched; ftlctl info lists the namespaces.
 
 source "${srcdir:-.}/functions.sh"
 requires_plugin
@@ -109,6 +109,12 @@ stop_server "$pid"
 start_server "$sock" "$pid" file="$disk" namespaces=a:4M,bb:2M,c:4M
 checks
 stop_server "$pid"
+
+# ftlctl info lists them, in order, where each starts.
+"${FTLCTL:-../tools/ftlctl}" info "$disk" | tee "$tmp/info" | sed -n '/^namespaces:/,/^$/p'
+grep -Eq '^  a +4194304 bytes, from logical byte 0 \(the default export\)$' "$tmp/info"
+grep -Eq '^  bb +2097152 bytes, from logical byte 4194304$' "$tmp/info"
+grep -Eq '^  c +4194304 bytes, from logical byte 6291456$' "$tmp/info"
 
 # 4. Bad input, one line each naming the problem and the limit.
 refused ()

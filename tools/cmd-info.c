@@ -42,6 +42,7 @@ struct info {
   struct bucket hist[HIST_BUCKETS];
   unsigned nbuckets;
   char created[64];
+  struct ftl *ftl;              /* for its namespaces */
 };
 
 /* Fill in everything the text shows from the open image. */
@@ -53,6 +54,7 @@ gather (struct ftl *ftl, const char *file, struct info *in)
 
   memset (in, 0, sizeof *in);
   in->file = file;
+  in->ftl = ftl;
   ftl_get_geometry (ftl, &in->g);
   ftl_get_stats (ftl, &in->st);
   ftl_inspect_image (ftl, &in->ii);
@@ -101,6 +103,28 @@ field (const char *label, const char *fs, ...)
   va_end (ap);
 }
 
+/* The image's namespaces, in its order (the first is the default
+ * export), with their sizes and where each starts in the logical space.
+ */
+static void
+print_namespaces (struct ftl *ftl)
+{
+  struct ftl_ns *ns;
+
+  printf ("\nnamespaces:\n");
+  for (unsigned i = 0; (ns = ftl_ns_at (ftl, i)) != NULL; i++) {
+    struct ftl_ns_info n;
+    char label[FTL_MAX_NAMESPACE_NAME + 8];
+
+    ftl_ns_get_info (ns, &n);
+    snprintf (label, sizeof label, "  %s", n.name[0] ? n.name : "\"\"");
+    printf ("%s%*s%" PRIu64 " bytes, from logical byte %" PRIu64 "%s\n",
+            label, (int) (strlen (label) < FIELD_WIDTH + 1
+                          ? FIELD_WIDTH + 1 - strlen (label) : 0), "",
+            n.bytes, n.base, i == 0 ? " (the default export)" : "");
+  }
+}
+
 /* The text output: sections of aligned "label: value" lines. */
 static void
 print_text (const struct info *in)
@@ -133,6 +157,8 @@ print_text (const struct info *in)
          in->ii.physical_bytes, (uint64_t) in->g.blocks * in->g.pages_per_block);
   field ("  image file size", "%" PRIu64 " bytes (with metadata)\n",
          in->ii.image_bytes);
+
+  print_namespaces (in->ftl);
 
   printf ("\ncapacity:\n");
   field ("  mapped pages", "%" PRIu64 " / %" PRIu64 " (%.1f%%)\n",
