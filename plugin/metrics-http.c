@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,9 +26,11 @@ static struct MHD_Daemon *daemon_;
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
-/* The exposition text of the statistics now, malloc'd, or NULL. */
+/* The statistics now, malloc'd, or NULL: the exposition text, or the
+ * JSON object of the stats= file if json.
+ */
 static char *
-render (struct ftl *ftl, size_t *len)
+render (struct ftl *ftl, bool json, size_t *len)
 {
   struct ftl_stat_set set = { 0 };
   char *text = NULL;
@@ -38,7 +41,8 @@ render (struct ftl *ftl, size_t *len)
     return NULL;
   fp = open_memstream (&text, len);
   if (fp != NULL) {
-    r = ftl_render_prometheus (&set, fp);
+    r = json ? ftl_render_json (&set, false, fp)
+      : ftl_render_prometheus (&set, fp);
     if (fclose (fp) == EOF || r < 0) {
       free (text);
       text = NULL;
@@ -49,7 +53,8 @@ render (struct ftl *ftl, size_t *len)
 }
 
 static enum MHD_Result
-reply (struct MHD_Connection *conn, unsigned status, char *body, size_t len)
+reply (struct MHD_Connection *conn, unsigned status, const char *type,
+       char *body, size_t len)
 {
   struct MHD_Response *resp;
   enum MHD_Result r;
@@ -59,7 +64,7 @@ reply (struct MHD_Connection *conn, unsigned status, char *body, size_t len)
     free (body);
     return MHD_NO;
   }
-  MHD_add_response_header (resp, MHD_HTTP_HEADER_CONTENT_TYPE, CONTENT_TYPE);
+  MHD_add_response_header (resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   r = MHD_queue_response (conn, status, resp);
   MHD_destroy_response (resp);
   return r;
@@ -89,18 +94,22 @@ handle (void *cls, struct MHD_Connection *conn, const char *url,
 {
   struct ftl *ftl = cls;
   size_t len = 0;
+  bool json;
   char *body;
 
   if (strcmp (method, MHD_HTTP_METHOD_GET) != 0 &&
       strcmp (method, MHD_HTTP_METHOD_HEAD) != 0)
     return reply_text (conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET\n");
-  if (strcmp (url, "/metrics") != 0)
-    return reply_text (conn, MHD_HTTP_NOT_FOUND, "not found: try /metrics\n");
-  body = render (ftl, &len);
+  json = strcmp (url, "/stats.json") == 0;
+  if (!json && strcmp (url, "/metrics") != 0)
+    return reply_text (conn, MHD_HTTP_NOT_FOUND,
+                       "not found: try /metrics or /stats.json\n");
+  body = render (ftl, json, &len);
   if (body == NULL)
     return reply_text (conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
                        "cannot render the statistics\n");
-  return reply (conn, MHD_HTTP_OK, body, len);
+  return reply (conn, MHD_HTTP_OK, json ? "application/json" : CONTENT_TYPE,
+                body, len);
 }
 
 int

@@ -1,10 +1,14 @@
-/* nbdkit-ftl: the Prometheus endpoint, http://127.0.0.1:PORT/metrics.
+/* nbdkit-ftl: the Prometheus endpoint, http://127.0.0.1:PORT/metrics,
+ * and the statistics JSON at /stats.json.
  *
  * libmicrohttpd does the HTTP in its own thread; each GET of /metrics
  * takes a snapshot of the handle's statistics (ftl_stats_snapshot) and
- * renders it as the text exposition format (ftl_render_prometheus).
- * Only the loopback address is bound: the statistics are for the host's
- * own collector.  Any other path is 404, any other method 405.
+ * renders it as the text exposition format (ftl_render_prometheus);
+ * of /stats.json, as the stats= file's JSON (ftl_render_json), live
+ * where the file is rewritten only every stats-interval while the host
+ * counters move.  Only the loopback address is bound: the statistics
+ * are for the host's own collector.  Any other path is 404, any other
+ * method 405.
  */
 
 #ifndef NBDKIT_FTL_METRICS_HTTP_H

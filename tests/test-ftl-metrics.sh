@@ -55,7 +55,7 @@ timeout 120 fio --name=w --ioengine=nbd --uri="$uri" --rw=randwrite \
 
 # The endpoint, scraped from the loopback address while the disk serves.
 "$py" - "$port" <<'PY'
-import sys, urllib.request
+import json, sys, urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 port = sys.argv[1]
 with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10) as r:
@@ -67,6 +67,15 @@ fams = {f.name: f for f in text_string_to_metric_families(text)}
 w = fams["nbdkit_ftl_host_write_pages"]
 assert w.type == "counter", w.type
 assert w.samples[0].value >= 32768, w.samples
+# The statistics JSON, live: every write that fio saw complete is
+# counted at once (the stats= file may still be a second behind).
+with urllib.request.urlopen("http://127.0.0.1:%s/stats.json" % port, timeout=10) as r:
+    assert r.status == 200
+    ctype = r.headers["Content-Type"]
+    assert ctype == "application/json", ctype
+    st = json.loads(r.read().decode())
+assert st["host"]["write_pages"] == 32768, st["host"]
+assert st["geometry"]["logical_pages"] > 0, st["geometry"]
 try:
     urllib.request.urlopen("http://127.0.0.1:%s/other" % port, timeout=10)
     raise SystemExit("FAIL: /other answered")
