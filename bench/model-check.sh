@@ -255,26 +255,39 @@ sock="$work/ftl.sock"
 uri="nbd+unix:///?socket=$sock"
 
 # start_server ARGS...: a fresh image of $disk_bytes (the plugin
-# creates it sparse), nbdkit serving it.
+# creates it sparse), nbdkit serving it, with its statistics live on a
+# loopback port (metrics-port=, /stats.json): a port picked at random,
+# and another one if it was taken.
 disk_bytes="$size_bytes"
+port=
 start_server ()
 {
-    local i
-    rm -f "$work/ftl.img" "$work/stats.json" "$sock" "$work/pid"
-    nbdkit -f -t 32 -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
-        size="$disk_bytes" op="$op" stats="$work/stats.json" \
-        stats-interval=1 "$@" \
-        "${ftl_args[@]}" \
-        2>>"$work/server.log" &
-    for (( i = 0; i < 1200; i++ )); do
-        if [ -s "$work/pid" ] && [ -S "$sock" ]; then
-            server_pid="$(cat "$work/pid")"
-            return 0
-        fi
-        kill -0 $! 2>/dev/null || { cat "$work/server.log" >&2; die "nbdkit exited"; }
-        sleep 0.05
+    local i try
+    for (( try = 0; try < 20; try++ )); do
+        rm -f "$work/ftl.img" "$work/stats.json" "$sock" "$work/pid"
+        port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+        : >"$work/start.log"
+        nbdkit -f -t 32 -U "$sock" -P "$work/pid" "$plugin" file="$work/ftl.img" \
+            size="$disk_bytes" op="$op" stats="$work/stats.json" \
+            stats-interval=1 metrics-port="$port" "$@" \
+            "${ftl_args[@]}" \
+            2>"$work/start.log" &
+        for (( i = 0; i < 1200; i++ )); do
+            if [ -s "$work/pid" ] && [ -S "$sock" ]; then
+                server_pid="$(cat "$work/pid")"
+                rm -f "$work/last_snap"
+                return 0
+            fi
+            kill -0 $! 2>/dev/null || break
+            sleep 0.05
+        done
+        wait $! 2>/dev/null || :
+        cat "$work/start.log" >>"$work/server.log"
+        [ "$i" -lt 1200 ] || die "nbdkit did not start"
+        grep -q 'metrics-port: cannot serve' "$work/start.log" ||
+            { cat "$work/server.log" >&2; die "nbdkit exited"; }
     done
-    die "nbdkit did not start"
+    die "nbdkit: no free loopback port for metrics-port= in 20 tries"
 }
 
 stop_server ()
@@ -287,37 +300,71 @@ stop_server ()
     done
     kill -0 "$server_pid" 2>/dev/null && { kill -9 "$server_pid"; die "nbdkit did not stop"; }
     wait "$server_pid" 2>/dev/null || :
+    cat "$work/start.log" >>"$work/server.log"
     server_pid=
 }
 
 # util_snapshot: "DIE_BUSY_NS HOST_BUSY_NS DIES STALL_US MODELED SYNC_NS
-# DESTAGE_STALL_NS LAT_US WAIT_US" from the statistics once they
-# stopped changing (the file is rewritten every second while the
-# counters move): STALL_US is the sum of the requests' host stalls
+# DESTAGE_STALL_NS LAT_US WAIT_US" into $work/last_snap once the disk
+# is idle.  The statistics are read live (metrics-port=, /stats.json:
+# the stats= file is rewritten only every second, and not at all once
+# the host stops) every 50 ms by one python3 process, until they have
+# not moved for 0.5 s (longer than slc-fold-idle's 200 ms and the
+# background thread's 100 ms look, so the folding, destaging and
+# garbage collection that follow a run are over or under way), or
+# after 3 s of background work whatever it does (the steady state's
+# garbage collection does not stop between runs on a real drive
+# either).  STALL_US is the sum of the requests' host stalls
 # (timing.host_stall_us), MODELED the requests that waited for the
 # model (0 for both, and for the busy times, without the timing model);
 # SYNC_NS the time the backing file's syncs took (media.sync_ns),
 # DESTAGE_STALL_NS the destager's time past its modeled programs
 # (cache.destage_stall_ns); LAT_US the reads' and writes' total time,
 # WAIT_US the part of it in the cache and sync stages (latency_us).
+# The snapshot after a run is the one before the next (the disk is
+# idle in between), until the server restarts.
 util_snapshot ()
 {
-    local prev= cur
-    while :; do
-        sleep 1.1
-        cur="$(jq -r '[.timing.die_busy_ns, .timing.host_busy_ns,
-                       .timing.dies, .timing.host_stall_us.sum,
-                       .timing.host_stall_us.requests, .media.sync_ns,
-                       .cache.destage_stall_ns,
-                       (.latency_us.read.sum + .latency_us.write.sum),
-                       ([.latency_us.read, .latency_us.write]
-                        | map(.cache.sum + .sync.sum) | add)]
-                      | map(. // 0 | tostring) | join(" ")' \
-                  "$work/stats.json")"
-        [ "$cur" = "$prev" ] && break
-        prev="$cur"
-    done
-    echo "$cur"
+    python3 - "$port" >"$work/last_snap" <<'PY' ||
+import json, sys, time, urllib.request
+
+url = "http://127.0.0.1:%s/stats.json" % sys.argv[1]
+
+def get(d, path):
+    for k in path.split("."):
+        d = d.get(k) if isinstance(d, dict) else None
+    return d or 0
+
+def snap():
+    with urllib.request.urlopen(url, timeout=30) as r:
+        st = json.load(r)
+    lat = [get(st, "latency_us." + op) for op in ("read", "write")]
+    fig = [get(st, p) for p in (
+        "timing.die_busy_ns", "timing.host_busy_ns", "timing.dies",
+        "timing.host_stall_us.sum", "timing.host_stall_us.requests",
+        "media.sync_ns", "cache.destage_stall_ns")]
+    fig.append(sum(get(l, "sum") for l in lat))
+    fig.append(sum(get(l, "cache.sum") + get(l, "sync.sum") for l in lat))
+    busy = [get(st, p) for p in (
+        "media.program_pages", "media.read_pages", "media.erases",
+        "cache.dirty_bytes", "slc.folded_pages", "gc.copied_pages")]
+    return fig, busy
+
+start = time.monotonic()
+prev = snap()
+still = start
+while True:
+    time.sleep(0.05)
+    cur = snap()
+    now = time.monotonic()
+    if cur != prev:
+        still = now
+    prev = cur
+    if now - still >= 0.5 or now - start >= 3:
+        break
+print(" ".join(str(v) for v in prev[0]))
+PY
+    die "cannot read the statistics of 127.0.0.1:$port"
 }
 
 # fio_run OPTIONS...: prints "IOPS BW_BYTES_PER_S DIE_UTIL HOST_UTIL
@@ -332,12 +379,14 @@ util_snapshot ()
 fio_run ()
 {
     local out="$work/fio.json" before after
-    before="$(util_snapshot)"
+    [ -s "$work/last_snap" ] || util_snapshot
+    before="$(cat "$work/last_snap")"
     fio --name=mc --ioengine=nbd --uri="$uri" --size="$size_bytes" \
         --group_reporting --output-format=json --output="$out" "$@" \
         >"$work/fio.stdout" 2>"$work/fio.stderr" ||
         { cat "$work/fio.stdout" "$work/fio.stderr" >&2; die "fio failed: $*"; }
-    after="$(util_snapshot)"
+    util_snapshot
+    after="$(cat "$work/last_snap")"
     jq -r --arg b "$before" --arg a "$after" --argjson lim "$host_limit" '
         ($b | split(" ") | map(tonumber)) as $b |
         ($a | split(" ") | map(tonumber)) as $a |
@@ -417,8 +466,7 @@ corners ()
         echo "rand-write-steady $(iops --rw=randwrite --bs=4k --iodepth=32 \
             --norandommap "${tb[@]}")" >>"$work/corners"
     fi
-    sleep 1.5                   # the statistics file is rewritten each second
-    stop_server
+    stop_server                 # it writes the statistics file at its end
     aborted="$(jq -r '.deadline.aborted + .deadline.abort_all' "$work/stats.json")"
     if [ "$incache" = yes ]; then
         # Into the SLC cache: a fresh, large, sparse image whose cache
@@ -429,7 +477,6 @@ corners ()
             start_server "$@" slc-fold-idle=never
             echo "seq-write-cache $(mbs --rw=write --bs=128k --iodepth=32 \
                 --io_size="$cache_write_bytes")" >>"$work/corners"
-            sleep 1.5
             stop_server
             aborted=$(( aborted + $(jq -r '.deadline.aborted + .deadline.abort_all' \
                                       "$work/stats.json") ))
@@ -440,7 +487,6 @@ corners ()
             start_server "$@" slc-fold-idle=never
             echo "rand-write-qd32-cache $(iops --rw=randwrite --bs=4k \
                 --iodepth=32 --io_size="$cache_write_bytes")" >>"$work/corners"
-            sleep 1.5
             stop_server
             aborted=$(( aborted + $(jq -r '.deadline.aborted + .deadline.abort_all' \
                                       "$work/stats.json") ))
