@@ -6,7 +6,9 @@
 # Environment: FUZZ_TARGETS (names), FUZZ_SECONDS, FUZZ_BUILDDIR (where
 # the targets are), FUZZ_CORPUS (the seeds, only read), FUZZ_WORKDIR
 # (where new inputs and crash reproducers go; a temporary directory,
-# removed at the end, if unset).
+# removed at the end, if unset), FUZZ_JOBS (how many targets run at
+# once, default 1; their reports are printed in the order of
+# FUZZ_TARGETS).
 # Exits non-zero if a target found a crash, a hang or a leak; the input
 # that causes it is kept in FUZZ_WORKDIR (or printed, for a temporary
 # one) so that "fuzz-TARGET FILE" reproduces it.
@@ -16,6 +18,9 @@ set -euo pipefail
 : "${FUZZ_TARGETS:?}"
 : "${FUZZ_BUILDDIR:?}"
 : "${FUZZ_CORPUS:?}"
+: "${FUZZ_JOBS:=1}"
+[[ "$FUZZ_JOBS" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "$0: FUZZ_JOBS=$FUZZ_JOBS: a count of targets" >&2; exit 1; }
 
 keep=yes
 if [ -z "${FUZZ_WORKDIR:-}" ]; then
@@ -25,12 +30,16 @@ fi
 cleanup () { [ "$keep" = yes ] || rm -rf "$FUZZ_WORKDIR"; }
 trap cleanup EXIT
 
-status=0
-for t in $FUZZ_TARGETS; do
+# fuzz_one TARGET: run it; its report into $FUZZ_WORKDIR/TARGET/report,
+# and "failed" into $FUZZ_WORKDIR/TARGET/failed if it failed.
+fuzz_one ()
+{
+    local t="$1" new art log opts r runs secs cov start
     new="$FUZZ_WORKDIR/$t/corpus"
     art="$FUZZ_WORKDIR/$t/crashes/"
     log="$FUZZ_WORKDIR/$t/log"
     mkdir -p "$new" "$art"
+    exec >"$FUZZ_WORKDIR/$t/report" 2>&1
     # fuzz-open's inputs are whole images: let them grow past the seeds.
     opts=()
     [ "$t" = fuzz-open ] && opts+=(-max_len=$(( 256 * 1024 + 1 )))
@@ -47,7 +56,6 @@ for t in $FUZZ_TARGETS; do
         "$t" "${runs:-?}" "$secs" "${cov:-cov: ?}" \
         "$(find "$new" -type f | wc -l)"
     if [ $r -ne 0 ]; then
-        status=1
         echo "$t: FAILED (exit status $r); the end of its log:"
         tail -n 60 "$log"
         for f in "$art"*; do
@@ -55,7 +63,29 @@ for t in $FUZZ_TARGETS; do
             echo "$t: reproducer $f:"
             od -A d -t x1 "$f" | head -n 40
         done
+        echo failed >"$FUZZ_WORKDIR/$t/failed"
     fi
+}
+
+# FUZZ_JOBS at a time.
+status=0
+running=()
+for t in $FUZZ_TARGETS; do
+    while [ ${#running[@]} -ge "$FUZZ_JOBS" ]; do
+        wait -n || :
+        still=()
+        for p in "${running[@]}"; do
+            kill -0 "$p" 2>/dev/null && still+=("$p")
+        done
+        running=("${still[@]}")
+    done
+    fuzz_one "$t" &
+    running+=($!)
+done
+wait
+for t in $FUZZ_TARGETS; do
+    cat "$FUZZ_WORKDIR/$t/report"
+    [ ! -e "$FUZZ_WORKDIR/$t/failed" ] || status=1
 done
 if [ $status -ne 0 ] && [ "$keep" = no ]; then
     keep=yes
