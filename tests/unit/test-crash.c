@@ -66,6 +66,13 @@
  * session opened or as a value written since, or its page as an error
  * (test_crash_host).
  *
+ * make check halves the random cuts of the variants that make three or
+ * two of them at each crash point (the first and the fourth): each
+ * random cut is made at every other point, alternating, so that every
+ * point still gets one, and every kind is made at half the points;
+ * make check-long (FTL_CHECK_LONG=1) makes all of them.  The cuts in
+ * order and with none applied are made at every point either way.
+ *
  * The creation of an image is cut the same way in test-crash-create.c.
  * The workload, the model and the checks of an image are in crash.c.
  */
@@ -102,7 +109,18 @@ struct variant {
                                  * death of the server (nothing written
                                  * is lost), the others crashes of the
                                  * host (see test_crash_host) */
+  bool halve;                   /* make check: each random cut at every
+                                 * other crash point */
 };
+
+/* make check-long (FTL_CHECK_LONG set, not 0): every cut. */
+static bool
+check_long (void)
+{
+  const char *e = getenv ("FTL_CHECK_LONG");
+
+  return e && *e && strcmp (e, "0") != 0;
+}
 
 /* Does a sector read other than the last write of data that completed
  * to it (a lost write: allowed by the model only if it was not
@@ -156,8 +174,11 @@ crash_every_event (const struct variant *v)
   double t0 = unit_now ();
   char what[512];
 
-  printf ("%s: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)\n", v->name,
-          seed);
+  bool halve = v->halve && !check_long ();
+
+  printf ("%s: seed %" PRIu64 " (set FTL_CRASH_SEED to replay)%s\n", v->name,
+          seed, halve ? "; the random cuts at every other point (make "
+          "check; FTL_CHECK_LONG=1 for all)" : "");
   cache_bytes = v->cache_bytes;
   slc_bytes = v->slc_bytes;
   no_sync = v->no_sync;
@@ -184,6 +205,9 @@ crash_every_event (const struct variant *v)
       if (mode != UNIT_CUT_ORDER && pending == 0)
         continue;               /* the same file as in order */
       if (mode == UNIT_CUT_NONE && (!e || e->kind != UNIT_EV_SYNC))
+        continue;
+      if (halve && (mode == UNIT_CUT_RANDOM || mode == UNIT_CUT_SECTORS) &&
+          (n + i) % 2 != 0)
         continue;
       unit_disk_cut (&d, n, mode, &rng, img, &info);
       ck_assert_uint_eq (info.pending, pending);
@@ -343,7 +367,7 @@ START_TEST (test_crash_every_event)
   static const struct variant v = {
     .name = "crash", .mix = 220,
     .modes = all_modes, .nmodes = sizeof all_modes / sizeof all_modes[0],
-    .twice = 16,
+    .twice = 16, .halve = true,
     .must_cut = 1u << BG_GC | 1u << BG_WL | 1u << BG_CKPT | 1u << BG_ERASE
       | 1u << BG_BARRIER,
   };
@@ -417,7 +441,7 @@ START_TEST (test_crash_host)
     .name = "crash, sync=false", .mix = 220,
     .modes = host_modes, .nmodes = sizeof host_modes / sizeof host_modes[0],
     .must_cut = 1u << BG_GC | 1u << BG_CKPT | 1u << BG_ERASE,
-    .no_sync = true,
+    .no_sync = true, .halve = true,
   };
   unit_quiet = true;            /* a message per page lost */
   crash_every_event (&v);
