@@ -96,7 +96,11 @@ grep -q "sata-tlc" "$tmp/err"
 # Striping: sequential 1 MiB writes (write-through, one at a time) of a
 # preset with a long program time.  One die programs 8 pages (32 KiB)
 # per 4 ms, 8 MB/s: 8 MiB would take 1 s on one die.  Over the preset's
-# 16 dies, a 1 MiB block is 32 programs, 2 per die: 8 ms.
+# 16 dies, a 1 MiB block is 32 programs, 2 per die: 8 ms.  What is
+# checked is the model's time, the writes' time less what this machine
+# added to it (timing.host_stall_us: waking up late, the backing file),
+# not the wall clock, which a loaded host stretches past any bound
+# (0.66 s for the 8 MiB once, with a load of 16 on 2 CPUs).
 cat > "$tmp/seq.py" <<'EOF_PY'
 import time
 buf = bytearray(1 << 20)
@@ -105,7 +109,6 @@ for i in range(8):
     h.pwrite(buf, i << 20)
 dt = time.monotonic() - t0
 print("8 MiB sequential: %.3f s" % dt)
-assert dt < 0.5, "8 MiB took %.3f s: not striped over the dies" % dt
 EOF_PY
 rm -f "$tmp/disk.img"
 timeout 300 nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" size=64M \
@@ -113,4 +116,8 @@ timeout 300 nbdkit -U - "$FTL_PLUGIN" file="$tmp/disk.img" size=64M \
     write-cache=0 slc-static=0 stats="$tmp/seq.json" \
     --run 'nbdsh -u "$uri" -c "exec(open(\"$tmp/seq.py\").read())"'
 check '.media.program_pages >= 2048' "$tmp/seq.json"
+jq -r '"8 MiB in the model: \((.latency_us.write.sum - .timing.host_stall_us.sum) / 1e6) s"' \
+    "$tmp/seq.json"
+check '.latency_us.write.count == 8 and
+       .latency_us.write.sum - .timing.host_stall_us.sum < 500000' "$tmp/seq.json"
 check '.deadline.aborted == 0' "$tmp/seq.json"
