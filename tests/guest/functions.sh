@@ -75,6 +75,14 @@ guest_start ()
             -device virtserialport,bus=vser.0,chardev=ctl,name=ctl \
             "$@" > "$tmp/qemu-$phase.log" 2>&1 &
     _guest_job=$!
+    # qemu's pid, for guest_kill, once qemu has written it (qemu removes
+    # its pid file when it exits: a guest that panics after the server
+    # went away leaves none to read later).  Empty if qemu ended first.
+    _guest_pid=
+    while [ ! -s "$tmp/qemu.pid" ] && kill -0 $_guest_job 2>/dev/null; do
+        sleep 0.05
+    done
+    [ ! -s "$tmp/qemu.pid" ] || _guest_pid="$(cat "$tmp/qemu.pid")"
 }
 
 # guest_lines: the guest's own lines on its console so far.
@@ -138,10 +146,14 @@ guest_check ()
 }
 
 # guest_kill: stop the guest dead (SIGKILL to qemu): a power cut for the
-# guest, whose writes the NBD server has or has not received.
+# guest, whose writes the NBD server has or has not received.  qemu may
+# have ended by itself already (a guest that lost its disk may panic,
+# and -no-reboot makes that an exit): then there is nothing to kill.
 guest_kill ()
 {
-    kill -9 "$(cat "$tmp/qemu.pid")"
+    if kill -0 $_guest_job 2>/dev/null && [ -n "$_guest_pid" ]; then
+        kill -9 "$_guest_pid" 2>/dev/null || :
+    fi
     wait $_guest_job 2>/dev/null || :
     rm -f "$tmp/qemu.pid"
     guest_lines
