@@ -49,14 +49,26 @@ jq -e '.exports[0].block_size_preferred == 512' "$tmp/info512.json"
 jq -e '.exports[0]."export-size" == 16777216' "$tmp/info512.json"
 
 # The library's and the plugin's threads carry their names (top -H, perf).
-# nbdkit may start the --run command before it has written its pid file:
-# the command waits for it (at most 10 s).
+# nbdkit may start the --run command before it has written its pid file,
+# and a thread gets its name from the thread that created it, just after
+# it started: the command waits for the pid file, then until every name
+# is there (at most 10 s each), and lists the names.
+names="ftl-background ftl-destager ftl-watchdog ftl-stats ftl-slow-log"
 timeout 60 nbdkit -U - -P "$tmp/pid" "$FTL_PLUGIN" file="$tmp/disk.img" \
     stats="$tmp/stats.json" slow-log="$tmp/slow.log" \
     --run "for i in \$(seq 100); do [ -s '$tmp/pid' ] && break; sleep 0.1; done
+           end=\$((\$(date +%s) + 10))
+           while [ \$(date +%s) -lt \$end ]; do
+               all=yes
+               for n in $names; do
+                   grep -qsx \"\$n\" /proc/\$(cat '$tmp/pid')/task/*/comm || all=no
+               done
+               [ \$all = yes ] && break
+               sleep 0.1
+           done
            cat /proc/\$(cat '$tmp/pid')/task/*/comm" > "$tmp/threads"
 sort "$tmp/threads" | uniq -c
-for name in ftl-background ftl-destager ftl-watchdog ftl-stats ftl-slow-log; do
+for name in $names; do
     if ! grep -qx "$name" "$tmp/threads"; then
         echo "$0: FAIL: no thread named $name"
         exit 1
