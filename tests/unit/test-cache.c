@@ -209,8 +209,19 @@ END_TEST
 struct trim_race {
   struct ftl *ftl;
   pthread_barrier_t bar;
-  unsigned rounds;
+  bool stop;                    /* the last round (read after the
+                                 * round's last barrier) */
 };
+
+/* At most TRIM_RACE_ROUNDS rounds, but no more than TRIM_RACE_SECONDS
+ * of them once TRIM_RACE_MIN_ROUNDS are done: three barrier waits a
+ * round cost each thread a wake-up, which a loaded host makes slow
+ * (3000 rounds passed the test's 60 s limit with a load of 12 on 2
+ * CPUs).
+ */
+#define TRIM_RACE_ROUNDS 3000
+#define TRIM_RACE_MIN_ROUNDS 300
+#define TRIM_RACE_SECONDS 15
 
 static void *
 race_partial_writer (void *arg)
@@ -219,27 +230,30 @@ race_partial_writer (void *arg)
   uint8_t bytes[512];
 
   memset (bytes, 'A', sizeof bytes);
-  for (unsigned i = 0; i < t->rounds; i++) {
+  for (unsigned i = 0; ; i++) {
     pthread_barrier_wait (&t->bar);
     ck_assert_int_eq (ftl_write (t->ftl, bytes, sizeof bytes,
                                  (i % 8) * PS + 1024, 0), 0);
     pthread_barrier_wait (&t->bar);
     pthread_barrier_wait (&t->bar);     /* checked */
+    if (t->stop)
+      break;
   }
   return NULL;
 }
 
 START_TEST (test_trim_races_partial_write)
 {
-  struct trim_race t = { .ftl = open_cache (16), .rounds = 3000 };
+  struct trim_race t = { .ftl = open_cache (16) };
   uint8_t page[PS], old[PS];
-  unsigned written_first = 0, trimmed_first = 0;
+  unsigned written_first = 0, trimmed_first = 0, rounds = 0;
+  double t0 = unit_now ();
   pthread_t th;
 
   memset (old, 'X', sizeof old);
   ck_assert_int_eq (pthread_barrier_init (&t.bar, NULL, 2), 0);
   ck_assert_int_eq (pthread_create (&th, NULL, race_partial_writer, &t), 0);
-  for (unsigned i = 0; i < t.rounds; i++) {
+  for (unsigned i = 0; !t.stop; i++) {
     uint64_t off = (i % 8) * PS;
 
     /* The version both replace, in the log only: the partial write
@@ -262,13 +276,18 @@ START_TEST (test_trim_races_partial_write)
       trimmed_first++;
     else
       written_first++;
+    rounds = i + 1;
+    t.stop = rounds == TRIM_RACE_ROUNDS ||
+      (rounds >= TRIM_RACE_MIN_ROUNDS &&
+       unit_now () - t0 > TRIM_RACE_SECONDS);
     pthread_barrier_wait (&t.bar);
   }
   ck_assert_int_eq (pthread_join (th, NULL), 0);
   pthread_barrier_destroy (&t.bar);
   /* Both orders happened (else the test raced nothing). */
-  printf ("trim vs partial write: trimmed first %u, written first %u\n",
-          trimmed_first, written_first);
+  printf ("trim vs partial write: %u rounds in %.1f s, trimmed first %u, "
+          "written first %u\n", rounds, unit_now () - t0, trimmed_first,
+          written_first);
   ck_assert_int_eq (ftl_close (t.ftl), 0);
 }
 END_TEST
