@@ -845,6 +845,7 @@ ftl_open (const struct ftl_options *o, struct ftl **ftlp, char *errbuf,
   ftl->readonly = o->readonly;
   ftl->logger = (struct ftl_logger) {
     .fn = o->log, .opaque = o->log_opaque, .debug = o->debug,
+    .off = &ftl->powered_off,
   };
   ftl->path = strdup (o->path);
   if (!ftl->path) {

@@ -29,6 +29,9 @@ ftl_log (const struct ftl_logger *lg, enum ftl_log_level level,
 
   if (!lg->fn)
     return;
+  if (level == FTL_LOG_ERROR && lg->off &&
+      __atomic_load_n (lg->off, __ATOMIC_ACQUIRE))
+    level = FTL_LOG_WARN;
   va_start (ap, fs);
   emit (lg, level, fs, ap);
   va_end (ap);

@@ -18,6 +18,9 @@ struct ftl_logger {
   ftl_log_fn fn;                /* NULL: messages are dropped */
   void *opaque;
   unsigned debug;               /* FTL_DEBUG_* categories shown */
+  const bool *off;              /* atomic; true: errors are logged as
+                                 * warnings (the power was cut); may be
+                                 * NULL */
 };
 
 extern void ftl_log (const struct ftl_logger *lg, enum ftl_log_level level,
