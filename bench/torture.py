@@ -22,6 +22,8 @@
 #   D FIRST COUNT VERSION   a FUA write was acknowledged (durable)
 #   F                       a flush was acknowledged
 #   R FIRST COUNT           a read matched what the client wrote last
+#   C MESSAGE               the client could not connect (the server
+#                           had stopped at a power cut)
 #   E ERRNO MESSAGE         a request failed while the server was up, or
 #                           a read did not match (the round fails)
 # While the server runs, each client knows every sector of its share
@@ -210,11 +212,20 @@ def client(sock, cid, n, size, page, cycle, seed, base_name, logname):
     rng = random.Random(seed * 1000 + cycle * 10 + cid)
     lo, hi = region(cid, n, nsect)
     cur = read_base(base_name, nsect)
+    log = open(logname, "w")
     h = nbd.NBD()
-    h.connect_unix(sock)
+    try:
+        h.connect_unix(sock)
+    except nbd.Error as e:
+        # A power cut early in the cycle stopped the server before this
+        # client could connect: it sent nothing.
+        if e.errnum in (errno.ECONNREFUSED, errno.ENOENT):
+            log.write("C %s\n" % e.string)
+            log.close()
+            return
+        raise
     fua = h.can_fua()
     trim = h.can_trim()
-    log = open(logname, "w")
     version = (cycle + 1) * 100000000 + cid * 10000000
 
     def note(line):
@@ -329,7 +340,7 @@ def verify(sock, n, size, page, base_name, wcache, logs):
             if f[0] == "E":
                 failed.append("client %d: %s" % (cid, line[2:].strip()))
                 continue
-            if f[0] in ("R", "X"):
+            if f[0] in ("R", "X", "C"):
                 continue
             if f[0] == "A":
                 if pending:

@@ -301,6 +301,9 @@ EOF
             if grep -q '^E' "${logs[i]}"; then
                 fail "cycle $c: client $i: $(grep -m1 '^E' "${logs[i]}" | cut -c3-)"
             fi
+            if ! grep -q 'power cut' "$slog" && grep -q '^C' "${logs[i]}"; then
+                fail "cycle $c: client $i could not connect: $(grep -m1 '^C' "${logs[i]}" | cut -c3-)"
+            fi
             if ! grep -q 'power cut' "$slog" && grep -q '^X' "${logs[i]}"; then
                 fail "cycle $c: client $i: a request failed with EIO without a power cut: $(grep -m1 '^X' "${logs[i]}" | cut -c3-)"
             fi
