@@ -219,7 +219,7 @@ def client(sock, cid, n, size, page, cycle, seed, base_name, logname):
     except nbd.Error as e:
         # A power cut early in the cycle stopped the server before this
         # client could connect: it sent nothing.
-        if e.errnum in (errno.ECONNREFUSED, errno.ENOENT):
+        if e.errnum in GONE + (errno.ECONNREFUSED, errno.ENOENT):
             log.write("C %s\n" % e.string)
             log.close()
             return
