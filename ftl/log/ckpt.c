@@ -148,9 +148,15 @@ encode_block (struct ftl *ftl, uint32_t b, uint8_t *p)
 }
 
 /* The paged map's part of the snapshot: the dirty groups' copies into
- * tp->buf (pmap.c), the valid data pages of each block and the mapped
- * count into the body; the directory is encoded once the copies are
- * programmed.
+ * tp->buf (pmap.c), the valid data pages of each block, the mapped
+ * count and the directories (of slot, and the other slot's) into the
+ * body.  The directory is the snapshot's, like the block table: GC may
+ * move a translation page before the checkpoint is written, into a
+ * block that the block table has free or with fewer pages written, and
+ * a directory taken later would name a page that the block table says
+ * is not written (a copy recovery finds by scanning that block, as it
+ * finds a copy made after the checkpoint).  write_tps then names the
+ * pages it programs.
  */
 struct tp_batch {
   uint8_t *buf;
@@ -159,7 +165,8 @@ struct tp_batch {
 };
 
 static int
-snapshot_paged (struct ftl *ftl, uint8_t *body, struct tp_batch *tp)
+snapshot_paged (struct ftl *ftl, uint8_t *body, struct tp_batch *tp,
+                unsigned slot)
 {
   tp->cap = __atomic_load_n (&ftl->pm.dirty, __ATOMIC_RELAXED);
   tp->n = 0;
@@ -191,20 +198,20 @@ snapshot_paged (struct ftl *ftl, uint8_t *body, struct tp_batch *tp)
    */
   put64le (body + fmt_ckpt_pmapped_offset (ftl->logical_pages, ftl->blocks)
            + 8, __atomic_load_n (&ftl->pm.program_pages, __ATOMIC_RELAXED));
+  pmap_ckpt_encode_dir (ftl, body, slot);
   return 0;
 }
 
 /* Step 1a with a paged map: program the dirty groups' copies as
  * translation pages at the map frontier (this thread's: ckpt_lock),
- * then encode the directory that names them.  The blocks that took
+ * and name them in the snapshot's directory.  The blocks that took
  * them hold nothing else: their entries of the block table say what
  * they hold now, so that a clean open, which scans nothing, finds the
  * pages the directory names, and a roll forward starts after them.  On
  * failure the groups not written are dirty again.
  */
 static int
-write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body,
-           unsigned slot)
+write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body)
 {
   struct log_page lp[ALLOC_PROGRAM_MAX];
   uint32_t *bl = malloc ((tp->n / ftl->ppb + 2) * sizeof *bl), nb = 0;
@@ -233,9 +240,16 @@ write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body,
         .kind = FTL_OOB_MAP, .lpn = tp->gs[done + i], .seq = seq,
         .from = FTL_UNMAPPED };
     }
+    uint32_t blk = ftl->mapf.block, first = ftl->mapf.wp;
     r = alloc_program (ftl, &ftl->mapf, lp, k, pages, NULL);
     if (r < 0)
       break;
+    /* Where they are now: GC may move them as soon as their block is
+     * full, and the map's directory follows, the snapshot's does not.
+     */
+    for (uint32_t i = 0; i < k; i++)
+      fmt_ckpt_dir_encode (media_ppn (&ftl->media, blk, first + i), seq,
+                           body + tp->gs[done + i] * FTL_CKPT_DIR_BYTES);
     for (uint32_t i = 0; i < k; i++)
       __atomic_fetch_and (&ftl->pm.gstate[tp->gs[done + i]], ~PMAP_WB,
                           __ATOMIC_ACQ_REL);
@@ -252,7 +266,6 @@ write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body,
       encode_block (ftl, bl[i], body + fmt_ckpt_pblock_offset
                     (ftl->logical_pages, bl[i]));
     pthread_mutex_unlock (&ftl->alloc_lock);
-    pmap_ckpt_encode_dir (ftl, body, slot);
   }
   free (bl);
   free (pages);
@@ -294,8 +307,8 @@ prefault (struct ftl *ftl, uint8_t *body)
 
 static uint64_t
 snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
-          uint64_t *trims, uint8_t *nonzero, struct tp_batch *tp, int *err,
-          uint64_t *drain_ns, uint64_t *hold_ns)
+          uint64_t *trims, uint8_t *nonzero, struct tp_batch *tp,
+          unsigned slot, int *err, uint64_t *drain_ns, uint64_t *hold_ns)
 {
   uint8_t *p;
   uint64_t since, t0 = clock_now (), t1;
@@ -305,7 +318,7 @@ snapshot (struct ftl *ftl, uint8_t *body, struct ftl_ckpt_header *h,
   *drain_ns = t1 - t0;
   *err = 0;
   if (ftl->pm.on) {
-    *err = snapshot_paged (ftl, body, tp);
+    *err = snapshot_paged (ftl, body, tp, slot);
     p = body + fmt_ckpt_pblock_offset (ftl->logical_pages, 0);
     goto blocks;
   }
@@ -473,6 +486,23 @@ committed (struct ftl *ftl, const struct ftl_ckpt_header *hp, unsigned slot,
   return r;
 }
 
+/* -D ftl.ckpt: a checkpoint written, what it took, and how long the
+ * writers waited for it: for the ones in progress (the drain), then
+ * while the snapshot held them.
+ */
+static void
+debug_written (struct ftl *ftl, const struct ftl_ckpt_header *h,
+               unsigned slot, uint64_t tps, uint64_t t0, uint64_t drain_ns,
+               uint64_t hold_ns)
+{
+  log_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "
+             "sequence %" PRIu64 "%s: %" PRIu64 " translation pages, %.3f s; "
+             "writers waited %.3f ms for the ones in progress, then were "
+             "held %.3f ms by the snapshot",
+             h->generation, slot, h->seq, h->clean ? " (clean)" : "", tps,
+             (clock_now () - t0) / 1e9, drain_ns / 1e6, hold_ns / 1e6);
+}
+
 static int
 ckpt_write_locked (struct ftl *ftl, bool clean)
 {
@@ -505,11 +535,18 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   }
   body = buf + FTL_CKPT_HDR_BYTES;
 
+  /* The slot it goes to: the older one (sync=false: never the pinned
+   * one, the only one known durable).  ckpt_lock keeps it so.
+   */
+  slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
+  if (ftl->pinned_gen)
+    slot = 1 - ftl->pinned_slot;
+
   /* 1. The snapshot.  The header's chunk and the block table's are
    * always written.
    */
   prefault (ftl, body);
-  since = snapshot (ftl, body, &h, &trims, nonzero, &tp, &r, &drain_ns,
+  since = snapshot (ftl, body, &h, &trims, nonzero, &tp, slot, &r, &drain_ns,
                    &hold_ns);
   if (r < 0) {
     pmap_ckpt_abort (ftl, tp.gs, 0, tp.n);
@@ -522,18 +559,11 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
          / FTL_CKPT_CHUNK; i < chunks; i++)
     nonzero[i] = 1;
 
-  /* The slot it goes to: the older one (sync=false: never the pinned
-   * one, the only one known durable).  ckpt_lock keeps it so.
-   */
-  slot = ftl->ckpt_gen == 0 ? 0 : 1 - ftl->ckpt_slot;
-  if (ftl->pinned_gen)
-    slot = 1 - ftl->pinned_slot;
-
-  /* 1a. A paged map: the dirty groups' translation pages, then the
-   * directory that names them (and the other slot's).
+  /* 1a. A paged map: the dirty groups' translation pages, named in the
+   * snapshot's directory.
    */
   if (ftl->pm.on) {
-    r = write_tps (ftl, &tp, h.seq, body, slot);
+    r = write_tps (ftl, &tp, h.seq, body);
     if (r < 0)
       goto out;
     /* The directory and the valid counts of a disk that holds little
@@ -576,12 +606,7 @@ ckpt_write_locked (struct ftl *ftl, bool clean)
   }
 
   r = committed (ftl, &h, slot, since, trims, clean);
-  log_debug (ftl, FTL_DEBUG_CKPT, "checkpoint %" PRIu64 " in slot %u at "
-             "sequence %" PRIu64 "%s: %" PRIu64 " translation pages, %.3f s; "
-             "writers waited %.3f ms for the ones in progress, then were "
-             "held %.3f ms by the snapshot",
-             h.generation, slot, h.seq, clean ? " (clean)" : "", tp.n,
-             (clock_now () - t0) / 1e9, drain_ns / 1e6, hold_ns / 1e6);
+  debug_written (ftl, &h, slot, tp.n, t0, drain_ns, hold_ns);
 
  out:
   /* A paged map's translation pages found no free block: the caller

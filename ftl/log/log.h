@@ -72,7 +72,11 @@ extern uint64_t pmap_ckpt_collect (struct ftl *ftl, uint8_t *buf,
  * the caller copies each later, nothing changing the map meanwhile).
  */
 extern void pmap_tp_copy (struct ftl *ftl, uint64_t g, uint8_t *p);
-/* The directory of the checkpoint for slot, and the other slot's. */
+/* The directory of the checkpoint for slot, and the other slot's, as
+ * they are now: the checkpoint's snapshot takes them with its block
+ * table (ckpt_rw exclusive), so that each page they name lies in the
+ * written part of its block as the table has it.
+ */
 extern void pmap_ckpt_encode_dir (struct ftl *ftl, uint8_t *body,
                                   unsigned slot);
 extern void pmap_ckpt_commit (struct ftl *ftl, unsigned slot);
