@@ -145,7 +145,7 @@ def config(seed):
         cb = rng.choice([2, 3, 4])
         key("cell-bits", cb)
         nblk = max(0, min(left // 2 - 1, rng.randint(1, 6)))
-        key("slc-static", size_str(nblk * (ppb // cb) * ps or ps),
+        key("slc-static", size_str(nblk * (ppb // cb) * ps) if nblk else 0,
             "%dblk" % nblk)
         key("slc-dynamic", rng.choice(["false", "auto", "256K", "1M"]))
         key("slc-fold-idle", rng.choice(["50ms", "200ms", "never"]))
