@@ -44,8 +44,10 @@ import sys
 SECT = 512
 
 # What a request gets when the server is gone under it (killed, or
-# stopping after a power cut, which fails requests with EIO first).
-GONE = (None, errno.ENOTCONN, errno.ECONNRESET, errno.EPIPE,
+# stopping after a power cut, which fails requests with EIO first); a
+# read whose reply the kill cut short has no errno ("server
+# disconnected unexpectedly").
+GONE = (None, 0, errno.ENOTCONN, errno.ECONNRESET, errno.EPIPE,
         errno.ESHUTDOWN, errno.ECONNABORTED)
 
 KB = 1024
