@@ -326,7 +326,7 @@ stop_server ()
 util_snapshot ()
 {
     python3 - "$port" >"$work/last_snap" <<'PY' ||
-import json, sys, time, urllib.request
+import json, sys, time, urllib.error, urllib.request
 
 url = "http://127.0.0.1:%s/stats.json" % sys.argv[1]
 
@@ -336,8 +336,17 @@ def get(d, path):
     return d or 0
 
 def snap():
-    with urllib.request.urlopen(url, timeout=30) as r:
-        st = json.load(r)
+    # A server that just started may serve NBD before its statistics
+    # port listens: refused connections are tried again for 5 s.
+    for attempt in range(100):
+        try:
+            with urllib.request.urlopen(url, timeout=30) as r:
+                st = json.load(r)
+            break
+        except urllib.error.URLError as e:
+            if attempt == 99 or not isinstance(e.reason, ConnectionRefusedError):
+                raise
+            time.sleep(0.05)
     lat = [get(st, "latency_us." + op) for op in ("read", "write")]
     fig = [get(st, p) for p in (
         "timing.die_busy_ns", "timing.host_busy_ns", "timing.dies",
