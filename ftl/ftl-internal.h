@@ -173,7 +173,8 @@ struct ftl {
   struct media media;
   struct ftl_superblock sb;
   struct ftl_ns_table ns_table; /* the image's namespaces (format.h),
-                                 * read at open; fixed */
+                                 * read at open; changed only at rest
+                                 * (mngt/nsadmin.c) */
   struct ftl_ns ns[FTL_NS_MAX]; /* their handles (host/ns.c) */
   unsigned nns;
   uint32_t seed_flags;          /* sb.flags & FTL_SB_LPN_SEED, fixed at

@@ -567,6 +567,32 @@ typedef int (*ftl_extent_fn) (void *opaque, uint64_t offset, uint64_t length,
 extern int ftl_ns_extents (struct ftl_ns *ns, uint64_t count,
                            uint64_t offset, ftl_extent_fn fn, void *opaque);
 
+/* Namespace management at rest (ftlctl ns-add, ns-delete), on a handle
+ * that nothing else uses: open read-write, no request in flight, no
+ * background thread started.  Every namespace handle taken before a
+ * call that succeeds is invalid after it.  The new table is written
+ * with the next superblock and synced: a power cut leaves the old
+ * table or the new one, never a mix.
+ *
+ * ftl_ns_create adds a namespace of bytes (a multiple of the page
+ * size), last in the table, in the lowest free range of the logical
+ * space that holds it (a namespace is one range), trimmed first: it
+ * reads as zeros.  ftl_ns_delete trims every page of the namespace
+ * and flushes, then removes it from the table (the first one left is
+ * the default); cut short, it leaves the namespace listed and some of
+ * its pages trimmed.  Each returns 0 or a negative errno with a line
+ * in errbuf saying why: -EINVAL (a bad name or size; the only
+ * namespace), -EEXIST (the name is taken: a size does not change),
+ * -ENOSPC (no free range holds it, or FTL_MAX_NAMESPACES already),
+ * -ENOENT (no such namespace), or an I/O error.  Both check the
+ * request before they write anything: on a read-only handle, one that
+ * would be done returns -EROFS ("the image is open read-only").
+ */
+extern int ftl_ns_create (struct ftl *ftl, const char *name, uint64_t bytes,
+                          char *errbuf, size_t errlen);
+extern int ftl_ns_delete (struct ftl *ftl, const char *name, char *errbuf,
+                          size_t errlen);
+
 /* Report the range [offset, offset+count) as runs of mapped data and
  * holes (unmapped pages, which read as zeros).  The callback is called
  * with runs in ascending order that cover the range exactly; it returns 0

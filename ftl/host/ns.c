@@ -18,12 +18,13 @@
  * own per namespace, or extents: one map and one GC are what makes the
  * namespaces share a pool as a drive's do, and a base costs the hot
  * path nothing; the price is that a namespace is one range, so a
- * namespace added at rest (ftlctl, later) takes a free range at least
- * its size (a delete trims its range whole and frees it), and free
- * space split between ranges cannot hold a larger one.
+ * namespace added at rest (ftlctl ns-add, mngt/nsadmin.c) takes a free
+ * range at least its size (a delete trims its range whole and frees
+ * it), and free space split between ranges cannot hold a larger one.
  *
- * The handles (ftl->ns[]) are set at open and never change while the
- * handle is open: no lock.
+ * The handles (ftl->ns[]) are set at open, and again by a change of
+ * the table at rest (nsadmin.c), when nothing else uses the handle:
+ * no lock.
  */
 
 #include <config.h>

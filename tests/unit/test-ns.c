@@ -626,6 +626,378 @@ START_TEST (test_ns_damaged_table)
 }
 END_TEST
 
+/* ---- management at rest (mngt/nsadmin.c) ---- */
+
+/* Every page of namespace name written with version v (its device
+ * logical page in the pattern), or checked: each page as written with
+ * v, or zeros where zero_ok (a namespace whose delete was cut short),
+ * or all zeros for v == 0.  Returns the pages that read as data.
+ */
+static unsigned
+ns_pages (struct ftl *ftl, const char *name, uint64_t v, bool write,
+          bool zero_ok, const char *what)
+{
+  struct ftl_ns *ns = ftl_ns_open (ftl, name);
+  struct ftl_ns_info in;
+  uint8_t page[PS], got[PS];
+  unsigned data = 0;
+
+  ck_assert_msg (ns != NULL, "%s: no namespace '%s'", what, name);
+  ftl_ns_get_info (ns, &in);
+  for (uint64_t off = 0; off < in.bytes; off += PS) {
+    uint64_t lpn, ver;
+    unit_fill_page (page, PS, (in.base + off) / PS, v ? v : 1);
+    if (write) {
+      ck_assert_int_eq (ftl_ns_write (ns, page, PS, off, 0), 0);
+      continue;
+    }
+    ck_assert_int_eq (ftl_ns_read (ns, got, PS, off), 0);
+    int k = unit_page_identify (got, PS, &lpn, &ver);
+    if (k == 0 && (v == 0 || zero_ok))
+      continue;
+    ck_assert_msg (v != 0 && k == 1 && lpn == (in.base + off) / PS &&
+                   ver == v, "%s: namespace '%s', byte %" PRIu64 ": not "
+                   "its data (identify %d, page %" PRIu64 ", version %"
+                   PRIu64 ")", what, name, off, k, lpn, ver);
+    data++;
+  }
+  return data;
+}
+
+/* The table's names, in order, comma-separated. */
+static const char *
+ns_names (struct ftl *ftl, char *buf, size_t len)
+{
+  struct ftl_ns_info in;
+
+  buf[0] = '\0';
+  for (unsigned i = 0; i < ftl_ns_count (ftl); i++) {
+    ftl_ns_get_info (ftl_ns_at (ftl, i), &in);
+    snprintf (buf + strlen (buf), len - strlen (buf), "%s%s", i ? "," : "",
+              in.name);
+  }
+  return buf;
+}
+
+static uint64_t
+ns_base (struct ftl *ftl, const char *name)
+{
+  struct ftl_ns_info in;
+
+  ftl_ns_get_info (ftl_ns_open (ftl, name), &in);
+  return in.base;
+}
+
+/* Add and delete: where each goes, what it reads, the others kept, and
+ * everything refused with its reason, on a read-only handle too, the
+ * image unchanged.
+ */
+START_TEST (test_ns_admin)
+{
+  char path[256], err[512], names[256];
+  struct ftl *ftl;
+  int r;
+
+  unit_dir_create ();
+  unit_path (path, sizeof path, "ns.img");
+  /* a [0, 1M), bb [1M, 3M), c [3M, 4M), free [4M, 8M). */
+  ftl = open_ns (path, three, 3, 8 << 20, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  for (int i = 0; i < 3; i++)
+    ns_pages (ftl, three[i].name, 1, true, false, "fill");
+
+  /* Added in the free range after the last one, reading zeros. */
+  ck_assert_int_eq (ftl_ns_create (ftl, "d", 2 << 20, err, sizeof err), 0);
+  ck_assert_str_eq (ns_names (ftl, names, sizeof names), "a,bb,c,d");
+  ck_assert_uint_eq (ns_base (ftl, "d"), 4 << 20);
+  ns_pages (ftl, "d", 0, false, false, "new d");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* Deleted: its pages trimmed, the others as they were; the range it
+   * leaves takes the next one that fits, which reads zeros.
+   */
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_str_eq (ns_names (ftl, names, sizeof names), "a,bb,c,d");
+  ck_assert_int_eq (ftl_ns_delete (ftl, "bb", err, sizeof err), 0);
+  ck_assert_str_eq (ns_names (ftl, names, sizeof names), "a,c,d");
+  ck_assert_ptr_null (ftl_ns_open (ftl, "bb"));
+  uint8_t got[PS], zero[PS] = { 0 };
+  for (uint64_t off = 1 << 20; off < 3 << 20; off += PS) {
+    ck_assert_int_eq (ftl_read (ftl, got, PS, off), 0);
+    ck_assert_mem_eq (got, zero, PS);
+  }
+  ck_assert_int_eq (ftl_ns_create (ftl, "e", 1 << 20, err, sizeof err), 0);
+  ck_assert_uint_eq (ns_base (ftl, "e"), 1 << 20);
+  ns_pages (ftl, "e", 0, false, false, "new e");
+  ns_pages (ftl, "e", 2, true, false, "fill e");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_str_eq (ns_names (ftl, names, sizeof names), "a,c,d,e");
+  ns_pages (ftl, "a", 1, false, false, "a");
+  ns_pages (ftl, "c", 1, false, false, "c");
+  ns_pages (ftl, "d", 0, false, false, "d");
+  ns_pages (ftl, "e", 2, false, false, "e");
+  /* The first is the default: deleting it makes c the default. */
+  ck_assert_int_eq (ftl_ns_delete (ftl, "a", err, sizeof err), 0);
+  ck_assert_str_eq (ns_names (ftl, names, sizeof names), "c,d,e");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* Refused, each with its reason: on the writable handle, and on a
+   * read-only one, where a change that would be made is -EROFS.
+   */
+  static const struct {
+    bool add;
+    const char *name;
+    uint64_t bytes;
+    int r;
+    const char *why;
+  } bad[] = {
+    { true, "c", 1 << 20, -EEXIST, "a namespace named 'c' exists, of that "
+      "size (1 MiB)" },
+    { true, "c", 2 << 20, -EEXIST, "a namespace named 'c' exists, of 1 MiB: "
+      "the size of a namespace does not change (2 MiB asked" },
+    { true, "x/y", 1 << 20, -EINVAL, "bad namespace name 'x/y' (1 to 63 "
+      "characters of A-Z a-z 0-9 . _ -)" },
+    { true, "", 1 << 20, -EINVAL, "bad namespace name ''" },
+    { true, "f", 1000, -EINVAL, "namespace 'f': size 1000 is not a positive "
+      "multiple of the page size (4096)" },
+    { true, "f", 0, -EINVAL, "size 0 is not a positive" },
+    { true, "f", 3 << 20, -ENOSPC, "namespace 'f' of 3 MiB does not fit: the "
+      "image's logical capacity is 8 MiB, its namespaces take 4 MiB, the "
+      "largest free range is 2 MiB" },
+    { true, "f", UINT64_MAX / PS * PS, -ENOSPC, "does not fit" },
+    { false, "zz", 0, -ENOENT, "no namespace named 'zz' (the image's "
+      "namespaces: c, d, e)" },
+    { true, "f", 2 << 20, 0, NULL },
+    { false, "d", 0, 0, NULL },
+  };
+  for (int ro = 0; ro < 2; ro++) {
+    struct ftl_options o = {
+      .path = path, .readonly = ro, .log = unit_log, .io = unit_nosync_io (),
+    };
+    ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      if (bad[i].r == 0 && !ro)
+        continue;
+      err[0] = '\0';
+      r = bad[i].add ? ftl_ns_create (ftl, bad[i].name, bad[i].bytes, err,
+                                      sizeof err)
+        : ftl_ns_delete (ftl, bad[i].name, err, sizeof err);
+      ck_assert_msg (r == (bad[i].r ? bad[i].r : -EROFS), "case %zu%s: %d "
+                     "(%s)", i, ro ? " read-only" : "", r, err);
+      const char *why = bad[i].why ? bad[i].why : "open read-only";
+      ck_assert_msg (strstr (err, why) != NULL, "case %zu: '%s' does not "
+                     "say '%s'", i, err, why);
+      ck_assert_str_eq (ns_names (ftl, names, sizeof names), "c,d,e");
+    }
+    ck_assert_int_eq (ftl_close (ftl), 0);
+  }
+  /* The last one stays. */
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_int_eq (ftl_ns_delete (ftl, "d", err, sizeof err), 0);
+  ck_assert_int_eq (ftl_ns_delete (ftl, "e", err, sizeof err), 0);
+  ck_assert_int_eq (ftl_ns_delete (ftl, "c", err, sizeof err), -EINVAL);
+  ck_assert_ptr_nonnull (strstr (err, "namespace 'c' is the image's only "
+                                 "one: an image keeps at least one"));
+  /* Up to 16. */
+  for (int i = 1; i < FTL_NS_MAX; i++) {
+    char n[8];
+    snprintf (n, sizeof n, "n%d", i);
+    ck_assert_int_eq (ftl_ns_create (ftl, n, PS, err, sizeof err), 0);
+  }
+  ck_assert_int_eq (ftl_ns_create (ftl, "n16", PS, err, sizeof err),
+                    -ENOSPC);
+  ck_assert_ptr_nonnull (strstr (err, "the image has 16 namespaces, the "
+                                 "most it can hold"));
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_uint_eq (ftl_ns_count (ftl), FTL_NS_MAX);
+  ns_pages (ftl, "c", 1, false, false, "c at the end");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* An image made without namespaces: its one takes it all. */
+  unit_path (path, sizeof path, "one.img");
+  ftl = open_ns (path, NULL, 0, 4 << 20, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  ck_assert_int_eq (ftl_ns_create (ftl, "a", PS, err, sizeof err), -ENOSPC);
+  ck_assert_ptr_nonnull (strstr (err, "the largest free range is 0 bytes "
+                                 "(made without namespaces=, the image has "
+                                 "one, '', of its whole size)"));
+  ck_assert_int_eq (ftl_ns_delete (ftl, "", err, sizeof err), -EINVAL);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  unit_dir_remove ();
+}
+END_TEST
+
+/* ---- a power cut while the table changes ---- */
+
+/* The crash test's image: a [0, 64K), bb [64K, 192K), c [192K, 256K)
+ * of 2 MiB; the run deletes bb and adds d of 128K, which takes bb's
+ * range.
+ */
+static const struct ftl_ns_spec small[] = {
+  { "a", 64 << 10 }, { "bb", 128 << 10 }, { "c", 64 << 10 },
+};
+
+/* The image left by a cut: it opens, its table is one of the three the
+ * run went through (old, after the delete, after the add), and no later
+ * than the calls that had returned allow (done: 0 none, 1 the delete,
+ * 2 both); a and c hold their data, bb (if listed) its data or zeros,
+ * d (if listed) zeros.  Returns the table's index.
+ */
+static int
+check_cut (const char *path, int done, const char *what)
+{
+  static const char *const tables[] = { "a,bb,c", "a,c", "a,c,d" };
+  char err[512], names[256];
+  struct ftl *ftl;
+  int r, k;
+
+  ftl = open_ns (path, NULL, 0, 0, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s: the image does not open: %s", what, err);
+  ns_names (ftl, names, sizeof names);
+  for (k = 0; k < 3 && strcmp (names, tables[k]) != 0; k++)
+    ;
+  ck_assert_msg (k < 3, "%s: namespaces %s", what, names);
+  ck_assert_msg (k >= done, "%s: namespaces %s, after %d of the changes "
+                 "returned", what, names, done);
+  ns_pages (ftl, "a", 1, false, false, what);
+  ns_pages (ftl, "c", 1, false, false, what);
+  if (k == 0)
+    ns_pages (ftl, "bb", 1, false, true, what);
+  if (k == 2) {
+    ck_assert_uint_eq (ns_base (ftl, "d"), 64 << 10);
+    ns_pages (ftl, "d", 0, false, false, what);
+  }
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  return k;
+}
+
+/* Delete bb and add d on the image at path through io; done says
+ * which returned 0.
+ */
+static void
+ns_change_run (const char *path, const struct ftl_io *io, int *done)
+{
+  struct ftl_options o = {
+    .path = path, .log = unit_log, .io = io,
+  };
+  char err[512];
+  struct ftl *ftl;
+
+  *done = 0;
+  if (ftl_open (&o, &ftl, err, sizeof err) < 0)
+    return;
+  if (ftl_ns_delete (ftl, "bb", err, sizeof err) == 0) {
+    *done = 1;
+    if (ftl_ns_create (ftl, "d", 128 << 10, err, sizeof err) == 0)
+      *done = 2;
+  }
+  /* A process whose storage failed under a request is killed: what
+   * the failed request left in memory (trim records that found no
+   * page) is not written, as the self-check would refuse at a close.
+   */
+  if (*done == 2)
+    ftl_close (ftl);            /* fails once the storage does */
+  else
+    open_abandon (ftl);
+}
+
+/* The table changes (a delete, then an add) are recorded, and the
+ * power is cut at every event of theirs, four ways (helpers.h: in
+ * order, none, a random subset, random sectors), and the storage made
+ * to fail from every event on: each image left opens with the old
+ * table or the new one, and every namespace's data as it should be.
+ */
+START_TEST (test_ns_admin_crash)
+{
+  static const enum unit_cut_mode modes[] = {
+    UNIT_CUT_ORDER, UNIT_CUT_NONE, UNIT_CUT_RANDOM, UNIT_CUT_SECTORS,
+  };
+  char base[256], path[256], cut[256], err[512], what[256];
+  struct unit_fault rec, f;
+  struct unit_disk d;
+  struct ftl *ftl;
+  size_t done_at[3] = { 0 };
+  unsigned seen[3] = { 0 }, cuts = 0;
+  uint64_t rng = 20261208;
+  int r, done;
+
+  unit_dir_create ();
+  unit_path (base, sizeof base, "base.img");
+  unit_path (path, sizeof path, "run.img");
+  unit_path (cut, sizeof cut, "cut.img");
+  ftl = open_ns (base, small, 3, 2 << 20, err, sizeof err, &r);
+  ck_assert_msg (r == 0, "%s", err);
+  for (int i = 0; i < 3; i++)
+    ns_pages (ftl, small[i].name, 1, true, false, "fill");
+  ck_assert_int_eq (ftl_close (ftl), 0);
+
+  /* The run, recorded; when each change returned. */
+  unit_copy_file (base, path);
+  unit_fault_init (&rec);
+  {
+    struct ftl_options o = { .path = path, .log = unit_log, .io = &rec.io };
+    ck_assert_int_eq (ftl_open (&o, &ftl, err, sizeof err), 0);
+    done_at[0] = rec.n;
+    ck_assert_int_eq (ftl_ns_delete (ftl, "bb", err, sizeof err), 0);
+    done_at[1] = rec.n;
+    ck_assert_int_eq (ftl_ns_create (ftl, "d", 128 << 10, err, sizeof err),
+                      0);
+    done_at[2] = rec.n;
+    ck_assert_int_eq (ftl_close (ftl), 0);
+  }
+  unit_disk_init (&d, &rec, base);
+  for (size_t n = done_at[0]; n <= rec.n; n++)
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+      struct unit_cut_info info;
+      int k;
+      unit_disk_cut (&d, n, modes[i], &rng, cut, &info);
+      snprintf (what, sizeof what, "cut at event %zu of %zu, mode %zu", n,
+                rec.n, i);
+      k = check_cut (cut, n >= done_at[2] ? 2 : n >= done_at[1] ? 1 : 0,
+                     what);
+      seen[k]++;
+      cuts++;
+    }
+  unit_disk_free (&d);
+
+  /* The storage fails from event k on (EIO): the calls fail from there,
+   * and what they leave is as a cut's.
+   */
+  unit_quiet = true;
+  unit_fault_init (&f);
+  for (size_t k = done_at[0]; k <= rec.n; k++) {
+    unit_copy_file (base, path);
+    unit_fault_reset (&f);
+    f.limit = k;
+    ns_change_run (path, &f.io, &done);
+    snprintf (what, sizeof what, "the storage failed from event %zu of %zu "
+              "on", k, rec.n);
+    unit_quiet = false;
+    check_cut (path, done, what);
+    unit_quiet = true;
+  }
+  unit_quiet = false;
+  printf ("namespace table changes: %zu events (open %zu, delete %zu, add "
+          "%zu, close %zu), %u cuts: old table %u, after the delete %u, "
+          "after the add %u\n", rec.n, done_at[0], done_at[1] - done_at[0],
+          done_at[2] - done_at[1], rec.n - done_at[2], cuts, seen[0],
+          seen[1], seen[2]);
+  unit_fault_free (&f);
+  unit_fault_free (&rec);
+  ck_assert_uint_gt (seen[0], 0);
+  ck_assert_uint_gt (seen[1], 0);
+  ck_assert_uint_gt (seen[2], 0);
+  unit_dir_remove ();
+}
+END_TEST
+
 static Suite *
 ns_suite (void)
 {
@@ -646,6 +1018,12 @@ ns_suite (void)
   tcase_add_test (tc, test_ns_refused);
   tcase_add_test (tc, test_ns_old_image);
   tcase_add_test (tc, test_ns_damaged_table);
+  suite_add_tcase (s, tc);
+
+  tc = tcase_create ("management");
+  tcase_set_timeout (tc, 120);
+  tcase_add_test (tc, test_ns_admin);
+  tcase_add_test (tc, test_ns_admin_crash);
   suite_add_tcase (s, tc);
   return s;
 }
