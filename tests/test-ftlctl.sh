@@ -166,7 +166,7 @@ def only(prefixes): [.[] | name | select(. as $n |
 $info[0] as $i | $stats[0] as $s | ($i | members) as $mi |
 ($s | members) as $ms | [$mi[] | select(. as $m | any($ms[]; . == $m))] as $both |
 [ ($mi - $ms | map(name)) - ($mi - $ms | only(["file", "uuid", "created",
-      "superblock", "checkpoint"])),
+      "superblock", "checkpoint", "namespaces"])),
   ($ms - $mi | map(name)) - ($ms - $mi | only(["gc.policy", "gc.mode",
       "gc.slices", "gc.yields", "gc.syncs", "gc.erases_unsynced",
       "wl.threshold", "wear.endurance", "wear.last_cycle_blocks", "readonly",

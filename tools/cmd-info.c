@@ -4,7 +4,8 @@
  * written) and prints it as text, gathered into struct info, or as one
  * JSON object: the library's statistics renderer, the plugin's, with
  * the image's section (ftl.h: FTL_STATS_IMAGE), so that a member that
- * both show has the same name and the same value.
+ * both show has the same name and the same value, and the namespaces
+ * as ns-list --json shows them.
  */
 
 #include <config.h>
@@ -13,6 +14,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -232,6 +234,41 @@ print_text (const struct info *in)
   field ("  cycles added", "%u (ftlctl age --pe)\n", st->media_pe_offset);
 }
 
+/* The JSON: the library's renderer, as for the plugin's statistics
+ * file, and the namespaces (ns-list's array, cmd-ns.c) as its last
+ * member, unless the library has one: both are rendered alike (two
+ * spaces a level), so the second's members follow the first's.
+ */
+static int
+print_json (struct ftl *ftl, const char *file)
+{
+  char *lib = NULL, *ns = NULL;
+  size_t nlib = 0, nns = 0;
+  FILE *a = open_memstream (&lib, &nlib), *b = open_memstream (&ns, &nns);
+  int r = -ENOMEM;
+
+  if (a && b && ftl_render_stats_json (ftl, FTL_STATS_IMAGE, a) == 0 &&
+      ns_render_json (ftl, file, false, b) == 0 &&
+      fflush (a) == 0 && fflush (b) == 0) {
+    r = 0;
+    fflush (stdout);
+    if (strstr (lib, "\n  \"namespaces\": ") || nlib < 3 || nns < 2 ||
+        strcmp (lib + nlib - 3, "\n}\n") != 0 || strncmp (ns, "{\n", 2) != 0)
+      fputs (lib, stdout);
+    else
+      printf ("%.*s,\n%s", (int) (nlib - 3), lib, ns + 2);
+    if (fflush (stdout) != 0)
+      r = -errno;
+  }
+  if (a)
+    fclose (a);
+  if (b)
+    fclose (b);
+  free (lib);
+  free (ns);
+  return r;
+}
+
 int
 cmd_info (int argc, char **argv)
 {
@@ -261,10 +298,7 @@ cmd_info (int argc, char **argv)
   if (ftl == NULL)
     goto out;
   if (json) {
-    /* The library's renderer, as for the plugin's statistics file. */
-    fflush (stdout);
-    if (ftl_render_stats_json (ftl, FTL_STATS_IMAGE, stdout) == 0 &&
-        fflush (stdout) == 0)
+    if (print_json (ftl, argv[1]) == 0)
       status = FTLCTL_EXIT_OK;
     else
       ftlctl_error ("writing to standard output: %s", strerror (errno));

@@ -24,16 +24,20 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
   { "format", cmd_format,
     "--size SIZE [--page-size SIZE] [--pages-per-block N]\n"
-    "                [--op PERCENT] [--force] FILE" },
+    "                   [--op PERCENT] [--force] FILE" },
   { "info",   cmd_info,   "[--json] FILE" },
   { "health", cmd_health, "[--json] [--endurance N] FILE" },
   { "age",    cmd_age,    "[--days N] [--pe N] FILE" },
   { "check",  cmd_check,  "[--repair] FILE" },
+  { "ns-list",   cmd_ns_list,   "[--json] FILE" },
+  { "ns-add",    cmd_ns_add,    "FILE NAME SIZE" },
+  { "ns-delete", cmd_ns_delete, "FILE NAME" },
   { "dump",   cmd_dump,
     "(--page PPN | --lpn LPN | --block N) [--hex] FILE" },
   { "plot",   cmd_plot,   "[--output PNG] TIMELINE" },
   { "replay", cmd_replay,
-    "[--format FMT] [--pace] [--background MODE] TRACE [KEY=VALUE...]" },
+    "[--format FMT] [--pace] [--background MODE]\n"
+    "                   TRACE [KEY=VALUE...]" },
   { "top",    cmd_top,    "[--once] [--interval SECS] STATS|TIMELINE" },
 };
 
@@ -43,7 +47,7 @@ usage (FILE *fp)
 {
   fprintf (fp, "Usage: ftlctl SUBCOMMAND [OPTION...] FILE\n\n");
   for (size_t i = 0; i < G_N_ELEMENTS (subcommands); i++)
-    fprintf (fp, "  ftlctl %-6s %s\n", subcommands[i].name,
+    fprintf (fp, "  ftlctl %-9s %s\n", subcommands[i].name,
              subcommands[i].synopsis);
   fprintf (fp, "\n"
            "Create, inspect and check nbdkit-ftl images.  "

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <glib.h>
 
@@ -36,6 +37,9 @@ extern int cmd_info (int argc, char **argv);
 extern int cmd_health (int argc, char **argv);
 extern int cmd_age (int argc, char **argv);
 extern int cmd_check (int argc, char **argv);
+extern int cmd_ns_list (int argc, char **argv);
+extern int cmd_ns_add (int argc, char **argv);
+extern int cmd_ns_delete (int argc, char **argv);
 extern int cmd_dump (int argc, char **argv);
 extern int cmd_plot (int argc, char **argv);
 extern int cmd_replay (int argc, char **argv);
@@ -81,6 +85,14 @@ extern struct ftl *image_open (const char *file, bool readonly, bool quiet);
 extern struct ftl *image_open_with (const char *file,
                                     const struct ftl_options *opts,
                                     bool quiet);
+
+/* The image's namespaces as JSON on fp (cmd-ns.c): with top, the
+ * object that ns-list --json prints (file, logical size, free space and
+ * the namespaces); without, an object of the one member "namespaces"
+ * (for info --json).  0 or a negative errno.
+ */
+extern int ns_render_json (struct ftl *ftl, const char *file, bool top,
+                           FILE *fp);
 
 /* The name of an erase block state (enum ftl_block_state): "free"... */
 extern const char *block_state_name (unsigned state);
