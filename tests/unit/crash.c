@@ -19,7 +19,12 @@ uint64_t seed;
 uint64_t cache_bytes;
 uint64_t slc_bytes;
 bool no_sync;
+bool with_ns;
 long only = -1;
+
+const struct ftl_ns_spec crash_ns[CRASH_NS] = {
+  { "a", 8 * PS }, { "bb", 24 * PS }, { "c", 32 * PS },
+};
 
 void
 setup (void)
@@ -60,6 +65,8 @@ open_image (const char *path, const struct ftl_io *io, char *err,
     .wl_threshold = WL, .log = debug ? debug_log : unit_log, .io = io,
     .debug = debug ? ~0u : 0, .write_cache_bytes = cache_bytes,
     .manual_background = true, .no_sync = no_sync,
+    .namespaces = with_ns ? crash_ns : NULL,
+    .nnamespaces = with_ns ? CRASH_NS : 0,
     /* Two bits per cell: 4 pages per SLC block; folds in every step
      * that has nothing else to do.
      */
@@ -224,6 +231,54 @@ op_sets (const struct op *o, uint32_t s, uint64_t *v)
   abort ();
 }
 
+/* A request of the logical space through the namespaces its range
+ * spans, a piece in each (with_ns).  kind: OP_WRITE, OP_TRIM, OP_ZERO,
+ * or OP_FLUSH for a read.
+ */
+static int
+ns_request (struct ftl *ftl, enum op_kind kind, uint8_t *buf,
+            uint64_t count, uint64_t off, unsigned flags)
+{
+  uint64_t done = 0;
+  int r = 0;
+
+  if (ftl_ns_count (ftl) != CRASH_NS)
+    ck_abort_msg ("the image has %u namespaces, not %u", ftl_ns_count (ftl),
+                  CRASH_NS);
+  while (r == 0 && done < count) {
+    struct ftl_ns_info in;
+    struct ftl_ns *ns;
+    unsigned i;
+    for (i = 0; (ns = ftl_ns_at (ftl, i)) != NULL; i++) {
+      ftl_ns_get_info (ns, &in);
+      if (strcmp (in.name, crash_ns[i].name) != 0 ||
+          in.bytes != crash_ns[i].bytes)
+        ck_abort_msg ("namespace %u is '%s' of %" PRIu64 " bytes, not '%s'",
+                      i, in.name, in.bytes, crash_ns[i].name);
+      if (off + done >= in.base && off + done < in.base + in.bytes)
+        break;
+    }
+    if (!ns)
+      ck_abort_msg ("no namespace holds logical byte %" PRIu64, off + done);
+    uint64_t at = off + done - in.base, n = MIN (count - done, in.bytes - at);
+    switch (kind) {
+    case OP_WRITE: r = ftl_ns_write (ns, buf + done, n, at, flags); break;
+    case OP_TRIM: r = ftl_ns_trim (ns, n, at, flags); break;
+    case OP_ZERO: r = ftl_ns_zero (ns, n, at, flags); break;
+    default: r = ftl_ns_read (ns, buf + done, n, at); break;
+    }
+    done += n;
+  }
+  return r;
+}
+
+int
+crash_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t off)
+{
+  return with_ns ? ns_request (ftl, OP_FLUSH, buf, count, off, 0)
+    : ftl_read (ftl, buf, count, off);
+}
+
 static int
 run_op (struct ftl *ftl, const struct op *o)
 {
@@ -236,14 +291,17 @@ run_op (struct ftl *ftl, const struct op *o)
     for (uint32_t i = 0; i < o->n; i++)
       unit_fill_page (buf + (size_t) i * SECT, SECT, o->sector + i,
                       o->version);
-    r = ftl_write (ftl, buf, count, off, o->flags);
+    r = with_ns ? ns_request (ftl, OP_WRITE, buf, count, off, o->flags)
+      : ftl_write (ftl, buf, count, off, o->flags);
     free (buf);
     return r;
   }
   case OP_TRIM:
-    return ftl_trim (ftl, count, off, o->flags);
+    return with_ns ? ns_request (ftl, OP_TRIM, NULL, count, off, o->flags)
+      : ftl_trim (ftl, count, off, o->flags);
   case OP_ZERO:
-    return ftl_zero (ftl, count, off, o->flags);
+    return with_ns ? ns_request (ftl, OP_ZERO, NULL, count, off, o->flags)
+      : ftl_zero (ftl, count, off, o->flags);
   case OP_FLUSH:
     return ftl_flush (ftl);
   case OP_STEP:
@@ -446,7 +504,7 @@ check_image_how (const char *path, struct unit_fault *rec,
     /* Page by page: a page may read as an error, never as wrong data. */
     memset (got, 0, NSECT * sizeof *got);
     for (uint32_t p = 0; p < LP; p++) {
-      r = ftl_read (ftl, buf + (size_t) p * PS, PS, (uint64_t) p * PS);
+      r = crash_read (ftl, buf + (size_t) p * PS, PS, (uint64_t) p * PS);
       if (r == -EIO) {
         how->eio_pages++;
         for (uint32_t i = 0; i < SPP; i++)
@@ -458,7 +516,7 @@ check_image_how (const char *path, struct unit_fault *rec,
     }
   }
   else {
-    r = ftl_read (ftl, buf, SIZE, 0);
+    r = crash_read (ftl, buf, SIZE, 0);
     ck_assert_msg (r == 0, "%s: read failed: %s (%s)", what, strerror (-r),
                    unit_last_error);
   }
@@ -709,7 +767,7 @@ record (struct unit_fault *f, struct ctx *c, unsigned mixn, size_t *nops,
     }
   }
   /* The run itself must read back as the model's last values. */
-  ck_assert_int_eq (ftl_read (ftl, check, SIZE, 0), 0);
+  ck_assert_int_eq (crash_read (ftl, check, SIZE, 0), 0);
   {
     static struct model m;
     memset (&m, 0, sizeof m);

@@ -117,10 +117,25 @@ extern uint64_t cache_bytes;    /* the write cache of the variant run */
 extern uint64_t slc_bytes;      /* its SLC cache's static part (and a
                                  * dynamic part as free space allows) */
 extern bool no_sync;            /* sync=false (the host-crash variant) */
+extern bool with_ns;            /* the image in three namespaces (crash_ns),
+                                 * every request through them */
 extern long only;               /* FTL_CRASH_EVENT: check one point */
 
 extern const char *tag_names[NTAGS];
 extern const char *work_names[BG_WORK__MAX];
+
+/* The namespaces of with_ns: the logical space in three, a boundary
+ * inside the hot region of the mix.
+ */
+#define CRASH_NS 3
+extern const struct ftl_ns_spec crash_ns[CRASH_NS];
+
+/* Read count bytes at off of the logical space: with with_ns through
+ * the namespaces that the range spans, a piece per namespace, after
+ * checking that the image has crash_ns; else with ftl_read.
+ */
+int
+crash_read (struct ftl *ftl, void *buf, uint64_t count, uint64_t off);
 
 void
 setup (void);

@@ -66,6 +66,11 @@
  * session opened or as a value written since, or its page as an error
  * (test_crash_host).
  *
+ * A fifth runs the write cache's workload on an image of three
+ * namespaces, every request and every read through them
+ * (test_crash_namespaces): a sector reads back in its own namespace
+ * only.
+ *
  * make check halves the random cuts of the variants that make three or
  * two of them at each crash point (the first and the fourth): each
  * random cut is made at every other point, alternating, so that every
@@ -111,6 +116,9 @@ struct variant {
                                  * host (see test_crash_host) */
   bool halve;                   /* make check: each random cut at every
                                  * other crash point */
+  bool namespaces;              /* the image in three namespaces, each
+                                 * request through those it spans, each
+                                 * read too (crash_ns) */
 };
 
 /* make check-long (FTL_CHECK_LONG set, not 0): every cut. */
@@ -182,6 +190,7 @@ crash_every_event (const struct variant *v)
   cache_bytes = v->cache_bytes;
   slc_bytes = v->slc_bytes;
   no_sync = v->no_sync;
+  with_ns = v->namespaces;
   unit_fault_init (&f);
   unit_fault_init (&rec);
   ops = record (&f, &c, v->mix, &nops, &op_start, &op_end);
@@ -355,6 +364,7 @@ crash_every_event (const struct variant *v)
   free (c.snap_ev);
   free (c.snap_ec);
   no_sync = false;
+  with_ns = false;
 }
 
 static const enum unit_cut_mode all_modes[] = {
@@ -396,6 +406,26 @@ START_TEST (test_crash_write_cache)
     .nmodes = sizeof cache_modes / sizeof cache_modes[0],
     .must_cut = 1u << BG_DESTAGE | 1u << BG_GC | 1u << BG_CKPT,
     .volatile_cache = true,
+  };
+  crash_every_event (&v);
+}
+END_TEST
+
+/* The same with the image in three namespaces (crash_ns: 8, 24 and 32
+ * pages, a boundary inside the hot region), every request through the
+ * namespaces its range spans (a piece in each), and the image read
+ * back through them after each cut: a sector reads back only in its own
+ * namespace, at its own offset, and as the model allows.  With the
+ * write cache, whose batches mix the namespaces' pages.
+ */
+START_TEST (test_crash_namespaces)
+{
+  static const struct variant v = {
+    .name = "crash, namespaces", .cache_bytes = 8 * PS, .mix = 120,
+    .modes = cache_modes,
+    .nmodes = sizeof cache_modes / sizeof cache_modes[0],
+    .must_cut = 1u << BG_DESTAGE | 1u << BG_GC | 1u << BG_CKPT,
+    .volatile_cache = true, .namespaces = true,
   };
   crash_every_event (&v);
 }
@@ -682,6 +712,7 @@ crash_suite (void)
   tcase_add_test (tc, test_crash_every_event);
   tcase_add_test (tc, test_crash_write_cache);
   tcase_add_test (tc, test_crash_slc);
+  tcase_add_test (tc, test_crash_namespaces);
   tcase_add_test (tc, test_damaged_newest_checkpoint);
   suite_add_tcase (s, tc);
 

@@ -13,7 +13,9 @@
  * the last flush that returned, plus every version written (or zeros,
  * for trims) after it, including by the request that was in progress.
  * A page must read as one of those, page by page, and never as another
- * page's data or as garbage.
+ * page's data or as garbage.  One of the kill tests runs on an image
+ * of three namespaces, every write and read through them: a page reads
+ * back in its own namespace only.
  *
  * The torn writes: make check tears every 14th write of the workload,
  * the process-ends form from the first, the -EIO form from the 8th, so
@@ -270,6 +272,88 @@ START_TEST (test_flush_then_kill)
     hist_verify (ftl, &h, PS4, NULL, "after kill");
   }
   ck_assert_uint_gt (ctr_get (ftl, FTL_CTR_GC_RUNS), 10);
+  ck_assert_int_eq (ftl_close (ftl), 0);
+  hist_free (&h);
+}
+END_TEST
+
+/* The same on an image of three namespaces (16, 24 and 24 pages): each
+ * write goes to the namespace of its page, at its offset there, and
+ * after each kill every page is read back through its namespace: it
+ * holds its own data (the pattern names the page of the logical space
+ * it was written to), never another namespace's.
+ */
+static const struct ftl_ns_spec three_ns[] = {
+  { "a", 16 * PS4 }, { "bb", 24 * PS4 }, { "c", 24 * PS4 },
+};
+
+/* Logical page l: its namespace and its offset there. */
+static struct ftl_ns *
+ns_of (struct ftl *ftl, uint64_t l, uint64_t *off)
+{
+  struct ftl_ns_info in;
+  struct ftl_ns *ns;
+
+  ck_assert_uint_eq (ftl_ns_count (ftl), 3);
+  for (unsigned i = 0; (ns = ftl_ns_at (ftl, i)) != NULL; i++) {
+    ftl_ns_get_info (ns, &in);
+    ck_assert_str_eq (in.name, three_ns[i].name);
+    if (l * PS4 >= in.base && l * PS4 < in.base + in.bytes) {
+      *off = l * PS4 - in.base;
+      return ns;
+    }
+  }
+  ck_abort_msg ("no namespace holds page %" PRIu64, l);
+  return NULL;
+}
+
+START_TEST (test_flush_then_kill_ns)
+{
+  struct ftl_options o = {
+    .path = path, .page_size = PS4, .pages_per_block = 8,
+    .op_percent = 150, .namespaces = three_ns, .nnamespaces = 3,
+    .log = unit_log, .io = unit_nosync_io (),
+  };
+  struct ftl *ftl;
+  struct hist h;
+  uint64_t version = 1, rng = 12, off, written[3] = { 0 };
+  uint8_t page[PS4];
+  char err[256];
+
+  ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+  hist_init (&h, LP4);
+  for (int round = 0; round < 6; round++) {
+    for (int i = 0; i < 150; i++) {
+      uint64_t l = unit_rnd (&rng) % LP4;
+      struct ftl_ns *ns = ns_of (ftl, l, &off);
+      unit_fill_page (page, PS4, l, version);
+      ck_assert_int_eq (ftl_ns_write (ns, page, PS4, off, 0), 0);
+      hist_write (&h, l, version++);
+      written[ns == ftl_ns_at (ftl, 0) ? 0 : ns == ftl_ns_at (ftl, 1)
+              ? 1 : 2]++;
+      if (i == 100) {
+        ck_assert_int_eq (ftl_flush (ftl), 0);
+        hist_flush (&h);
+      }
+    }
+    open_abandon (ftl);
+    o.namespaces = NULL;
+    o.nnamespaces = 0;
+    ck_assert_msg (ftl_open (&o, &ftl, err, sizeof err) == 0, "%s", err);
+    for (uint64_t l = 0; l < LP4; l++) {
+      uint64_t lpn = l, v = 0;
+      struct ftl_ns *ns = ns_of (ftl, l, &off);
+      ck_assert_int_eq (ftl_ns_read (ns, page, PS4, off), 0);
+      ck_assert_msg (unit_page_identify (page, PS4, &lpn, &v) >= 0 &&
+                     lpn == l && hist_allows (&h, l, v), "round %d: page %"
+                     PRIu64 " reads page %" PRIu64 " version %" PRIu64,
+                     round, l, lpn, v);
+      h.durable[l] = h.last[l] = v;       /* what the reopen found */
+      h.nlater[l] = 0;
+    }
+  }
+  for (int i = 0; i < 3; i++)
+    ck_assert_uint_gt (written[i], 100);
   ck_assert_int_eq (ftl_close (ftl), 0);
   hist_free (&h);
 }
@@ -848,6 +932,7 @@ recovery_suite (void)
   tcase_add_checked_fixture (tc, setup, NULL);
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_flush_then_kill);
+  tcase_add_test (tc, test_flush_then_kill_ns);
   tcase_add_test (tc, test_trim_flush_kill);
   tcase_add_test (tc, test_sparse_checkpoints);
   tcase_add_test (tc, test_checks_budget);
