@@ -31,8 +31,9 @@
  *                 page is installed in l2p, decremented after it leaves.
  *   state[blk]    FREE / OPEN / FULL / RETIRED, and nfree: under
  *                 alloc_lock.
- *   frontiers     each host stream has its own mutex; the GC frontiers
- *                 are owned by whoever holds gc.lock; the metadata
+ *   frontiers     each host stream has its own mutex (of each placement
+ *                 group: log/state.h); the GC frontiers, of every
+ *                 group, are owned by whoever holds gc.lock; the metadata
  *                 frontier (pages of trim records) by whoever holds
  *                 trim_lock.
  *   trim buffer   trim records not yet written to the log: trim_lock.
@@ -244,6 +245,11 @@ struct ftl {
   unsigned next_stream;         /* atomic: assigns threads to streams */
   struct frontier gcf;                    /* relocated cold data */
   struct frontier gcw;                    /* relocated young data */
+  /* Placement (log/state.h): the frontiers of the groups past the
+   * first, and which group a logical page's writes take.
+   */
+  struct place place;
+  struct frontier_set pgx[FTL_NS_MAX - 1];
   struct frontier metaf;                  /* trim records */
   struct frontier mapf;                   /* translation pages (paged
                                            * map; owned by ckpt_lock) */
@@ -310,6 +316,7 @@ struct ftl {
    * changed through ctr_add, read through ctr_get.
    */
   struct ctr_shard ctr[FTL_SHARDS];
+  struct ns_shard ns_ctr[FTL_SHARDS];     /* per namespace (state.h) */
 };
 
 /* A power cut (mngt/powercut.c) turned the handle off: requests fail. */

@@ -133,6 +133,21 @@ enum ftl_gc_mode {
 extern const char *ftl_gc_mode_name (enum ftl_gc_mode m);
 extern int ftl_gc_mode_from_name (const char *name);
 
+/* Data placement of an image's namespaces (placement=): which of them
+ * an erase block may hold (the modes, in the order of the image's
+ * namespace table: shared, isolated, initially-isolated).  The option
+ * is FTL_PLACE_*: 0 is the default (shared for a new image, whatever
+ * an existing image holds); else the mode + 1.
+ */
+#define FTL_PLACE_DEFAULT 0
+#define FTL_PLACE_SHARED 1
+#define FTL_PLACE_ISOLATED 2
+#define FTL_PLACE_INITIALLY_ISOLATED 3
+/* The name of mode m (0: shared, 1: isolated, 2: initially-isolated). */
+extern const char *ftl_placement_name (unsigned m);
+/* The mode of a name, or -1. */
+extern int ftl_placement_from_name (const char *name);
+
 /* The NAND timing model (see timing.h).  When enabled, every data page
  * read and programmed and every erase takes its latency on the dies of
  * channels x dies parallel units, pages striped over them; the
@@ -359,6 +374,8 @@ struct ftl_options {
                                  * for an existing image: whatever it
                                  * holds) */
   unsigned nnamespaces;
+  unsigned placement;           /* FTL_PLACE_* (a new image's; an
+                                 * existing image's must be it) */
   uint32_t page_size;           /* bytes, power of 2 */
   uint32_t pages_per_block;     /* power of 2 */
   double op_percent;            /* (physical - logical) / logical * 100 */
@@ -546,9 +563,27 @@ struct ftl_ns_info {
   uint64_t bytes;               /* its size */
   uint64_t base;                /* where it starts in the image's logical
                                  * space, bytes */
+  const char *placement;        /* the image's placement (static) */
 };
 extern void ftl_ns_get_info (const struct ftl_ns *ns,
                              struct ftl_ns_info *out);
+/* A namespace's counters, since the image was opened (not kept in
+ * it): what its requests carried, and the pages programmed on its
+ * behalf, its host writes and the copies garbage collection and wear
+ * leveling made of its pages.  waf is media_write_bytes /
+ * host_write_bytes (0 before a write).  mapped_pages is counted from
+ * the map (UINT64_MAX with a paged map and several namespaces: not
+ * counted, it would load the whole map).
+ */
+struct ftl_ns_stats {
+  uint64_t host_write_bytes, host_read_bytes, host_trim_bytes;
+  uint64_t host_write_commands, host_read_commands, host_trim_commands;
+  uint64_t mapped_pages;
+  uint64_t media_write_bytes;   /* its data programmed, copies included */
+  uint64_t gc_write_bytes;      /* ... of which copies */
+  double waf;
+};
+extern void ftl_ns_get_stats (struct ftl_ns *ns, struct ftl_ns_stats *out);
 /* The data path of a namespace: as ftl_read and the rest, with offsets
  * inside the namespace, which the range must lie in (-EINVAL if not:
  * no request of one namespace reaches another's pages).  A flush is

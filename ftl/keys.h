@@ -14,7 +14,7 @@
  * it on, unless timing=false; timing=true alone uses the default
  * preset.
  *
- * Keys: size, namespaces, op, page-size, pages-per-block, preallocate, sync, streams, gc,
+ * Keys: size, namespaces, placement, op, page-size, pages-per-block, preallocate, sync, streams, gc,
  * gc-mode, hot-cold, wl-threshold, endurance, timeout, timeout-retries,
  * slow-threshold, write-cache, write-cache-bypass, map-cache; the timing model's timing, model,
  * read-latency, program-latency, erase-latency, channels, dies,
@@ -78,6 +78,9 @@ extern int ftl_parse_bool (const char *key, const char *s, bool *r,
   "size=<SIZE>                    Disk size (required to create an image).\n" \
   "namespaces=<NAME:SIZE>[,...]   A new image's namespaces, each an export by name\n" \
   "                               (default: one, \"\", of size=).\n" \
+  "placement=shared|isolated|initially-isolated\n" \
+  "                               Which namespaces an erase block holds (a new\n" \
+  "                               image's; default shared).\n" \
   "op=<PERCENT>                   Over-provisioning of a new image (default 28).\n" \
   "page-size=<SIZE>               Page size of a new image (default 4096).\n" \
   "pages-per-block=<N>            Pages per erase block of a new image (default 256).\n" \

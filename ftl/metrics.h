@@ -82,6 +82,13 @@ enum ftl_metric_type {
    * and buckets (ftl.h: FTL_LAT_BUCKETS), rendered in seconds.
    */
   FTL_METRIC_DURATION,
+  /* An array of objects, one per namespace, each with its name (the
+   * string member "name") and described numbers: each number a
+   * family of its own with a sample per namespace, labelled
+   * namespace="NAME" ("" for the namespace of an image made without
+   * namespaces).
+   */
+  FTL_METRIC_NAMESPACES,
 };
 
 struct ftl_metric {
@@ -141,6 +148,10 @@ extern void ftl_stats_begin_object (struct ftl_stat_set *set,
                                     const struct ftl_metric *metric);
 extern void ftl_stats_begin_array (struct ftl_stat_set *set,
                                    const char *key);
+/* An array with a description as a metric (FTL_METRIC_NAMESPACES). */
+extern void ftl_stats_begin_described_array (struct ftl_stat_set *set,
+                                             const char *key,
+                                             const struct ftl_metric *m);
 extern void ftl_stats_end (struct ftl_stat_set *set);
 extern void ftl_stats_add_uint (struct ftl_stat_set *set, const char *key,
                                 uint64_t v, const struct ftl_metric *metric);

@@ -281,7 +281,7 @@ ftl_plugin_cleanup (void)
 }
 
 /* An export's description: its size, in bytes and as a person reads
- * it.
+ * it, and the image's placement unless shared.
  */
 static const char *
 describe (struct ftl_ns *ns)
@@ -301,8 +301,10 @@ describe (struct ftl_ns *ns)
     v /= 1u << 20, unit = "MiB";
   else if (in.bytes >= (1u << 10))
     v /= 1u << 10, unit = "KiB";
-  snprintf (buf, sizeof buf, "namespace '%s': %.4g %s (%" PRIu64 " bytes)",
-            in.name, v, unit, in.bytes);
+  snprintf (buf, sizeof buf, "namespace '%s': %.4g %s (%" PRIu64 " bytes)"
+            "%s%s", in.name, v, unit, in.bytes,
+            strcmp (in.placement, "shared") ? ", placement " : "",
+            strcmp (in.placement, "shared") ? in.placement : "");
   return nbdkit_strdup_intern (buf);
 }
 

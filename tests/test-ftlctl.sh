@@ -141,7 +141,8 @@ grep -q 'clean, 16384/16384 logical pages mapped' "$tmp/out"
 # renderer: after a clean shutdown, every member that both show has the
 # same value, but for what closing the image changes after the file's
 # last write: one more checkpoint, and no erase block left open (each
-# is full, or free if nothing was written to it).  A member only one
+# is full, or free if nothing was written to it); and the namespaces'
+# counters, which count since the open.  A member only one
 # of them shows is one of the image's (info) or of the server's (the
 # statistics file), as the man pages say.
 stats="$tmp/stats.json"
@@ -175,7 +176,7 @@ $info[0] as $i | $stats[0] as $s | ($i | members) as $mi |
       "gc.reclaimed_blocks", "scrub", "hot_cold", "errors", "latency_us", "slow",
       "slc.size_pages", "slc.folded_pages", "slc.exhausted"])) ] as [$stray_info, $stray_stats] |
 [ $both[] | . as $p | select(name | IN("checkpoints", "blocks.open",
-      "blocks.full", "blocks.free") | not) |
+      "blocks.full", "blocks.free", "namespaces") | not) |
   select(($i | getpath($p)) != ($s | getpath($p))) |
   "\(name): info \($i | getpath($p)), stats \($s | getpath($p))" ] +
 [ if $i.checkpoints != $s.checkpoints + 1 then

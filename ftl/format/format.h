@@ -247,8 +247,10 @@ struct ftl_superblock {
  *
  *   header   32 bytes: magic "FTLNSTAB", version u32, length u32 (the
  *            header and the entries), checksum u64 (XXH3 of the length
- *            bytes with this field taken as zero), count u32, reserved
- *            u32 (zero)
+ *            bytes with this field taken as zero), count u32, placement
+ *            u32 (FTL_PLACEMENT_*: which namespaces' pages an erase
+ *            block may hold; zero, shared, in the tables written before
+ *            placement was kept here, where it was a reserved zero)
  *   entry    FTL_NS_ENTRY_BYTES each, count of them, in the order of
  *            the namespaces (the first is the default export): size in
  *            bytes u64, base u64 (its first logical page), flags u32
@@ -280,9 +282,29 @@ struct ftl_ns_entry {
   uint32_t flags;                   /* zero */
 };
 
+/* Data placement (the table's placement field): where the host writes
+ * and GC's copies of each namespace go (log/alloc.c).  An erase block
+ * is the reclaim unit:
+ *   SHARED               every namespace's data in the same frontiers
+ *                        (a conventional drive);
+ *   ISOLATED             frontiers of its own for each namespace, host
+ *                        and GC: a block holds the data of one namespace
+ *                        only (NVMe FDP's persistently isolated reclaim
+ *                        unit handles);
+ *   INITIALLY_ISOLATED   host frontiers of its own for each namespace,
+ *                        GC's copies mixed (FDP's initially isolated).
+ */
+enum ftl_placement {
+  FTL_PLACEMENT_SHARED = 0,
+  FTL_PLACEMENT_ISOLATED = 1,
+  FTL_PLACEMENT_INITIALLY_ISOLATED = 2,
+};
+#define FTL_PLACEMENT__MAX 3
+
 struct ftl_ns_table {
   uint32_t version;
   uint32_t count;                   /* 1 to FTL_NS_MAX */
+  uint32_t placement;               /* enum ftl_placement */
   struct ftl_ns_entry ns[FTL_NS_MAX];
 };
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ftl.h"
 #include "format/format.h"
 #include "util/util.h"
 
@@ -17,6 +18,27 @@ _Static_assert (FTL_SB_BYTES <= FTL_NS_OFFSET &&
                 FTL_NS_OFFSET + FTL_NS_MAX_BYTES <= FTL_DURABLE_OFFSET,
                 "the table lies between the superblock and the durable "
                 "point in the slot");
+
+static const char *const placement_names[FTL_PLACEMENT__MAX] = {
+  [FTL_PLACEMENT_SHARED] = "shared",
+  [FTL_PLACEMENT_ISOLATED] = "isolated",
+  [FTL_PLACEMENT_INITIALLY_ISOLATED] = "initially-isolated",
+};
+
+const char *
+ftl_placement_name (unsigned m)
+{
+  return m < FTL_PLACEMENT__MAX ? placement_names[m] : "?";
+}
+
+int
+ftl_placement_from_name (const char *name)
+{
+  for (unsigned m = 0; m < FTL_PLACEMENT__MAX; m++)
+    if (strcmp (name, placement_names[m]) == 0)
+      return m;
+  return -1;
+}
 
 bool
 fmt_ns_name_ok (const char *name, size_t len)
@@ -73,6 +95,7 @@ fmt_ns_encode (const struct ftl_ns_table *t, uint8_t *buf)
   put32le (buf + 8, FTL_FORMAT_VERSION);
   put32le (buf + 12, len);
   put32le (buf + 24, t->count);
+  put32le (buf + 28, t->placement);
   for (uint32_t i = 0; i < t->count; i++) {
     const struct ftl_ns_entry *e = &t->ns[i];
     uint8_t *p = buf + FTL_NS_HDR_BYTES + i * FTL_NS_ENTRY_BYTES;
@@ -98,6 +121,8 @@ fmt_ns_check (const struct ftl_ns_table *t, uint32_t page_size,
                       return false; } while (0)
   if (t->count < 1 || t->count > FTL_NS_MAX)
     BAD ("%u namespaces (1 to %u)", t->count, FTL_NS_MAX);
+  if (t->placement >= FTL_PLACEMENT__MAX)
+    BAD ("unknown placement %u", t->placement);
   for (uint32_t i = 0; i < t->count; i++) {
     const struct ftl_ns_entry *e = &t->ns[i];
     if (!fmt_ns_name_ok (e->name, strnlen (e->name, FTL_NS_NAME_MAX + 1)))
@@ -165,9 +190,11 @@ fmt_ns_decode (const uint8_t *buf, size_t len,
                 (uint32_t) sum, sb->ns_check);
     return FTL_FMT_BAD_CHECKSUM;
   }
-  if (get32le (buf + 28) != 0) {
+  t.placement = get32le (buf + 28);
+  if (t.placement >= FTL_PLACEMENT__MAX) {
     if (why)
-      snprintf (why, whylen, "namespace table: reserved bytes not zero");
+      snprintf (why, whylen, "namespace table: unknown placement %u",
+                t.placement);
     return FTL_FMT_BAD_FIELD;
   }
   for (uint32_t i = 0; i < t.count; i++) {

@@ -94,6 +94,13 @@ ns_check_options (const struct ftl_options *o, const struct ftl_ns_table *t,
   char given[512], image[512];
   bool same;
 
+  if (o->placement && o->placement - 1 != t->placement) {
+    snprintf (errbuf, errlen, "placement=%s differs from the image's "
+              "placement=%s: placement is chosen when an image is made "
+              "(leave placement= out)", ftl_placement_name (o->placement - 1),
+              ftl_placement_name (t->placement));
+    return -EINVAL;
+  }
   if (!o->nnamespaces)
     return 0;
   same = o->nnamespaces == t->count;
@@ -145,6 +152,7 @@ ftl_ns_get_info (const struct ftl_ns *ns, struct ftl_ns_info *out)
   out->name = ns->name;
   out->bytes = ns->bytes;
   out->base = ns->base;
+  out->placement = ftl_placement_name (ns->ftl->place.mode);
 }
 
 /* The range must lie inside the namespace. */
@@ -160,11 +168,31 @@ ns_range (const struct ftl_ns *ns, uint64_t count, uint64_t offset)
   return 0;
 }
 
+/* Count a request of ns that succeeded (state.h: per thread shard):
+ * its bytes in counter c, and a command in c + 3.
+ */
+static int
+ns_count (struct ftl_ns *ns, enum ns_counter c, uint64_t count, int r)
+{
+  if (r == 0) {
+    uint64_t *v = ns->ftl->ns_ctr[ftl_shard ()].v[ns - ns->ftl->ns];
+    __atomic_fetch_add (&v[c], count, __ATOMIC_RELAXED);
+    __atomic_fetch_add (&v[c + 3], 1, __ATOMIC_RELAXED);
+  }
+  return r;
+}
+_Static_assert (NS_HOST_WRITE_CMDS == NS_HOST_WRITE_BYTES + 3 &&
+                NS_HOST_READ_CMDS == NS_HOST_READ_BYTES + 3 &&
+                NS_HOST_TRIM_CMDS == NS_HOST_TRIM_BYTES + 3,
+                "a request's command counter is 3 after its bytes'");
+
 int
 ftl_ns_read (struct ftl_ns *ns, void *buf, uint64_t count, uint64_t offset)
 {
   int r = ns_range (ns, count, offset);
-  return r < 0 ? r : ftl_read (ns->ftl, buf, count, ns->base + offset);
+  return r < 0 ? r
+    : ns_count (ns, NS_HOST_READ_BYTES, count,
+                ftl_read (ns->ftl, buf, count, ns->base + offset));
 }
 
 int
@@ -173,7 +201,8 @@ ftl_ns_write (struct ftl_ns *ns, const void *buf, uint64_t count,
 {
   int r = ns_range (ns, count, offset);
   return r < 0 ? r
-    : ftl_write (ns->ftl, buf, count, ns->base + offset, flags);
+    : ns_count (ns, NS_HOST_WRITE_BYTES, count,
+                ftl_write (ns->ftl, buf, count, ns->base + offset, flags));
 }
 
 int
@@ -181,15 +210,20 @@ ftl_ns_trim (struct ftl_ns *ns, uint64_t count, uint64_t offset,
              unsigned flags)
 {
   int r = ns_range (ns, count, offset);
-  return r < 0 ? r : ftl_trim (ns->ftl, count, ns->base + offset, flags);
+  return r < 0 ? r
+    : ns_count (ns, NS_HOST_TRIM_BYTES, count,
+                ftl_trim (ns->ftl, count, ns->base + offset, flags));
 }
 
+/* Write zeroes count as trims: their whole pages are unmapped. */
 int
 ftl_ns_zero (struct ftl_ns *ns, uint64_t count, uint64_t offset,
              unsigned flags)
 {
   int r = ns_range (ns, count, offset);
-  return r < 0 ? r : ftl_zero (ns->ftl, count, ns->base + offset, flags);
+  return r < 0 ? r
+    : ns_count (ns, NS_HOST_TRIM_BYTES, count,
+                ftl_zero (ns->ftl, count, ns->base + offset, flags));
 }
 
 /* The device's runs, moved back by the base. */

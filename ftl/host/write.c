@@ -77,7 +77,7 @@ host_frontier_ready (struct ftl *ftl, struct frontier **fp, uint64_t mask,
   while (f->block == FTL_NO_BLOCK) {
     if (alloc_frontier_drained (ftl, f)) {
       pthread_mutex_unlock (&f->lock);
-      *fp = f = alloc_host_frontier (ftl, false);
+      *fp = f = alloc_host_frontier (ftl, false, f->group);
       dl_lock (&f->lock);
       continue;
     }
@@ -193,7 +193,8 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   uint64_t last = (end - 1) >> ftl->page_shift;
   struct alloc_hits hits = { 0 };
   struct frontier *f =
-    alloc_host_frontier (ftl, alloc_range_is_hot (ftl, first, last, &hits));
+    alloc_host_frontier (ftl, alloc_range_is_hot (ftl, first, last, &hits),
+                         place_host_group (ftl, first));
   uint64_t mask = map_stripe_mask (first, last);
   uint8_t *bounce = NULL;
   int r = 0;
@@ -248,11 +249,40 @@ write_range (struct ftl *ftl, const uint8_t *buf, uint64_t count,
   return r;
 }
 
+/* A range of the device that spans namespaces (ftl_write, not
+ * ftl_ns_write) in pieces of one namespace each, when namespaces have
+ * host frontiers of their own (placement, log/state.h).
+ */
+static int
+write_split (struct ftl *ftl, const uint8_t *buf, uint64_t count,
+             uint64_t offset, bool drop_cached)
+{
+  const struct place *p = &ftl->place;
+
+  while (p->host_groups > 1 && count > 0) {
+    uint64_t lpn = offset >> ftl->page_shift, next = UINT64_MAX;
+    for (unsigned i = 0; i < p->nns; i++)
+      if (p->first[i] > lpn && p->first[i] < next)
+        next = p->first[i];
+    if (next == UINT64_MAX || (next << ftl->page_shift) >= offset + count)
+      break;
+    uint64_t n = (next << ftl->page_shift) - offset;
+    int r = write_range (ftl, buf, n, offset, drop_cached);
+    if (r < 0)
+      return r;
+    if (buf)
+      buf += n;
+    offset += n;
+    count -= n;
+  }
+  return write_range (ftl, buf, count, offset, drop_cached);
+}
+
 int
 write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
                uint64_t offset)
 {
-  return write_range (ftl, buf, count, offset, false);
+  return write_split (ftl, buf, count, offset, false);
 }
 
 int
@@ -261,7 +291,7 @@ write_bypass (struct ftl *ftl, const uint8_t *buf, uint64_t count,
 {
   assert (buf && (offset & (ftl->page_size - 1)) == 0 &&
           (count & (ftl->page_size - 1)) == 0);
-  return write_range (ftl, buf, count, offset, true);
+  return write_split (ftl, buf, count, offset, true);
 }
 
 int
@@ -270,7 +300,7 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
   struct log_page pages[ALLOC_PROGRAM_MAX];
   const uint8_t *ptrs[ALLOC_PROGRAM_MAX];
   uint32_t idx[ALLOC_PROGRAM_MAX];
-  bool hot[ALLOC_PROGRAM_MAX];
+  uint8_t hot[ALLOC_PROGRAM_MAX];   /* its temperature, + 2 * group */
   uint64_t sum[ALLOC_PROGRAM_MAX];
   /* Seeded by LPN, a checksum does not depend on where the page goes:
    * it is computed here, before the locks (a page in flight does not
@@ -284,20 +314,23 @@ write_cached (struct ftl *ftl, struct cache_entry *e, uint32_t n)
   assert (n <= ALLOC_PROGRAM_MAX);
   for (uint32_t i = 0; i < n; i++) {
     mask |= map_stripe_mask (e[i].lpn, e[i].lpn);
-    hot[i] = alloc_range_is_hot (ftl, e[i].lpn, e[i].lpn, &hits);
+    hot[i] = alloc_range_is_hot (ftl, e[i].lpn, e[i].lpn, &hits)
+      + 2 * place_host_group (ftl, e[i].lpn);
     if (by_lpn)
       sum[i] = data_sum (ftl, e[i].lpn, cache_page (ftl, e[i].slot));
   }
   alloc_hits_add (ftl, &hits);
   map_lock_mask_shared (ftl, mask);
-  for (int temp = 0; temp < 2 && r == 0; temp++) {
+  /* Per placement group and temperature, one frontier each. */
+  for (unsigned temp = 0; temp < 2 * MAX (ftl->place.host_groups, 1) &&
+         r == 0; temp++) {
     uint32_t cnt = 0, i = 0;
     for (uint32_t j = 0; j < n; j++)
       if (hot[j] == temp)
         idx[cnt++] = j;
     if (cnt == 0)
       continue;
-    struct frontier *f = alloc_host_frontier (ftl, temp);
+    struct frontier *f = alloc_host_frontier (ftl, temp % 2, temp / 2);
     pthread_mutex_lock (&f->lock);
     while (i < cnt) {
       r = host_frontier_ready (ftl, &f, mask, true);

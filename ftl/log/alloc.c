@@ -28,6 +28,11 @@
  *   gcf       GC: relocated older data, and wear-leveling moves
  *   metaf     trim records
  *
+ * Placement (state.h): with placement other than shared each namespace
+ * has host[] and hot[] of its own (a placement group), and with
+ * isolated placement gcf and gcw too; the callers choose the group by
+ * the logical page (place_host_group, place_gc_group in log.h).
+ *
  * The age of data being replaced is estimated from its erase block: each
  * block keeps the sum and count of its pages' write sequence numbers
  * (seq_sum, seq_cnt), so no memory per logical page is needed.
@@ -74,6 +79,42 @@
  */
 static FTL_TLS unsigned tls_stream = UINT32_MAX;
 
+/* Frontier i of placement group g, in the order alloc_frontiers
+ * gives them: host[0], hot[0], host[1], ..., then gcf and gcw.
+ */
+static struct frontier *
+group_frontier (struct ftl *ftl, unsigned g, unsigned i)
+{
+  struct frontier *host = g ? ftl->pgx[g - 1].host : ftl->host;
+  struct frontier *hot = g ? ftl->pgx[g - 1].hot : ftl->hot;
+
+  if (i < 2 * FTL_MAX_STREAMS)
+    return i % 2 ? &hot[i / 2] : &host[i / 2];
+  return alloc_gc_frontier (ftl, g, i % 2);
+}
+
+void
+alloc_place_init (struct ftl *ftl)
+{
+  const struct ftl_ns_table *t = &ftl->ns_table;
+  struct place *p = &ftl->place;
+
+  p->mode = t->placement;
+  p->nns = t->count;
+  p->host_groups = p->mode == FTL_PLACEMENT_SHARED ? 1 : t->count;
+  p->gc_groups = p->mode == FTL_PLACEMENT_ISOLATED ? t->count : 1;
+  /* Insertion sort by first page: at most FTL_NS_MAX of them. */
+  for (unsigned i = 0; i < t->count; i++) {
+    unsigned j = i;
+    for (; j > 0 && p->first[j - 1] > t->ns[i].base; j--) {
+      p->first[j] = p->first[j - 1];
+      p->ns[j] = p->ns[j - 1];
+    }
+    p->first[j] = t->ns[i].base;
+    p->ns[j] = i;
+  }
+}
+
 int
 alloc_init (struct ftl *ftl)
 {
@@ -92,18 +133,16 @@ alloc_init (struct ftl *ftl)
   for (uint32_t b = 0; b < ftl->blocks; b++)
     ftl->trim_seq_end[b] = UINT64_MAX;
   pthread_mutex_init (&ftl->alloc_lock, NULL);
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
-    pthread_mutex_init (&ftl->host[i].lock, NULL);
-    ftl->host[i].kind = FRONTIER_HOST;
-    ftl->host[i].block = FTL_NO_BLOCK;
-    pthread_mutex_init (&ftl->hot[i].lock, NULL);
-    ftl->hot[i].kind = FRONTIER_HOST;
-    ftl->hot[i].block = FTL_NO_BLOCK;
-  }
-  ftl->gcf.kind = FRONTIER_GC;
-  ftl->gcf.block = FTL_NO_BLOCK;
-  ftl->gcw.kind = FRONTIER_GC;
-  ftl->gcw.block = FTL_NO_BLOCK;
+  for (unsigned g = 0; g < FTL_NS_MAX; g++)
+    for (unsigned i = 0; i < 2 * FTL_MAX_STREAMS + 2; i++) {
+      struct frontier *f = group_frontier (ftl, g, i);
+      if (i < 2 * FTL_MAX_STREAMS)
+        pthread_mutex_init (&f->lock, NULL);
+      f->kind = i < 2 * FTL_MAX_STREAMS ? FRONTIER_HOST : FRONTIER_GC;
+      f->temp = i % 2 ? FRONTIER_HOT : FRONTIER_COLD;
+      f->group = g;
+      f->block = FTL_NO_BLOCK;
+    }
   ftl->metaf.kind = FRONTIER_META;
   ftl->metaf.block = FTL_NO_BLOCK;
   ftl->mapf.kind = FRONTIER_MAP;
@@ -130,15 +169,16 @@ alloc_free (struct ftl *ftl)
   ftl->trim_pages = NULL;
   ftl->trim_seq_end = NULL;
   pthread_mutex_destroy (&ftl->alloc_lock);
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
-    pthread_mutex_destroy (&ftl->host[i].lock);
-    pthread_mutex_destroy (&ftl->hot[i].lock);
-  }
+  for (unsigned g = 0; g < FTL_NS_MAX; g++)
+    for (unsigned i = 0; i < 2 * FTL_MAX_STREAMS; i++)
+      pthread_mutex_destroy (&group_frontier (ftl, g, i)->lock);
 }
 
 struct frontier *
-alloc_host_frontier (struct ftl *ftl, bool hot)
+alloc_host_frontier (struct ftl *ftl, bool hot, unsigned g)
 {
+  struct frontier *host = g ? ftl->pgx[g - 1].host : ftl->host;
+  struct frontier *hotf = g ? ftl->pgx[g - 1].hot : ftl->hot;
   unsigned s;
 
   if (tls_stream == UINT32_MAX)
@@ -149,19 +189,19 @@ alloc_host_frontier (struct ftl *ftl, bool hot)
      * before the cold frontier takes everything, so that it does not
      * stay open, spare space that GC misses, until a restart.
      */
-    if (__atomic_load_n (&ftl->hot[s].block, __ATOMIC_RELAXED)
+    if (__atomic_load_n (&hotf[s].block, __ATOMIC_RELAXED)
         != FTL_NO_BLOCK)
-      return &ftl->hot[s];
-    return &ftl->host[s];
+      return &hotf[s];
+    return &host[s];
   }
-  return hot ? &ftl->hot[s] : &ftl->host[s];
+  return hot ? &hotf[s] : &host[s];
 }
 
 bool
 alloc_frontier_drained (struct ftl *ftl, const struct frontier *f)
 {
-  return f->block == FTL_NO_BLOCK && f >= ftl->hot &&
-    f < ftl->hot + FTL_MAX_STREAMS && one_log (ftl);
+  return f->block == FTL_NO_BLOCK && f->kind == FRONTIER_HOST &&
+    f->temp == FRONTIER_HOT && one_log (ftl);
 }
 
 /* The mean write sequence number of the data in block b. */
@@ -326,12 +366,11 @@ alloc_hot_cold_stats (struct ftl *ftl, struct ftl_stats *st)
 static bool
 frontier_long_lived (struct ftl *ftl, const struct frontier *f)
 {
-  if (one_log (ftl))
+  if (one_log (ftl) || f->temp != FRONTIER_COLD)
     return false;
-  if (f == &ftl->gcf)
+  if (f->kind == FRONTIER_GC)
     return true;
-  return f >= ftl->host && f < ftl->host + FTL_MAX_STREAMS &&
-    !ftl->slc.enabled;
+  return f->kind == FRONTIER_HOST && !ftl->slc.enabled;
 }
 
 /* Take a free block, leaving at least keep free (under alloc_lock): the
@@ -520,6 +559,34 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
   }
 }
 
+/* Count the data pages of a program for their namespaces (state.h):
+ * all of them, and the copies (GC, wear leveling) among them.  With
+ * one namespace, once for the program.
+ */
+static void
+place_count (struct ftl *ftl, const struct log_page *pages, uint32_t n,
+             uint32_t data, uint32_t copies)
+{
+  uint64_t (*v)[NS__MAX] = ftl->ns_ctr[ftl_shard ()].v;
+
+  if (ftl->place.nns > 1) {
+    for (uint32_t i = 0; i < n; i++) {
+      const struct log_page *lp = &pages[i];
+      if (lp->kind != FTL_OOB_DATA && lp->kind != FTL_OOB_POISON)
+        continue;
+      unsigned ns = place_ns (ftl, lp->lpn);
+      __atomic_fetch_add (&v[ns][NS_MEDIA_PAGES], 1, __ATOMIC_RELAXED);
+      if (lp->from != FTL_UNMAPPED)
+        __atomic_fetch_add (&v[ns][NS_GC_PAGES], 1, __ATOMIC_RELAXED);
+    }
+    return;
+  }
+  if (data)
+    __atomic_fetch_add (&v[0][NS_MEDIA_PAGES], data, __ATOMIC_RELAXED);
+  if (copies)
+    __atomic_fetch_add (&v[0][NS_GC_PAGES], copies, __ATOMIC_RELAXED);
+}
+
 int
 alloc_programv (struct ftl *ftl, struct frontier *f,
                 const struct log_page *pages, uint32_t n,
@@ -530,7 +597,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
   uint32_t blk = f->block, page = f->wp, ec;
   bool slc;
   uint64_t seq_sum = 0;
-  uint32_t nseq = 0;
+  uint32_t nseq = 0, copies = 0;
   int r;
 
   assert (n > 0 && n <= ALLOC_PROGRAM_MAX);
@@ -564,6 +631,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       o.lpn = lp->lpn;
       seq_sum += lp->seq;
       nseq++;
+      copies += lp->from != FTL_UNMAPPED;
     }
     /* A copy's checksum under LPN seeds is the one it was verified
      * against (gc.c); else the page is hashed here.
@@ -597,6 +665,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
     return r;
   }
 
+  place_count (ftl, pages, n, nseq, copies);
   /* The map changes before the block can close (frontier_advance). */
   for (uint32_t i = 0; i < n; i++) {
     const struct log_page *lp = &pages[i];
@@ -638,13 +707,13 @@ unsigned
 alloc_frontiers (struct ftl *ftl, struct frontier **all)
 {
   unsigned n = 0;
+  /* The groups placement uses: the others never open a block. */
+  unsigned groups = MAX (MAX (ftl->place.host_groups, ftl->place.gc_groups),
+                         1);
 
-  for (unsigned i = 0; i < FTL_MAX_STREAMS; i++) {
-    all[n++] = &ftl->host[i];
-    all[n++] = &ftl->hot[i];
-  }
-  all[n++] = &ftl->gcf;
-  all[n++] = &ftl->gcw;
+  for (unsigned g = 0; g < groups; g++)
+    for (unsigned i = 0; i < 2 * FTL_MAX_STREAMS + 2; i++)
+      all[n++] = group_frontier (ftl, g, i);
   all[n++] = &ftl->metaf;
   all[n++] = &ftl->mapf;
   return n;
@@ -685,17 +754,38 @@ alloc_blocks_closed (struct ftl *ftl)
     ftl->spor_short = true;
 }
 
+/* With isolated placement, the GC frontier of block b's placement
+ * group (that of the logical page of its first page) that has no open
+ * block, if any; else gcf or gcw as *i says.
+ */
+static struct frontier *
+reopen_frontier (struct ftl *ftl, uint32_t b, unsigned *i)
+{
+  uint8_t oob[FTL_OOB_BYTES];
+  struct ftl_oob o;
+  unsigned g = 0;
+
+  if (ftl->place.gc_groups <= 1)
+    return alloc_gc_frontier (ftl, 0, (*i)++);
+  if (media_read_oob (&ftl->media, b, 0, 1, oob) == 0 &&
+      fmt_oob_decode (oob, FTL_OOB_BYTES, &o) == FTL_FMT_OK &&
+      o.kind == FTL_OOB_DATA && o.lpn < ftl->logical_pages)
+    g = place_gc_group (ftl, o.lpn);
+  (*i)++;
+  for (unsigned y = 0; y < 2; y++)
+    if (alloc_gc_frontier (ftl, g, y)->block == FTL_NO_BLOCK)
+      return alloc_gc_frontier (ftl, g, y);
+  return NULL;
+}
+
 void
 alloc_reopen_for_gc (struct ftl *ftl)
 {
-  struct frontier *fs[] = { &ftl->gcf, &ftl->gcw };
-
   if (ftl->nfree > FTL_SPOR_RESERVE_BLOCKS)
     return;
-  for (unsigned i = 0; i < sizeof fs / sizeof fs[0]; i++) {
+  for (unsigned i = 0; i < 2; ) {
     uint32_t best = FTL_NO_BLOCK, room = 0;
 
-    assert (fs[i]->block == FTL_NO_BLOCK);
     for (uint32_t b = 0; b < ftl->blocks; b++) {
       uint32_t cap = media_block_pages (&ftl->media, b);
       uint32_t wp = ftl->media.wp[b];
@@ -711,12 +801,16 @@ alloc_reopen_for_gc (struct ftl *ftl)
     }
     if (best == FTL_NO_BLOCK)
       return;
+    struct frontier *f = reopen_frontier (ftl, best, &i);
+    if (f == NULL)
+      continue;
+    assert (f->block == FTL_NO_BLOCK);
     media_set_block (&ftl->media, best, media_erase_count (&ftl->media, best),
                      ftl->media.wp[best] + 1);
     ftl->state[best] = FTL_BLK_OPEN;
-    fs[i]->block = best;
-    fs[i]->wp = ftl->media.wp[best];
+    f->block = best;
+    f->wp = ftl->media.wp[best];
     log_debug (ftl, FTL_DEBUG_ALLOC, "gc frontier reopens block %u at page "
-               "%u (%u free blocks)", best, fs[i]->wp, ftl->nfree);
+               "%u (%u free blocks)", best, f->wp, ftl->nfree);
   }
 }

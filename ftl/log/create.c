@@ -67,6 +67,12 @@ new_namespaces (const struct ftl_options *o, uint32_t ps, uint64_t *logical,
 
   memset (t, 0, sizeof *t);
   *logical = o->logical_bytes;
+  if (!o->nnamespaces && o->placement > FTL_PLACE_SHARED) {
+    snprintf (errbuf, errlen, "placement=%s needs namespaces= (an image "
+              "of one namespace has nothing to keep apart)",
+              ftl_placement_name (o->placement - 1));
+    return -EINVAL;
+  }
   if (!o->nnamespaces)
     return 0;
   if (o->nnamespaces > FTL_NS_MAX) {
@@ -76,6 +82,7 @@ new_namespaces (const struct ftl_options *o, uint32_t ps, uint64_t *logical,
   }
   t->version = FTL_FORMAT_VERSION;
   t->count = o->nnamespaces;
+  t->placement = o->placement ? o->placement - 1 : FTL_PLACEMENT_SHARED;
   for (unsigned i = 0; i < o->nnamespaces; i++) {
     const struct ftl_ns_spec *n = &o->namespaces[i];
     size_t len = strlen (n->name);
@@ -152,12 +159,17 @@ new_geometry (const struct ftl_options *o, struct ftl_superblock *sb,
               "%u (at most 2^32 - 2 physical pages)", logical, ps);
     return -EINVAL;
   }
-  if (blocks < data_blocks + FTL_MIN_SPARE_BLOCKS (streams)) {
+  /* Each namespace's frontiers hold blocks open (alloc_min_spare). */
+  unsigned hg = t->placement != FTL_PLACEMENT_SHARED ? t->count : 1;
+  unsigned gg = t->placement == FTL_PLACEMENT_ISOLATED ? t->count : 1;
+  uint32_t min_spare = FTL_MIN_SPARE_BLOCKS (streams * hg) + 2 * (gg - 1);
+  if (blocks < data_blocks + min_spare) {
     snprintf (errbuf, errlen, "impossible geometry: size %" PRIu64 " with "
               "op=%g%% and %u pages per block gives %" PRIu64 " spare erase "
-              "blocks, but at least %u are needed (raise size or op, or "
+              "blocks, but at least %u are needed%s (raise size or op, or "
               "lower pages-per-block)", logical, op, ppb,
-              blocks - data_blocks, FTL_MIN_SPARE_BLOCKS (streams));
+              blocks - data_blocks, min_spare,
+              hg > 1 ? " by the frontiers of each namespace's placement" : "");
     return -EINVAL;
   }
 

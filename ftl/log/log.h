@@ -334,15 +334,78 @@ extern void map_block_erased (struct ftl *ftl, uint32_t b);
 /* alloc.c: erase blocks, frontiers and programming at a frontier. */
 extern int alloc_init (struct ftl *ftl);
 extern void alloc_free (struct ftl *ftl);
-/* The calling thread's host frontier for hot or cold data.  Without
- * separation (one_log) its stream's hot frontier while that still has
- * an open block (drained, see alloc_frontier_drained), else the cold
- * one.
+/* Placement (state.h): set ftl->place from the namespace table. */
+extern void alloc_place_init (struct ftl *ftl);
+/* The namespace (its index in the table) whose range holds lpn; a page
+ * in no namespace's range counts as the one below it (or the first).
  */
-extern struct frontier *alloc_host_frontier (struct ftl *ftl, bool hot);
+static inline unsigned
+place_ns (const struct ftl *ftl, uint64_t lpn)
+{
+  const struct place *p = &ftl->place;
+  unsigned lo = 0, hi = p->nns;
+
+  if (hi <= 1)
+    return 0;
+  while (hi - lo > 1) {
+    unsigned mid = (lo + hi) / 2;
+    if (lpn >= p->first[mid])
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return p->ns[lo];
+}
+/* The placement groups of lpn's host writes and of GC's copies. */
+static inline unsigned
+place_host_group (const struct ftl *ftl, uint64_t lpn)
+{
+  return ftl->place.host_groups > 1 ? place_ns (ftl, lpn) : 0;
+}
+static inline unsigned
+place_gc_group (const struct ftl *ftl, uint64_t lpn)
+{
+  return ftl->place.gc_groups > 1 ? place_ns (ftl, lpn) : 0;
+}
+/* Group g's GC frontier for young (gcw) or old (gcf) data. */
+static inline struct frontier *
+alloc_gc_frontier (struct ftl *ftl, unsigned g, bool young)
+{
+  if (g == 0)
+    return young ? &ftl->gcw : &ftl->gcf;
+  return young ? &ftl->pgx[g - 1].gcw : &ftl->pgx[g - 1].gcf;
+}
+/* Spare blocks needed (FTL_MIN_SPARE_BLOCKS, state.h) and needed for
+ * hot/cold separation (FTL_SEPARATION_SPARE_BLOCKS), with the
+ * frontiers of every placement group: each group's host streams and,
+ * with isolated placement, each group's two GC frontiers hold a block
+ * open.
+ */
+static inline uint32_t
+alloc_min_spare (const struct ftl *ftl)
+{
+  unsigned hg = MAX (ftl->place.host_groups, 1);
+  unsigned gg = MAX (ftl->place.gc_groups, 1);
+
+  return FTL_MIN_SPARE_BLOCKS (ftl->nstreams * hg) + 2 * (gg - 1);
+}
+static inline uint32_t
+alloc_separation_spare (const struct ftl *ftl)
+{
+  return alloc_min_spare (ftl)
+    + ftl->nstreams * MAX (ftl->place.host_groups, 1)
+    + MAX (ftl->place.gc_groups, 1);
+}
+/* The calling thread's host frontier of placement group g for hot or
+ * cold data.  Without separation (one_log) its stream's hot frontier
+ * while that still has an open block (drained, see
+ * alloc_frontier_drained), else the cold one.
+ */
+extern struct frontier *alloc_host_frontier (struct ftl *ftl, bool hot,
+                                             unsigned g);
 /* Host frontier f (its lock held) has no open block and must not open
  * one: a hot frontier without separation.  The writer takes
- * alloc_host_frontier (ftl, false) instead.
+ * alloc_host_frontier (ftl, false, f->group) instead.
  */
 extern bool alloc_frontier_drained (struct ftl *ftl,
                                     const struct frontier *f);
@@ -423,10 +486,11 @@ extern int alloc_program (struct ftl *ftl, struct frontier *f,
 extern int alloc_programv (struct ftl *ftl, struct frontier *f,
                            const struct log_page *pages, uint32_t n,
                            const uint8_t *const *data, uint32_t *moved);
-/* Every frontier (host, hot, the two GC ones, the metadata one): fills
+/* Every frontier (host, hot and the two GC ones of every placement
+ * group, the metadata and translation page ones): fills
  * all[FTL_FRONTIERS] and returns how many.
  */
-#define FTL_FRONTIERS (2 * FTL_MAX_STREAMS + 4)
+#define FTL_FRONTIERS (FTL_NS_MAX * (2 * FTL_MAX_STREAMS + 2) + 2)
 extern unsigned alloc_frontiers (struct ftl *ftl, struct frontier **all);
 /* Close every open block (at shutdown).  Caller has exclusive access. */
 extern void alloc_close_frontiers (struct ftl *ftl);

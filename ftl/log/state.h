@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include "ftl.h"
 #include "format/format.h"
 #include "nand/media.h"
 #include "util/util.h"
@@ -160,12 +161,61 @@ struct sep_state {
 enum frontier_kind { FRONTIER_HOST, FRONTIER_GC, FRONTIER_META,
                      FRONTIER_MAP };
 
+/* What a host or GC frontier takes (frontier_long_lived and
+ * alloc_frontier_drained in alloc.c): cold data (host[], gcf) or hot
+ * (hot[], gcw).
+ */
+enum frontier_temp { FRONTIER_COLD, FRONTIER_HOT };
+
 struct frontier {
   pthread_mutex_t lock;         /* host frontiers only */
   enum frontier_kind kind;
+  uint8_t temp;                 /* enum frontier_temp (host and GC) */
+  uint8_t group;                /* its placement group (struct place) */
   uint32_t block;               /* FTL_NO_BLOCK when none is open */
   uint32_t wp;                  /* next page to program in block */
 };
+
+/* Data placement (alloc.c; format.h has the modes).  Host frontiers
+ * come in groups: group 0 is the handle's host[], hot[], gcf and gcw,
+ * group g > 0 is pgx[g - 1].  A logical page's namespace is found
+ * against the namespaces' first pages, sorted (place_ns, log.h: a
+ * binary search of at most FTL_NS_MAX, none with one namespace); its
+ * host group is its namespace's unless placement is shared, its GC
+ * group its namespace's only if placement is isolated.  Set at open
+ * from the namespace table, fixed while the handle is open.
+ */
+struct frontier_set {
+  struct frontier host[FTL_MAX_STREAMS];
+  struct frontier hot[FTL_MAX_STREAMS];
+  struct frontier gcf, gcw;
+};
+struct place {
+  enum ftl_placement mode;
+  unsigned nns;                 /* namespaces */
+  unsigned host_groups;         /* 1, or nns (not shared) */
+  unsigned gc_groups;           /* 1, or nns (isolated) */
+  uint64_t first[FTL_NS_MAX];   /* the namespaces' first logical pages,
+                                 * ascending */
+  uint8_t ns[FTL_NS_MAX];       /* ... which namespace each begins */
+};
+
+/* Counters per namespace (host/ns.c counts the requests, alloc.c the
+ * pages programmed for each): per thread shard as the handle's
+ * counters (util.h), added up by ftl_get_stats.  Since the open: they
+ * are not kept in checkpoints.
+ */
+enum ns_counter {
+  NS_HOST_WRITE_BYTES, NS_HOST_READ_BYTES, NS_HOST_TRIM_BYTES,
+  NS_HOST_WRITE_CMDS, NS_HOST_READ_CMDS, NS_HOST_TRIM_CMDS,
+  NS_MEDIA_PAGES,               /* its data programmed, GC copies too */
+  NS_GC_PAGES,                  /* ... of which copies (GC, wear
+                                 * leveling) */
+  NS__MAX
+};
+struct ns_shard {
+  uint64_t v[FTL_NS_MAX][NS__MAX];  /* atomic */
+} __attribute__ ((aligned (64)));
 
 /* Pages programmed by one call of alloc_program (bounds its buffers). */
 #define ALLOC_PROGRAM_MAX MEDIA_IOV_MAX

@@ -276,6 +276,12 @@ set_main (struct ftl_keys *k, const char *key, const char *v,
   }
   else if (strcmp (key, "namespaces") == 0)
     return parse_namespaces (k, v, err, errlen);
+  else if (strcmp (key, "placement") == 0) {
+    if ((p = ftl_placement_from_name (v)) == -1)
+      return fail (err, errlen, "placement must be shared, isolated or "
+                   "initially-isolated: %s", v);
+    o->placement = p + 1;
+  }
   else if (strcmp (key, "op") == 0)
     return parse_number (key, v, FTL_MIN_OP_PERCENT, FTL_MAX_OP_PERCENT,
                          false, &o->op_percent, err, errlen);

@@ -355,17 +355,27 @@ step_geometry (struct ftl *ftl, struct open_ctx *c)
   ftl->blocks = ftl->sb.blocks;
   ftl->logical_pages = DIV_ROUND_UP (ftl->logical_bytes, ftl->page_size);
   ns_init (ftl);
+  alloc_place_init (ftl);
   data_blocks = DIV_ROUND_UP (ftl->logical_pages, ftl->ppb);
   c->spare = ftl->blocks - data_blocks;
   /* By default the streams grow with the spare (see
-   * FTL_SPARE_PER_STREAM).
+   * FTL_SPARE_PER_STREAM), which the streams of every placement group
+   * share.
    */
   ftl->nstreams = o->streams ? o->streams
-    : MAX (1, MIN (c->spare / FTL_SPARE_PER_STREAM, FTL_DEFAULT_STREAMS));
-  if (c->spare < FTL_MIN_SPARE_BLOCKS (ftl->nstreams)) {
-    snprintf (c->err, c->errlen, "streams=%u needs %u spare erase blocks; "
-              "the image has %u", ftl->nstreams,
-              FTL_MIN_SPARE_BLOCKS (ftl->nstreams), c->spare);
+    : MAX (1, MIN (c->spare / FTL_SPARE_PER_STREAM
+                   / ftl->place.host_groups, FTL_DEFAULT_STREAMS));
+  if (c->spare < alloc_min_spare (ftl)) {
+    if (ftl->place.host_groups > 1)
+      snprintf (c->err, c->errlen, "placement=%s with %u namespaces and "
+                "streams=%u needs %u spare erase blocks (the open blocks of "
+                "each namespace's frontiers); the image has %u",
+                ftl_placement_name (ftl->place.mode), ftl->place.nns,
+                ftl->nstreams, alloc_min_spare (ftl), c->spare);
+    else
+      snprintf (c->err, c->errlen, "streams=%u needs %u spare erase blocks; "
+                "the image has %u", ftl->nstreams, alloc_min_spare (ftl),
+                c->spare);
     return -EINVAL;
   }
   /* The map's cache: a paged map holds as many groups as it allows;
@@ -502,7 +512,7 @@ static int
 step_cache (struct ftl *ftl, struct open_ctx *c)
 {
   uint64_t bytes = c->o->write_cache_bytes;
-  uint32_t min = FTL_MIN_SPARE_BLOCKS (ftl->nstreams);
+  uint32_t min = alloc_min_spare (ftl);
   uint32_t room = c->spare > min ? c->spare - min : 0;
   uint64_t block_bytes = (uint64_t) ftl->ppb * ftl->page_size;
   int r;
@@ -567,7 +577,7 @@ step_policies (struct ftl *ftl, struct open_ctx *c)
    * and gc.c).
    */
   ftl->one_log = o->one_log ||
-    spare < FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams);
+    spare < alloc_separation_spare (ftl);
   /* hot-cold=auto: on until the writes show no hot set. */
   ftl->hot_cold_always = o->hot_cold_always;
   ftl->hot_age = MAX (ftl->logical_pages * HOT_AGE_NUM / HOT_AGE_DEN,

@@ -156,7 +156,7 @@ slc_init (struct ftl *ftl, const struct ftl_slc *o, uint32_t spare,
   }
 
   uint64_t block_bytes = (uint64_t) slc->cap * ftl->page_size;
-  uint32_t min = FTL_MIN_SPARE_BLOCKS (ftl->nstreams)
+  uint32_t min = alloc_min_spare (ftl)
     + cache_spare_blocks (ftl->cache.nslots, ftl->ppb);
   uint32_t limit = slc_static_limit (spare, min, ftl->ppb, slc->cap);
   uint64_t want = DIV_ROUND_UP (static_bytes, block_bytes);

@@ -243,7 +243,8 @@ static int
 program_batch (struct ftl *ftl, struct frontier *f,
                const struct log_page *mv, uint32_t n, const uint8_t *buf)
 {
-  struct frontier *other = f == &ftl->gcf ? &ftl->gcw : &ftl->gcf;
+  struct frontier *other = alloc_gc_frontier (ftl, f->group,
+                                              f->temp == FRONTIER_COLD);
   uint32_t done = 0;
   int r;
 
@@ -293,14 +294,16 @@ program_batch (struct ftl *ftl, struct frontier *f,
  * what the young frontier's open block has left, and it opens no other.
  */
 static uint32_t
-partition_young (struct ftl *ftl, struct log_page *mv, uint32_t n)
+partition_young (struct ftl *ftl, unsigned g, struct log_page *mv,
+                 uint32_t n)
 {
   uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
   struct log_page tmp[GC_BATCH];
   uint32_t young = 0, old = 0;
 
   if (one_log (ftl))
-    return MIN (n, alloc_frontier_room (ftl, &ftl->gcw));
+    return MIN (n, alloc_frontier_room (ftl, alloc_gc_frontier (ftl, g,
+                                                                true)));
   for (uint32_t i = 0; i < n; i++) {
     /* Translation pages are rewritten by every checkpoint that finds
      * their group dirty: hot, kept apart from cold data.
@@ -493,28 +496,75 @@ read_batch (struct ftl *ftl, const struct gc_victim *v,
  * max of them (one batch at most).  Returns 1 when every page of the
  * victim has been looked at, 0 if there are more, or a negative errno.
  */
+/* The placement group of a move: its logical page's for data, the
+ * first group's for trim records and translation pages.
+ */
+static unsigned
+move_group (struct ftl *ftl, const struct log_page *m)
+{
+  return m->kind == FTL_OOB_DATA || m->kind == FTL_OOB_POISON
+    ? place_gc_group (ftl, m->lpn) : 0;
+}
+
+/* With isolated placement, put the moves in runs of one placement
+ * group (stable), each group's pages to its own GC frontiers: cnt[g]
+ * moves of group g, groups in order.  Else one run, of group 0.
+ */
+static unsigned
+partition_groups (struct ftl *ftl, struct log_page *mv, uint32_t n,
+                  uint32_t *cnt)
+{
+  struct log_page tmp[GC_BATCH];
+  uint32_t at = 0;
+
+  memset (cnt, 0, FTL_NS_MAX * sizeof *cnt);
+  if (ftl->place.gc_groups <= 1) {
+    cnt[0] = n;
+    return 1;
+  }
+  for (unsigned g = 0; g < ftl->place.gc_groups; g++)
+    for (uint32_t i = 0; i < n; i++)
+      if (move_group (ftl, &mv[i]) == g) {
+        tmp[at++] = mv[i];
+        cnt[g]++;
+      }
+  assert (at == n);
+  memcpy (mv, tmp, n * sizeof *tmp);
+  return ftl->place.gc_groups;
+}
+
 static int
 victim_step (struct ftl *ftl, struct gc_victim *v, uint32_t max)
 {
   struct log_page mv[GC_BATCH];
-  int n, r;
+  uint32_t cnt[FTL_NS_MAX], young[FTL_NS_MAX], at = 0;
+  unsigned groups;
+  int n, r = 0;
 
   n = choose_moves (ftl, v, mv, MIN (max, ftl->gc.buf_pages));
   if (n < 0)
     return n;
-  if (n > 0) {
-    uint32_t young = partition_young (ftl, mv, n);
-    /* Pages of an SLC victim are folded (slc.c). */
-    ftl->gc.from_slc = media_block_slc (&ftl->media, v->block);
-    r = read_batch (ftl, v, mv, n);
-    if (r == 0 && young > 0)
-      r = program_batch (ftl, &ftl->gcw, mv, young, ftl->gc.buf);
-    if (r == 0 && young < (uint32_t) n)
-      r = program_batch (ftl, &ftl->gcf, mv + young, n - young,
-                         ftl->gc.buf + ((size_t) young << ftl->page_shift));
-    if (r < 0)
-      return r;
+  if (n == 0)
+    return v->next >= v->wp;
+  groups = partition_groups (ftl, mv, n, cnt);
+  for (unsigned g = 0; g < groups; at += cnt[g++])
+    young[g] = cnt[g] ? partition_young (ftl, g, mv + at, cnt[g]) : 0;
+  /* Pages of an SLC victim are folded (slc.c). */
+  ftl->gc.from_slc = media_block_slc (&ftl->media, v->block);
+  r = read_batch (ftl, v, mv, n);
+  at = 0;
+  for (unsigned g = 0; g < groups && r == 0; at += cnt[g++]) {
+    const uint8_t *buf = ftl->gc.buf + ((size_t) at << ftl->page_shift);
+    if (young[g] > 0)
+      r = program_batch (ftl, alloc_gc_frontier (ftl, g, true), mv + at,
+                         young[g], buf);
+    if (r == 0 && young[g] < cnt[g])
+      r = program_batch (ftl, alloc_gc_frontier (ftl, g, false),
+                         mv + at + young[g], cnt[g] - young[g],
+                         buf + ((size_t) young[g] << ftl->page_shift));
   }
+  if (r < 0)
+    return r;
   return v->next >= v->wp;
 }
 

@@ -164,7 +164,7 @@ static uint64_t
 blocks_needed (struct ftl *ftl)
 {
   return DIV_ROUND_UP (ftl->logical_pages, ftl->ppb)
-    + FTL_MIN_SPARE_BLOCKS (ftl->nstreams)
+    + alloc_min_spare (ftl)
     + cache_spare_blocks (ftl->cache.nslots, ftl->ppb);
 }
 
@@ -194,7 +194,7 @@ wl_check_end_of_life (struct ftl *ftl)
   if (wl_worn_out (ftl))
     return;
   if (!one_log_for_good (ftl) &&
-      usable < data_blocks + FTL_SEPARATION_SPARE_BLOCKS (ftl->nstreams)) {
+      usable < data_blocks + alloc_separation_spare (ftl)) {
     /* Too few blocks left to keep hot and cold data apart: the hot
      * frontiers and the young GC one fill their open blocks and open
      * no more (alloc_host_frontier, partition_young in gc.c).
@@ -207,7 +207,7 @@ wl_check_end_of_life (struct ftl *ftl)
   /* The write cache's pages were acknowledged: the blocks to destage
    * them stay usable (cache_spare_blocks).
    */
-  if (usable < data_blocks + FTL_MIN_SPARE_BLOCKS (ftl->nstreams) +
+  if (usable < data_blocks + alloc_min_spare (ftl) +
       cache_spare_blocks (ftl->cache.nslots, ftl->ppb)) {
     __atomic_store_n (&ftl->wl.worn_out, true, __ATOMIC_RELEASE);
     log_msg (ftl, FTL_LOG_ERROR, "the disk is worn out: %u of %u erase "

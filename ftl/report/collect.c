@@ -183,3 +183,47 @@ ftl_get_erase_histogram (struct ftl *ftl, uint64_t *counts, unsigned n,
   *width = w;
   return used;
 }
+
+/* A namespace's mapped pages: counted in its range of the map (which
+ * skips the groups that never held a mapping).
+ */
+static uint64_t
+ns_mapped (struct ftl *ftl, uint64_t first, uint64_t n)
+{
+  uint64_t count = 0;
+
+  if (ftl->nns <= 1)
+    return __atomic_load_n (&ftl->mapped, __ATOMIC_RELAXED);
+  if (ftl->pm.on)
+    return UINT64_MAX;
+  for (uint64_t l = map_next (ftl, first); l < first + n;
+       l = map_next (ftl, l + 1)) {
+    uint32_t ppn = l2p_load (ftl, l);
+    count += ppn != FTL_UNMAPPED;
+  }
+  return count;
+}
+
+void
+ftl_ns_get_stats (struct ftl_ns *ns, struct ftl_ns_stats *out)
+{
+  struct ftl *ftl = ns->ftl;
+  unsigned i = ns - ftl->ns;
+  uint64_t v[NS__MAX];
+
+  for (unsigned c = 0; c < NS__MAX; c++)
+    v[c] = ftl_shard_sum (&ftl->ns_ctr[0].v[i][c], sizeof ftl->ns_ctr[0]);
+  memset (out, 0, sizeof *out);
+  out->host_write_bytes = v[NS_HOST_WRITE_BYTES];
+  out->host_read_bytes = v[NS_HOST_READ_BYTES];
+  out->host_trim_bytes = v[NS_HOST_TRIM_BYTES];
+  out->host_write_commands = v[NS_HOST_WRITE_CMDS];
+  out->host_read_commands = v[NS_HOST_READ_CMDS];
+  out->host_trim_commands = v[NS_HOST_TRIM_CMDS];
+  out->media_write_bytes = v[NS_MEDIA_PAGES] * ftl->page_size;
+  out->gc_write_bytes = v[NS_GC_PAGES] * ftl->page_size;
+  out->waf = out->host_write_bytes
+    ? (double) out->media_write_bytes / out->host_write_bytes : 0.0;
+  out->mapped_pages = ns_mapped (ftl, ns->base >> ftl->page_shift,
+                                 ns->bytes >> ftl->page_shift);
+}

@@ -13,15 +13,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ftl.h"
 #include "metrics.h"
+#include "report/prom.h"
 
 #define MAX_PATH  512
 
@@ -150,6 +148,13 @@ void
 ftl_stats_begin_array (struct ftl_stat_set *set, const char *key)
 {
   begin (set, key, FTL_STAT_ARRAY, NULL);
+}
+
+void
+ftl_stats_begin_described_array (struct ftl_stat_set *set, const char *key,
+                                 const struct ftl_metric *m)
+{
+  begin (set, key, FTL_STAT_ARRAY, m);
 }
 
 void
@@ -300,44 +305,11 @@ ftl_stats_num (const struct ftl_stat_set *set, const char *path, double dflt)
   return v->num;
 }
 
-/* The END entry of the object or array at i (i itself for anything
- * else; the last entry if the set is not whole).
- */
-static size_t
-end_of (const struct ftl_stat_set *set, size_t i)
-{
-  unsigned depth = 0;
-
-  for (size_t j = i; j < set->n; j++) {
-    enum ftl_stat_kind k = set->v[j].kind;
-
-    if (k == FTL_STAT_OBJECT || k == FTL_STAT_ARRAY)
-      depth++;
-    else if (k == FTL_STAT_END)
-      depth--;
-    if (depth == 0)
-      return j;
-  }
-  return set->n - 1;
-}
-
-/* The member key of the object at obj, or NULL. */
-static const struct ftl_stat *
-member (const struct ftl_stat_set *set, size_t obj, const char *key)
-{
-  size_t end = end_of (set, obj);
-
-  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1)
-    if (set->v[j].key && strcmp (set->v[j].key, key) == 0)
-      return &set->v[j];
-  return NULL;
-}
-
 static double
 member_num (const struct ftl_stat_set *set, size_t obj, const char *key,
             double dflt)
 {
-  const struct ftl_stat *v = member (set, obj, key);
+  const struct ftl_stat *v = prom_member (set, obj, key);
 
   if (v == NULL || (v->kind != FTL_STAT_NUMBER && v->kind != FTL_STAT_BOOL))
     return dflt;
@@ -563,32 +535,6 @@ metric_name (const struct ftl_stat *v, char *out, size_t n)
     path_name (v->path, out, n);
 }
 
-/* A label value, escaped as the text format wants. */
-static void
-label_value (FILE *fp, const char *s)
-{
-  fputc ('"', fp);
-  for (; *s; s++) {
-    if (*s == '\\' || *s == '"')
-      fprintf (fp, "\\%c", *s);
-    else if (*s == '\n')
-      fputs ("\\n", fp);
-    else
-      fputc (*s, fp);
-  }
-  fputc ('"', fp);
-}
-
-/* A sample value: integers exactly, the rest with enough digits. */
-static void
-value (FILE *fp, double v)
-{
-  if (v == floor (v) && fabs (v) < 1e15)
-    fprintf (fp, "%.0f\n", v);
-  else
-    fprintf (fp, "%.9g\n", v);
-}
-
 /* Which entries belong to a family of their own (a summary or a
  * histogram object, with everything in it).  Returns a new array of
  * set->n flags, or NULL.
@@ -603,11 +549,12 @@ family_members (const struct ftl_stat_set *set)
   for (size_t i = 0; i < set->n; i++) {
     const struct ftl_stat *v = &set->v[i];
 
-    if (v->kind == FTL_STAT_OBJECT &&
+    if ((v->kind == FTL_STAT_OBJECT || v->kind == FTL_STAT_ARRAY) &&
         (v->metric.type == FTL_METRIC_SUMMARY ||
          v->metric.type == FTL_METRIC_HISTOGRAM ||
-         v->metric.type == FTL_METRIC_DURATION)) {
-      size_t end = end_of (set, i);
+         v->metric.type == FTL_METRIC_DURATION ||
+         v->metric.type == FTL_METRIC_NAMESPACES)) {
+      size_t end = prom_end_of (set, i);
 
       for (size_t j = i; j <= end; j++)
         special[j] = true;
@@ -629,26 +576,26 @@ render_summary (const struct ftl_stat_set *set, size_t obj, FILE *fp)
   };
   const struct ftl_metric *m = &set->v[obj].metric;
   const struct ftl_metric *max = NULL;
-  size_t end = end_of (set, obj);
+  size_t end = prom_end_of (set, obj);
 
   fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
            "# TYPE nbdkit_ftl_%s summary\n", m->name, m->help, m->name);
-  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1) {
+  for (size_t j = obj + 1; j < end; j = prom_end_of (set, j) + 1) {
     const struct ftl_stat *op = &set->v[j], *mx;
 
-    if (op->kind != FTL_STAT_OBJECT || !member (set, j, "count"))
+    if (op->kind != FTL_STAT_OBJECT || !prom_member (set, j, "count"))
       continue;
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
       fprintf (fp, "nbdkit_ftl_%s{op=", m->name);
-      label_value (fp, op->key);
+      prom_label_value (fp, op->key);
       fprintf (fp, ",quantile=\"%s\"} ", qs[i].q);
-      value (fp, member_num (set, j, qs[i].key, 0) * m->scale);
+      prom_value (fp, member_num (set, j, qs[i].key, 0) * m->scale);
     }
     fprintf (fp, "nbdkit_ftl_%s_count{op=", m->name);
-    label_value (fp, op->key);
+    prom_label_value (fp, op->key);
     fputs ("} ", fp);
-    value (fp, member_num (set, j, "count", 0));
-    mx = member (set, j, "max");
+    prom_value (fp, member_num (set, j, "count", 0));
+    mx = prom_member (set, j, "max");
     if (max == NULL && mx && described (mx))
       max = &mx->metric;
   }
@@ -656,15 +603,15 @@ render_summary (const struct ftl_stat_set *set, size_t obj, FILE *fp)
     return;
   fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
            "# TYPE nbdkit_ftl_%s gauge\n", max->name, max->help, max->name);
-  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1) {
+  for (size_t j = obj + 1; j < end; j = prom_end_of (set, j) + 1) {
     const struct ftl_stat *op = &set->v[j], *mx;
 
-    if (op->kind != FTL_STAT_OBJECT || !(mx = member (set, j, "max")))
+    if (op->kind != FTL_STAT_OBJECT || !(mx = prom_member (set, j, "max")))
       continue;
     fprintf (fp, "nbdkit_ftl_%s{op=", max->name);
-    label_value (fp, op->key);
+    prom_label_value (fp, op->key);
     fputs ("} ", fp);
-    value (fp, mx->num * max->scale);
+    prom_value (fp, mx->num * max->scale);
   }
 }
 
@@ -683,9 +630,9 @@ render_histogram (const struct ftl_stat_set *set, size_t obj, FILE *fp)
 
   fprintf (fp, "# HELP nbdkit_ftl_%s %s\n"
            "# TYPE nbdkit_ftl_%s histogram\n", m->name, m->help, m->name);
-  counts = member (set, obj, "counts");
+  counts = prom_member (set, obj, "counts");
   if (counts && counts->kind == FTL_STAT_ARRAY) {
-    size_t c = counts - set->v, end = end_of (set, c), i = 0;
+    size_t c = counts - set->v, end = prom_end_of (set, c), i = 0;
 
     for (size_t j = c + 1; j < end; j++) {
       if (set->v[j].kind != FTL_STAT_NUMBER)
@@ -693,19 +640,19 @@ render_histogram (const struct ftl_stat_set *set, size_t obj, FILE *fp)
       total += set->v[j].num;
       fprintf (fp, "nbdkit_ftl_%s_bucket{le=\"%.0f\"} ", m->name,
                first + (i + 1) * width - 1);
-      value (fp, total);
+      prom_value (fp, total);
       i++;
     }
   }
   fprintf (fp, "nbdkit_ftl_%s_bucket{le=\"+Inf\"} ", m->name);
-  value (fp, total);
+  prom_value (fp, total);
   /* The sum: the mean erase count beside the histogram. */
   snprintf (mean, sizeof mean, "%.*serase_mean",
             h->key ? (int) (h->key - h->path) : 0, h->path);
   fprintf (fp, "nbdkit_ftl_%s_sum ", m->name);
-  value (fp, round (ftl_stats_num (set, mean, 0) * total));
+  prom_value (fp, round (ftl_stats_num (set, mean, 0) * total));
   fprintf (fp, "nbdkit_ftl_%s_count ", m->name);
-  value (fp, total);
+  prom_value (fp, total);
 }
 
 /* The labels of a duration series: none, op, or op and stage; then
@@ -719,12 +666,12 @@ duration_labels (FILE *fp, const char *op, const char *stage,
 
   if (op) {
     fputs ("{op=", fp);
-    label_value (fp, op);
+    prom_label_value (fp, op);
     any = true;
   }
   if (stage) {
     fputs (",stage=", fp);
-    label_value (fp, stage);
+    prom_label_value (fp, stage);
   }
   if (le)
     fprintf (fp, "%sle=\"%s\"", any ? "," : "{", le);
@@ -745,7 +692,7 @@ duration_series (const struct ftl_stat_set *set, const char *name,
                  const char *op, const char *stage, double count,
                  double zeros, size_t b, double sum_us, FILE *fp)
 {
-  size_t end = end_of (set, b), j = b + 1;
+  size_t end = prom_end_of (set, b), j = b + 1;
   double cum = zeros;
 
   for (unsigned i = 0; i < FTL_LAT_BUCKETS; i++) {
@@ -755,17 +702,17 @@ duration_series (const struct ftl_stat_set *set, const char *name,
     snprintf (le, sizeof le, "%.9g", ldexp (1e-6, i));
     fprintf (fp, "nbdkit_ftl_%s_bucket", name);
     duration_labels (fp, op, stage, le);
-    value (fp, cum < count ? cum : count);
+    prom_value (fp, cum < count ? cum : count);
   }
   fprintf (fp, "nbdkit_ftl_%s_bucket", name);
   duration_labels (fp, op, stage, "+Inf");
-  value (fp, count);
+  prom_value (fp, count);
   fprintf (fp, "nbdkit_ftl_%s_sum", name);
   duration_labels (fp, op, stage, NULL);
-  value (fp, sum_us * 1e-6);
+  prom_value (fp, sum_us * 1e-6);
   fprintf (fp, "nbdkit_ftl_%s_count", name);
   duration_labels (fp, op, stage, NULL);
-  value (fp, count);
+  prom_value (fp, count);
 }
 
 /* A histogram of durations (FTL_METRIC_DURATION at obj). */
@@ -773,7 +720,7 @@ static void
 render_duration (const struct ftl_stat_set *set, size_t obj, FILE *fp)
 {
   const struct ftl_metric *m = &set->v[obj].metric;
-  const struct ftl_stat *b = member (set, obj, "buckets");
+  const struct ftl_stat *b = prom_member (set, obj, "buckets");
 
   if (b == NULL || b->kind != FTL_STAT_ARRAY)
     return;
@@ -794,30 +741,30 @@ render_durations (const struct ftl_stat_set *set, size_t obj, FILE *fp)
 {
   static const char total[] = "request_duration_seconds";
   static const char stages[] = "request_stage_duration_seconds";
-  size_t end = end_of (set, obj);
+  size_t end = prom_end_of (set, obj);
   const struct ftl_stat *b;
 
   fprintf (fp, "# HELP nbdkit_ftl_%s Request latency.\n"
            "# TYPE nbdkit_ftl_%s histogram\n", total, total);
-  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1)
+  for (size_t j = obj + 1; j < end; j = prom_end_of (set, j) + 1)
     if (set->v[j].kind == FTL_STAT_OBJECT &&
-        (b = member (set, j, "buckets")) && b->kind == FTL_STAT_ARRAY)
+        (b = prom_member (set, j, "buckets")) && b->kind == FTL_STAT_ARRAY)
       duration_series (set, total, set->v[j].key, NULL,
                        member_num (set, j, "count", 0), 0, b - set->v,
                        member_num (set, j, "sum", 0), fp);
   fprintf (fp, "# HELP nbdkit_ftl_%s Request latency by stage (queue, "
            "cache, gc, media, sync, other; they add up to the total).\n"
            "# TYPE nbdkit_ftl_%s histogram\n", stages, stages);
-  for (size_t j = obj + 1; j < end; j = end_of (set, j) + 1) {
+  for (size_t j = obj + 1; j < end; j = prom_end_of (set, j) + 1) {
     double count = member_num (set, j, "count", 0);
-    size_t oend = end_of (set, j);
+    size_t oend = prom_end_of (set, j);
 
     if (set->v[j].kind != FTL_STAT_OBJECT)
       continue;
-    for (size_t k = j + 1; k < oend; k = end_of (set, k) + 1) {
+    for (size_t k = j + 1; k < oend; k = prom_end_of (set, k) + 1) {
       double n;
       if (set->v[k].kind != FTL_STAT_OBJECT ||
-          !(b = member (set, k, "buckets")) || b->kind != FTL_STAT_ARRAY)
+          !(b = prom_member (set, k, "buckets")) || b->kind != FTL_STAT_ARRAY)
         continue;
       n = member_num (set, k, "count", 0);
       duration_series (set, stages, set->v[j].key, set->v[k].key, count,
@@ -900,7 +847,7 @@ render_info (const struct ftl_stat_set *set, const bool *special, FILE *fp)
 
       path_name (d ? d + 1 : u->path, key, sizeof key);
       fprintf (fp, "%s%s=", end == g ? "" : ",", key);
-      label_value (fp, u->str);
+      prom_label_value (fp, u->str);
     }
     fputs ("} 1\n", fp);
     g = end;
@@ -923,6 +870,8 @@ render_families (const struct ftl_stat_set *set, FILE *fp)
     if (set->v[i].kind == FTL_STAT_OBJECT &&
         set->v[i].metric.type == FTL_METRIC_DURATION)
       render_duration (set, i, fp);
+    else if (set->v[i].metric.type == FTL_METRIC_NAMESPACES)
+      prom_namespaces (set, i, fp);
   for (size_t i = 0; i < set->n; i++)
     if (set->v[i].kind == FTL_STAT_OBJECT &&
         set->v[i].metric.type == FTL_METRIC_SUMMARY) {
@@ -981,7 +930,7 @@ ftl_render_prometheus (const struct ftl_stat_set *set, FILE *fp)
     fprintf (fp, "# TYPE nbdkit_ftl_%s %s\n", name,
              d && v->metric.type == FTL_METRIC_COUNTER ? "counter" : "gauge");
     fprintf (fp, "nbdkit_ftl_%s ", name);
-    value (fp, v->num * (d ? v->metric.scale : 1));
+    prom_value (fp, v->num * (d ? v->metric.scale : 1));
   }
   if ((r = render_info (set, special, fp)) < 0)
     goto out;

@@ -376,6 +376,91 @@ render_wl_slc (struct ftl_stat_set *s, const struct stats_view *v)
   end (s);
 }
 
+/* NVMe FDP's statistics log page (its names): the device's totals. */
+static void
+render_fdp (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  const struct ftl_stats *st = &v->st;
+  uint64_t hbmw = ctr_get (v->ftl, FTL_CTR_HOST_WRITE_BYTES);
+  uint64_t mbmw = st->media_program_pages * v->g.page_size;
+
+  begin (s, "fdp");
+  u64 (s, "host_bytes_with_metadata_written", hbmw,
+       COUNTER ("fdp_host_bytes_with_metadata_written_total",
+                "Bytes written by the host (NVMe FDP HBMW)."));
+  u64 (s, "media_bytes_written", mbmw,
+       COUNTER ("fdp_media_bytes_written_total",
+                "Bytes programmed on the media, garbage collection and "
+                "metadata included (NVMe FDP MBMW)."));
+  u64 (s, "media_bytes_erased", st->media_erases
+       * (uint64_t) v->g.pages_per_block * v->g.page_size,
+       COUNTER ("fdp_media_bytes_erased_total",
+                "Bytes of the erase blocks erased (NVMe FDP MBE)."));
+  fixed (s, "waf", hbmw ? (double) mbmw / hbmw : 0.0,
+         GAUGE ("fdp_write_amplification_ratio",
+                "Media bytes written / host bytes written (MBMW / HBMW)."));
+  end (s);
+}
+
+/* Each namespace's counters (ftl_ns_get_stats), since the open. */
+static void
+render_namespaces (struct ftl_stat_set *s, const struct stats_view *v)
+{
+  struct ftl_ns *ns;
+
+  string (s, "placement", ftl_placement_name (v->ftl->place.mode));
+  ftl_stats_begin_described_array (s, "namespaces",
+                                   &(const struct ftl_metric) {
+      "namespace", FTL_METRIC_NAMESPACES, 1, "Namespaces." });
+  for (unsigned i = 0; (ns = ftl_ns_at (v->ftl, i)) != NULL; i++) {
+    struct ftl_ns_stats n;
+    struct ftl_ns_info in;
+
+    ftl_ns_get_info (ns, &in);
+    ftl_ns_get_stats (ns, &n);
+    begin (s, NULL);
+    string (s, "name", in.name);
+    u64 (s, "bytes", in.bytes,
+         GAUGE ("namespace_size_bytes", "Size of the namespace."));
+    u64 (s, "host_write_bytes", n.host_write_bytes,
+         COUNTER ("namespace_host_write_bytes_total",
+                  "Bytes written by the host to the namespace."));
+    u64 (s, "host_read_bytes", n.host_read_bytes,
+         COUNTER ("namespace_host_read_bytes_total",
+                  "Bytes read by the host from the namespace."));
+    u64 (s, "host_trim_bytes", n.host_trim_bytes,
+         COUNTER ("namespace_host_trim_bytes_total",
+                  "Bytes trimmed or zeroed by the host in the namespace."));
+    u64 (s, "host_write_commands", n.host_write_commands,
+         COUNTER ("namespace_host_write_commands_total", "Writes."));
+    u64 (s, "host_read_commands", n.host_read_commands,
+         COUNTER ("namespace_host_read_commands_total", "Reads."));
+    u64 (s, "host_trim_commands", n.host_trim_commands,
+         COUNTER ("namespace_host_trim_commands_total",
+                  "Trims and write zeroes."));
+    if (n.mapped_pages == UINT64_MAX)
+      ftl_stats_add_null (s, "mapped_pages");
+    else
+      u64 (s, "mapped_pages", n.mapped_pages,
+           GAUGE ("namespace_mapped_pages",
+                  "Logical pages of the namespace holding data."));
+    u64 (s, "media_write_bytes", n.media_write_bytes,
+         COUNTER ("namespace_media_write_bytes_total",
+                  "Bytes programmed for the namespace's data, garbage "
+                  "collection's copies included."));
+    u64 (s, "gc_write_bytes", n.gc_write_bytes,
+         COUNTER ("namespace_gc_write_bytes_total",
+                  "Bytes of the namespace's data copied by garbage "
+                  "collection and wear leveling."));
+    fixed (s, "waf", n.waf,
+           GAUGE ("namespace_write_amplification_ratio",
+                  "Media bytes written for the namespace / its host "
+                  "bytes written."));
+    end (s);
+  }
+  end (s);
+}
+
 static void
 render_counters (struct ftl_stat_set *s, const struct stats_view *v)
 {
@@ -397,6 +482,8 @@ render_counters (struct ftl_stat_set *s, const struct stats_view *v)
          GAUGE ("write_amplification_data_ratio",
                 "Write amplification without the map's translation pages."));
   render_health (s, &st->health);
+  render_fdp (s, v);
+  render_namespaces (s, v);
 }
 
 static void
