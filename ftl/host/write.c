@@ -259,7 +259,7 @@ write_split (struct ftl *ftl, const uint8_t *buf, uint64_t count,
 {
   const struct place *p = &ftl->place;
 
-  while (p->host_groups > 1 && count > 0) {
+  while (count > 0) {
     uint64_t lpn = offset >> ftl->page_shift, next = UINT64_MAX;
     for (unsigned i = 0; i < p->nns; i++)
       if (p->first[i] > lpn && p->first[i] < next)
@@ -282,7 +282,9 @@ int
 write_through (struct ftl *ftl, const uint8_t *buf, uint64_t count,
                uint64_t offset)
 {
-  return write_split (ftl, buf, count, offset, false);
+  if (__builtin_expect (ftl->place.host_groups > 1, 0))
+    return write_split (ftl, buf, count, offset, false);
+  return write_range (ftl, buf, count, offset, false);
 }
 
 int
@@ -291,7 +293,9 @@ write_bypass (struct ftl *ftl, const uint8_t *buf, uint64_t count,
 {
   assert (buf && (offset & (ftl->page_size - 1)) == 0 &&
           (count & (ftl->page_size - 1)) == 0);
-  return write_split (ftl, buf, count, offset, true);
+  if (__builtin_expect (ftl->place.host_groups > 1, 0))
+    return write_split (ftl, buf, count, offset, true);
+  return write_range (ftl, buf, count, offset, true);
 }
 
 int

@@ -561,15 +561,16 @@ frontier_advance (struct ftl *ftl, struct frontier *f, uint32_t n)
 
 /* Count the data pages of a program for their namespaces (state.h):
  * all of them, and the copies (GC, wear leveling) among them.  With
- * one namespace, once for the program.
+ * one namespace, once for the program, and not the copies: its
+ * copies are the device's (ftl_ns_get_stats).
  */
 static void
 place_count (struct ftl *ftl, const struct log_page *pages, uint32_t n,
-             uint32_t data, uint32_t copies)
+             uint32_t data)
 {
   uint64_t (*v)[NS__MAX] = ftl->ns_ctr[ftl_shard ()].v;
 
-  if (ftl->place.nns > 1) {
+  if (__builtin_expect (ftl->place.nns > 1, 0)) {
     for (uint32_t i = 0; i < n; i++) {
       const struct log_page *lp = &pages[i];
       if (lp->kind != FTL_OOB_DATA && lp->kind != FTL_OOB_POISON)
@@ -581,10 +582,7 @@ place_count (struct ftl *ftl, const struct log_page *pages, uint32_t n,
     }
     return;
   }
-  if (data)
-    __atomic_fetch_add (&v[0][NS_MEDIA_PAGES], data, __ATOMIC_RELAXED);
-  if (copies)
-    __atomic_fetch_add (&v[0][NS_GC_PAGES], copies, __ATOMIC_RELAXED);
+  __atomic_fetch_add (&v[0][NS_MEDIA_PAGES], data, __ATOMIC_RELAXED);
 }
 
 int
@@ -597,7 +595,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
   uint32_t blk = f->block, page = f->wp, ec;
   bool slc;
   uint64_t seq_sum = 0;
-  uint32_t nseq = 0, copies = 0;
+  uint32_t nseq = 0;
   int r;
 
   assert (n > 0 && n <= ALLOC_PROGRAM_MAX);
@@ -631,7 +629,6 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
       o.lpn = lp->lpn;
       seq_sum += lp->seq;
       nseq++;
-      copies += lp->from != FTL_UNMAPPED;
     }
     /* A copy's checksum under LPN seeds is the one it was verified
      * against (gc.c); else the page is hashed here.
@@ -665,7 +662,7 @@ alloc_programv (struct ftl *ftl, struct frontier *f,
     return r;
   }
 
-  place_count (ftl, pages, n, nseq, copies);
+  place_count (ftl, pages, n, nseq);
   /* The map changes before the block can close (frontier_advance). */
   for (uint32_t i = 0; i < n; i++) {
     const struct log_page *lp = &pages[i];

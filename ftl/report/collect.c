@@ -221,7 +221,10 @@ ftl_ns_get_stats (struct ftl_ns *ns, struct ftl_ns_stats *out)
   out->host_read_commands = v[NS_HOST_READ_CMDS];
   out->host_trim_commands = v[NS_HOST_TRIM_CMDS];
   out->media_write_bytes = v[NS_MEDIA_PAGES] * ftl->page_size;
-  out->gc_write_bytes = v[NS_GC_PAGES] * ftl->page_size;
+  /* One namespace: every copy is of its pages (alloc.c counts none). */
+  out->gc_write_bytes = ftl->nns > 1 ? v[NS_GC_PAGES] * ftl->page_size
+    : (ctr_get (ftl, FTL_CTR_GC_COPIED) + ctr_get (ftl, FTL_CTR_WL_MOVED))
+      * ftl->page_size;
   out->waf = out->host_write_bytes
     ? (double) out->media_write_bytes / out->host_write_bytes : 0.0;
   out->mapped_pages = ns_mapped (ftl, ns->base >> ftl->page_shift,
