@@ -79,11 +79,20 @@
  *   - A checkpoint takes a sequence number of its own, the version of the
  *     translation pages it writes (pmap.c): no two checkpoints write
  *     pages of one group at one version.
- *   - GC leaves FTL_SPOR_RESERVE_BLOCKS free (log/state.h), so that an
- *     open after a crash, which closes every open block, finds a block
- *     for GC's copies; an open that finds no more than that gives GC
- *     the room left in blocks closed early, which recovery scans from
- *     their write pointer (alloc_reopen_for_gc).
+ *   - The free pool's account (log/state.h): every free block is taken
+ *     through alloc_frontier_open, which names its taker and refuses
+ *     to go below the taker's floor.  Host frontiers, trim records and
+ *     translation pages leave FTL_RESERVE_BLOCKS free: one for GC's
+ *     copies, paid back by its victim's erase, and the crash reserve.
+ *     GC leaves FTL_SPOR_RESERVE_BLOCKS free, so that an open after a
+ *     crash, which closes every open block, finds a block for GC's
+ *     copies; an open that finds no more than that lets GC take it
+ *     (spor_short) and gives GC the room left in blocks closed early,
+ *     which recovery scans from their write pointer
+ *     (alloc_reopen_for_gc).  GC starts no victim whose copies do not
+ *     fit in what it may take (gc_victim_fits in erase.c).
+ *     Self-check builds assert the account after every take and
+ *     every erase.
  *   - sync=false (media.nosync): a "sync" above only reaches the host's
  *     page cache, so each of these holds against the death of the
  *     process, not a crash of the host.  For that the session pins the
@@ -233,8 +242,9 @@ struct ftl {
                                  * may take it (alloc.c; alloc_lock) */
   uint64_t *close_seq;          /* per block: next_seq when it filled up
                                  * (under alloc_lock) */
-  uint32_t *trim_pages;         /* atomic: trim pages per block since the
-                                 * last checkpoint (GC victim cost) */
+  uint32_t *trim_pages;         /* atomic: trim pages per block since its
+                                 * erase (0 after a restart until GC reads
+                                 * its OOB entries): GC victim cost */
   uint64_t *trim_seq_end;       /* per block: 1 + the highest sequence
                                  * number of its trim pages (0: none,
                                  * UINT64_MAX: unknown, after a restart);

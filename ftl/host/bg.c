@@ -99,7 +99,7 @@ drain_step (struct ftl *ftl)
   r = gc_erase_drained (ftl, BG_ERASES, ftl->gc.drain_target, &waiting);
   if (r == 0 && waiting) {
     work = BG_BARRIER;
-    r = gc_barrier (ftl);
+    r = gc_barrier (ftl, false);
     if (r == 0)
       r = 1;
   }

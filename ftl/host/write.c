@@ -82,7 +82,7 @@ host_frontier_ready (struct ftl *ftl, struct frontier **fp, uint64_t mask,
       continue;
     }
     if (collected || alloc_nfree (ftl) > ftl->gc.low) {
-      r = alloc_frontier_open (ftl, f, FTL_RESERVE_BLOCKS);
+      r = alloc_frontier_open (ftl, f, ALLOC_HOST);
       if (r == 0) {
         /* The background erases ahead of need up to its drain target,
          * a batch at a time.
@@ -386,7 +386,7 @@ unmap_range (struct ftl *ftl, uint64_t lpn, uint64_t n)
     any = l2p_load (ftl, l) != FTL_UNMAPPED;
   /* Logged before unmapping: see ftl-internal.h. */
   if (any)
-    r = trimlog_append (ftl, lpn, n, FTL_META_KEEP_BLOCKS);
+    r = trimlog_append (ftl, lpn, n);
   if (r == 0) {
     if (any)
       for (uint64_t l = lpn; l < lpn + n; l++)
@@ -438,7 +438,20 @@ write_barrier (struct ftl *ftl)
 {
   int r;
 
-  r = trimlog_barrier (ftl);
+  /* Buffered trim records find no room only after a failed program
+   * (trimlog.c), when no block was free above the reserve: collect,
+   * then try again.
+   */
+  for (bool urgent = false; ; urgent = true) {
+    r = trimlog_barrier (ftl, NULL);
+    if (r != -ENOSPC || urgent)
+      break;
+    dl_hold ();
+    r = gc_make_room (ftl, true);
+    dl_release ();
+    if (r < 0)
+      break;
+  }
   /* The barrier covers the victims that wait for their erase: erase
    * them now, with no sync of their own, unless garbage collection is
    * busy (it erases them itself before it syncs or collects again).

@@ -6,12 +6,13 @@
  * leveling): a frontier of long-lived data takes the most worn one, so
  * that the data rests there, and the others the least worn one, so that
  * the rewrites wear it (see frontier_long_lived).  The caller says how
- * many free blocks must remain
- * (host writes leave FTL_RESERVE_BLOCKS, trim records written for
- * clients FTL_META_KEEP_BLOCKS, GC the crash reserve
- * FTL_SPOR_RESERVE_BLOCKS, see state.h); this module never collects
+ * who it is (enum alloc_taker), and the free pool's account (state.h:
+ * the reserves, who may dip into each and what pays each back) says
+ * how many free blocks must remain: alloc_frontier_open is the one
+ * place where a free block is taken.  This module never collects
  * garbage itself: when it refuses a block, the caller runs GC (gc.c)
- * without holding its stripe and frontier locks, and asks again.
+ * without holding its stripe and frontier locks, and asks again, or
+ * fails.
  *
  * alloc_program is the one place where pages are programmed at a
  * frontier, for host writes, relocations and trim records alike: it
@@ -373,11 +374,6 @@ frontier_long_lived (struct ftl *ftl, const struct frontier *f)
   return f->kind == FRONTIER_HOST && !ftl->slc.enabled;
 }
 
-/* Take a free block, leaving at least keep free (under alloc_lock): the
- * one with the lowest erase count, or for a frontier of long-lived
- * data (most_worn) the one with the highest, so that long-lived data
- * rests on worn blocks and the little-worn ones take the rewrites.
- */
 /* The free pool by erase count.  Choosing the least or most worn free
  * block scanned the whole block table under alloc_lock at every block
  * opened: 8.6 million entries on an 8 TiB disk, 13% of the server's
@@ -444,21 +440,56 @@ free_ec_wanted (const struct ftl *ftl, bool most_worn)
   return UINT32_MAX;
 }
 
+uint32_t
+alloc_floor (struct ftl *ftl, enum alloc_taker who)
+{
+  switch (who) {
+  case ALLOC_HOST:
+  case ALLOC_TRIM:
+  case ALLOC_MAP:
+    return FTL_RESERVE_BLOCKS;
+  case ALLOC_GC:
+    /* The crash reserve too, after an open that found the pool down
+     * to it (spor_short), until the pool is above it again.
+     */
+    return __atomic_load_n (&ftl->spor_short, __ATOMIC_RELAXED)
+      ? 0 : FTL_SPOR_RESERVE_BLOCKS;
+  }
+  abort ();
+}
+
+void
+alloc_pool_assert (struct ftl *ftl)
+{
+#ifdef FTL_SELF_CHECK
+  uint64_t sum = 0;
+
+  if (ftl->free_ec) {
+    for (uint32_t e = 0; e < ftl->free_ec_n; e++)
+      sum += ftl->free_ec[e];
+    assert (sum == ftl->nfree);
+  }
+  assert (ftl->nfree >= FTL_SPOR_RESERVE_BLOCKS || ftl->spor_short ||
+          __atomic_load_n (&ftl->wl.worn_out, __ATOMIC_RELAXED));
+#else
+  (void) ftl;
+#endif
+}
+
+/* Take a free block for who, leaving at least its floor free (under
+ * alloc_lock): the one with the lowest erase count, or for a frontier
+ * of long-lived data (most_worn) the one with the highest, so that
+ * long-lived data rests on worn blocks and the little-worn ones take
+ * the rewrites.
+ */
 static uint32_t
-take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
+take_free_block (struct ftl *ftl, enum alloc_taker who, bool most_worn)
 {
   uint32_t best = FTL_NO_BLOCK, best_ec = 0, want;
 
-  if (keep == ALLOC_KEEP_GC) {
-    /* The crash reserve: GC leaves it, unless this session opened with
-     * the pool down to it, until the pool is above it again.
-     */
-    if (ftl->spor_short && ftl->nfree > FTL_SPOR_RESERVE_BLOCKS)
-      ftl->spor_short = false;
-    keep = ftl->spor_short ? 0 : FTL_SPOR_RESERVE_BLOCKS;
-  }
-  assert (keep >= FTL_SPOR_RESERVE_BLOCKS || ftl->spor_short);
-  if (ftl->nfree <= keep)
+  if (ftl->spor_short && ftl->nfree > FTL_SPOR_RESERVE_BLOCKS)
+    __atomic_store_n (&ftl->spor_short, false, __ATOMIC_RELAXED);
+  if (ftl->nfree <= alloc_floor (ftl, who))
     return FTL_NO_BLOCK;
   want = free_ec_wanted (ftl, most_worn);
   for (uint32_t b = 0; b < ftl->blocks; b++) {
@@ -492,6 +523,7 @@ take_free_block (struct ftl *ftl, uint32_t keep, bool most_worn)
   }
   ftl->state[best] = FTL_BLK_OPEN;
   __atomic_store_n (&ftl->nfree, ftl->nfree - 1, __ATOMIC_RELAXED);
+  alloc_pool_assert (ftl);
   return best;
 }
 
@@ -508,7 +540,8 @@ frontier_name (const struct frontier *f)
 }
 
 int
-alloc_frontier_open (struct ftl *ftl, struct frontier *f, uint32_t keep)
+alloc_frontier_open (struct ftl *ftl, struct frontier *f,
+                     enum alloc_taker who)
 {
   uint32_t b;
 
@@ -517,7 +550,7 @@ alloc_frontier_open (struct ftl *ftl, struct frontier *f, uint32_t keep)
     return 0;
   }
   pthread_mutex_lock (&ftl->alloc_lock);
-  b = take_free_block (ftl, keep, frontier_long_lived (ftl, f));
+  b = take_free_block (ftl, who, frontier_long_lived (ftl, f));
   /* Host data goes to the SLC cache while it has room (slc.c). */
   if (b != FTL_NO_BLOCK && f->kind == FRONTIER_HOST)
     slc_block_opened (ftl, b);

@@ -222,7 +222,7 @@ write_tps (struct ftl *ftl, struct tp_batch *tp, uint64_t seq, uint8_t *body)
   if (!bl || !pages)
     r = -ENOMEM;
   while (r == 0 && done < tp->n) {
-    r = alloc_frontier_open (ftl, &ftl->mapf, FTL_RESERVE_BLOCKS);
+    r = alloc_frontier_open (ftl, &ftl->mapf, ALLOC_MAP);
     if (r < 0)
       break;
     if (nb == 0 || bl[nb - 1] != ftl->mapf.block)
@@ -478,11 +478,6 @@ committed (struct ftl *ftl, const struct ftl_ckpt_header *hp, unsigned slot,
   __atomic_store_n (&ftl->replay_seq, prev, __ATOMIC_RELEASE);
   __atomic_store_n (&ftl->durable_ckpt_seq, h.seq, __ATOMIC_RELEASE);
   trimlog_drop_before (ftl, prev);
-  /* Victim costs count the trim pages written since this checkpoint
-   * (the older ones are copied by GC while still live, see gc.c).
-   */
-  for (uint32_t b = 0; b < ftl->blocks; b++)
-    __atomic_store_n (&ftl->trim_pages[b], 0, __ATOMIC_RELAXED);
   return r;
 }
 

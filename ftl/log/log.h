@@ -430,13 +430,12 @@ alloc_nfree (struct ftl *ftl)
 {
   return __atomic_load_n (&ftl->nfree, __ATOMIC_RELAXED);
 }
-/* Give f an open erase block if it has none, leaving at least keep
- * blocks free.  Returns 0, or -ENOSPC if that many are not free (it
- * never collects garbage: callers do, before they call it).  Caller
- * owns f.  keep ALLOC_KEEP_GC: GC's, the crash reserve
- * (FTL_SPOR_RESERVE_BLOCKS), or none while spor_short.
+/* Give f an open erase block if it has none, for who (the free pool's
+ * account, state.h): the one function that takes free blocks.  Returns
+ * 0, or -ENOSPC if that would leave fewer free than who's floor
+ * (alloc_floor; it never collects garbage: callers do, before they
+ * call it, or fail).  Caller owns f.
  */
-#define ALLOC_KEEP_GC UINT32_MAX
 /* Every open block was closed (recovery after a crash, a close): with
  * the free pool down to the crash reserve, GC may take it until the
  * pool is above it again (spor_short).
@@ -463,7 +462,15 @@ extern void alloc_block_freed (struct ftl *ftl, uint32_t b);
  */
 extern void alloc_reopen_for_gc (struct ftl *ftl);
 extern int alloc_frontier_open (struct ftl *ftl, struct frontier *f,
-                                uint32_t keep);
+                                enum alloc_taker who);
+/* The free blocks who must leave: FTL_RESERVE_BLOCKS, or for GC the
+ * crash reserve (none while spor_short).
+ */
+extern uint32_t alloc_floor (struct ftl *ftl, enum alloc_taker who);
+/* Self-check builds: assert the free pool's account (state.h) after a
+ * take or an erase (caller holds alloc_lock).
+ */
+extern void alloc_pool_assert (struct ftl *ftl);
 /* Pages f's open block can still take (0 if none is open). */
 static inline uint32_t
 alloc_frontier_room (const struct ftl *ftl, const struct frontier *f)
@@ -500,22 +507,26 @@ extern int trimlog_init (struct ftl *ftl);
 extern void trimlog_free (struct ftl *ftl);
 /* Record that [lpn, lpn+count) is unmapped (before unmapping it).  May
  * write a full buffer to the log; opens a block for the metadata
- * frontier, leaving keep blocks free, if it has no room left for the
- * record's page.  Returns 0, or -ENOSPC (nothing recorded: collect
- * garbage and try again), or the error of a program.
+ * frontier (ALLOC_TRIM) if it has no room left for the record's page.
+ * Returns 0, or -ENOSPC (nothing recorded: collect garbage and try
+ * again), or the error of a program.
  */
-extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count,
-                           uint32_t keep);
-/* Write buffered trim records to the log (not synced); never needs a
- * free block.  Caller holds ckpt_rw shared and not trim_lock.
+extern int trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count);
+/* Write buffered trim records to the log (not synced), in the room the
+ * metadata frontier keeps.  Only after a failed program took that room
+ * may it need a block: the metadata frontier's (ALLOC_TRIM), else, if
+ * spare is not NULL, the room of spare (a GC frontier that the caller
+ * owns, under gc.lock) or a block for it (ALLOC_GC); without one it
+ * returns -ENOSPC and the records stay buffered.  Caller holds ckpt_rw
+ * shared and not trim_lock.
  */
-extern int trimlog_flush (struct ftl *ftl);
-/* A barrier: write the buffered trim records and sync.  Every write,
- * trim and relocation completed before the call is durable when it
- * returns 0.  Never needs a free block.  Caller holds ckpt_rw shared
- * and not trim_lock.
+extern int trimlog_flush (struct ftl *ftl, struct frontier *spare);
+/* A barrier: write the buffered trim records (as trimlog_flush) and
+ * sync.  Every write, trim and relocation completed before the call is
+ * durable when it returns 0.  Caller holds ckpt_rw shared and not
+ * trim_lock.
  */
-extern int trimlog_barrier (struct ftl *ftl);
+extern int trimlog_barrier (struct ftl *ftl, struct frontier *spare);
 extern void trimlog_drop_before (struct ftl *ftl, uint64_t seq);
 
 /* ckpt.c: superblocks and checkpoints. */

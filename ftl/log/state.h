@@ -23,38 +23,84 @@
 #define FTL_STRIPE_SHIFT  8          /* 256 logical pages per stripe unit */
 _Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
 
-/* Free blocks kept for an open after a crash (a sudden power-off
- * recovery).  Recovery closes every block that was open, the GC
+/* The free pool's account: every free erase block that anybody takes
+ * is taken through alloc_frontier_open (alloc.c), which names the taker
+ * (enum alloc_taker) and refuses, with -ENOSPC, a block that would
+ * leave fewer free than the taker's floor.  The pool is layered; each
+ * layer is a reserve that only some takers may dip into, and each has
+ * what pays it back:
+ *
+ *   free blocks     who may take them          what gives them back
+ *   ------------    -----------------------    ------------------------
+ *   above 2         everybody: host frontiers  GC's victims, erased
+ *                   (ALLOC_HOST), pages of      (foreground at gc.low,
+ *                   trim records (ALLOC_TRIM:   the background thread
+ *                   a client's trim or flush,   up to gc.high)
+ *                   and after a failed
+ *                   program), a paged map's
+ *                   translation pages
+ *                   (ALLOC_MAP), GC
+ *   the 2nd: GC's   GC only (ALLOC_GC): the    the erase of the victim
+ *   reserve         copies of one victim, its  whose copies took it
+ *                   barrier's trim page when
+ *                   the metadata frontier has
+ *                   no room; the victims of
+ *                   wear leveling, folds and
+ *                   read reclaim too, but they
+ *                   start only above gc.low
+ *   the 1st: the    nobody while the drive     an erase by GC (the
+ *   crash reserve   runs; GC (ALLOC_GC) after  open's first victim)
+ *                   an open that found the
+ *                   pool down to it
+ *                   (spor_short), until the
+ *                   pool is above it again
+ *
+ * One block of GC's reserve is all a victim needs: its copies fill the
+ * room of the two GC frontiers' open blocks first (either frontier
+ * takes the other's pages when no block is free, see program_batch in
+ * gc.c), what does not fit there is less than a block (a victim has a
+ * page to gain), the barrier before its erase writes its trim page in
+ * the room the metadata frontier keeps or else at a GC frontier, and
+ * the erase gives a block back (a victim is never on its last cycle,
+ * see wl.c).  So GC never starts a victim whose copies do not fit in
+ * what it may take (gc_victim_fits in erase.c): the GC frontiers'
+ * room and the blocks between its floor and the others' (host writers
+ * may take the rest meanwhile).  A victim in progress in slices (deadline mode)
+ * counts with the one that would start; a victim that gave up (a failed
+ * program or erase, a valid count that does not fall) has used part of
+ * the reserve with no erase to give it back, and GC then starts only
+ * victims that fit in what is left, and fails with -ENOSPC (device
+ * full) rather than half way through one.
+ *
+ * The crash reserve: recovery closes every block that was open, the GC
  * frontiers' too (a page after the last intact one may be partly
  * programmed), so the copies of GC's first victim then need a free
  * block, and with a paged map so does the checkpoint after recovery
  * (its translation pages; it waits for GC).  Had GC taken the last
  * free block when the server died, the image would open with none:
  * GC could not copy, and nothing could be written again.  So GC leaves
- * these while the drive runs; only an open that finds the free pool
- * down to them lets GC take them, until it is above them again
- * (spor_short, alloc.c).  Such an open first gives the GC frontiers
- * the room left in blocks closed before they were full
- * (alloc_reopen_for_gc): a server killed while GC held the last block,
- * its victim half copied, left an image with no free block and nothing
- * to reclaim without copying.
+ * it while the drive runs; only an open that finds the free pool down
+ * to it lets GC take it, until it is above it again (spor_short,
+ * alloc.c).  Such an open first gives the GC frontiers the room left
+ * in blocks closed before they were full (alloc_reopen_for_gc): a
+ * server killed while GC held the last block, its victim half copied,
+ * left an image with no free block and nothing to reclaim without
+ * copying.
+ *
+ * Self-check builds assert the account after every take and every
+ * erase (alloc_pool_assert): the free blocks by erase count add up to
+ * nfree, and nfree is not below the crash reserve unless GC may take
+ * it (spor_short) or the disk is worn out.
  */
 #define FTL_SPOR_RESERVE_BLOCKS 1
-/* Free blocks that host frontiers may not take, so that garbage
- * collection can always make progress: the crash reserve and one for
- * GC.  One is enough for GC: the copies of a victim need at most one
- * block beyond the room of the two GC frontiers' open blocks (either
- * frontier takes the other's pages when no block is free, see
- * program_batch in gc.c), the barrier before its erase needs none (the
- * trim log keeps a page of room, see trimlog.c), and the erase gives a
- * block back (a victim is never on its last cycle, see wl.c).  Static
- * wear leveling, which may move a whole block, runs only with more than
- * the low watermark free.  Trims from clients open a block for their
- * records down to FTL_META_KEEP_BLOCKS (no further: they are retried
- * after GC), the checkpoints of a paged map down to this.  Only GC
- * itself takes the block beyond the crash reserve.
- */
+/* The floor of every taker but GC: the crash reserve and GC's. */
 #define FTL_RESERVE_BLOCKS (1 + FTL_SPOR_RESERVE_BLOCKS)
+enum alloc_taker {
+  ALLOC_HOST,                   /* host frontiers (write.c) */
+  ALLOC_TRIM,                   /* trim records (trimlog.c) */
+  ALLOC_MAP,                    /* translation pages (ckpt.c) */
+  ALLOC_GC,                     /* GC's copies and its barrier's page */
+};
 /* The map's groups: 1 << FTL_MAP_GROUP_SHIFT logical pages, one 4 KiB
  * page of l2p (map.c).
  */
@@ -83,7 +129,6 @@ _Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
  */
 #define HOT_AGE_NUM 1
 #define HOT_AGE_DEN 1
-#define FTL_META_KEEP_BLOCKS FTL_RESERVE_BLOCKS
 /* Free blocks that foreground GC keeps; the background thread keeps
  * one more per FTL_GC_HIGH_SPARE_DIV spare blocks (at most 8 more, see
  * step_policies in open.c).
@@ -103,8 +148,6 @@ _Static_assert (FTL_STRIPES == 64, "a set of stripes is a uint64_t mask");
  * where they were.
  */
 #define FTL_MIN_SPARE_BLOCKS(streams) ((streams) + 9)
-_Static_assert (FTL_META_KEEP_BLOCKS <= FTL_RESERVE_BLOCKS,
-                "a trim retried after GC down to the reserve finds a block");
 _Static_assert (FTL_MIN_SPARE_BLOCKS (0) >= 2 + 1 + FTL_GC_LOW_BLOCKS + 3,
                 "the minimum spare holds the frontiers and the free blocks "
                 "GC keeps");

@@ -21,11 +21,22 @@
  *
  * The metadata frontier keeps a page of room for the buffer: the first
  * record that enters an empty buffer opens a block for it if the
- * frontier has no room left (trimlog_append, leaving the free blocks it
- * is told to: FTL_META_KEEP_BLOCKS for a client's trim).  Writing the
- * buffer (a full buffer, a barrier, a clean shutdown) then never needs
- * a free block: GC can always run the barrier that precedes its erases,
- * even when it has taken the last free block for its copies.
+ * frontier has no room left (trimlog_append, as ALLOC_TRIM: the free
+ * pool's account, state.h).  Writing the buffer (a full buffer, a
+ * barrier, a clean shutdown) then needs no free block: GC can run the
+ * barrier that precedes its erases even when it has taken the last
+ * free block for its copies.
+ *
+ * A failed program takes that room (its page counts as programmed).
+ * The block that replaces it is taken as any trim record's
+ * (ALLOC_TRIM), never from GC's reserve: no erase would pay that back,
+ * and GC's next victim would find no block for its copies.  When none
+ * is free above the reserve the records wait without room, and the
+ * next write of them opens a block (ALLOC_TRIM) or, within GC's
+ * barrier, goes to the room of a GC frontier or a block of GC's
+ * reserve (ALLOC_GC: the erase that follows the barrier pays it back);
+ * a client's flush that finds none collects garbage and tries again
+ * (write_barrier in write.c).
  *
  * This module never runs garbage collection: when trimlog_append finds
  * no block to open it fails with -ENOSPC, the record is not appended,
@@ -33,9 +44,9 @@
  *
  * Invariants: trim_count <= trim_cap; while trim_count > 0 the metadata
  * frontier has an open block with room for at least one page (after a
- * failed program closed its block, a new one is opened at once, from
- * any free block; only if none is free does the buffer wait without
- * room, and the next write of it takes the first block free); every
+ * failed program closed its block, a new one is opened at once as for
+ * any trim record; only if none is free above the reserve does the
+ * buffer wait without room, see above); every
  * buffered record's sequence number is newer than the older
  * checkpoint's (older ones are dropped by trimlog_drop_before once both
  * slots include them).
@@ -73,35 +84,56 @@ trimlog_free (struct ftl *ftl)
 }
 
 /* Give the metadata frontier room again after a failed program closed
- * its block with records still buffered: any free block will do but
- * the crash reserve (this is the one case where a trim page may take
- * GC's block).
+ * its block with records still buffered, as for any trim record
+ * (ALLOC_TRIM): a block taken here from GC's reserve would never be
+ * given back.  -ENOSPC: the records wait without room.
  */
 static int
 reopen_after_error (struct ftl *ftl)
 {
-  int r = alloc_frontier_open (ftl, &ftl->metaf, ALLOC_KEEP_GC);
-  if (r < 0)
-    log_msg (ftl, FTL_LOG_ERROR, "no free erase block for trim records "
-             "after a failed program");
+  int r = alloc_frontier_open (ftl, &ftl->metaf, ALLOC_TRIM);
+  if (r == -ENOSPC)
+    log_debug (ftl, FTL_DEBUG_ALLOC, "trim records wait for a free erase "
+               "block after a failed program (%u free)", alloc_nfree (ftl));
   return r;
 }
 
-/* Write the buffered records as one trim page, in the room the
- * metadata frontier keeps for them (under trim_lock).
+/* Where the buffered records go (under trim_lock): the room the
+ * metadata frontier keeps; after a failed program took it, a new block
+ * of its own, else spare's room or a block of GC's reserve for spare
+ * (a GC frontier, within GC's barrier: see the top of the file).
+ * NULL: no room anywhere (*r says why).
  */
-static int
-write_trim_page (struct ftl *ftl)
+static struct frontier *
+trim_page_frontier (struct ftl *ftl, struct frontier *spare, int *r)
 {
   struct frontier *f = &ftl->metaf;
+
+  *r = 0;
+  if (alloc_frontier_room (ftl, f) > 0 || (*r = reopen_after_error (ftl)) == 0)
+    return f;
+  if (*r != -ENOSPC || spare == NULL)
+    return NULL;
+  if (alloc_frontier_room (ftl, spare) == 0 &&
+      (*r = alloc_frontier_open (ftl, spare, ALLOC_GC)) < 0)
+    return NULL;
+  log_debug (ftl, FTL_DEBUG_ALLOC, "trim records go to a GC frontier "
+             "(block %u)", spare->block);
+  *r = 0;
+  return spare;
+}
+
+/* Write the buffered records as one trim page (under trim_lock). */
+static int
+write_trim_page (struct ftl *ftl, struct frontier *spare)
+{
   struct log_page lp = { .kind = FTL_OOB_TRIM };
+  struct frontier *f;
   int r;
 
   assert (ftl->trim_count > 0 && ftl->trim_count <= ftl->trim_cap);
-  /* No room only if a failed program closed the block and no block was
-   * free to replace it then.
-   */
-  if (alloc_frontier_room (ftl, f) == 0 && (r = reopen_after_error (ftl)) < 0)
+  f = trim_page_frontier (ftl, spare, &r);
+  if (f == NULL)
     return r;
   for (uint32_t i = 0; i < ftl->trim_count; i++)
     lp.seq = MAX (lp.seq, ftl->trim_buf[i].seq);
@@ -111,9 +143,9 @@ write_trim_page (struct ftl *ftl)
   r = alloc_program (ftl, f, &lp, 1, ftl->trim_page, NULL);
   if (r < 0) {
     /* The page counts as programmed; the records stay buffered and keep
-     * their room.
+     * their room if a block allows.
      */
-    if (alloc_frontier_room (ftl, f) == 0)
+    if (alloc_frontier_room (ftl, &ftl->metaf) == 0)
       reopen_after_error (ftl);
     return r;
   }
@@ -122,7 +154,7 @@ write_trim_page (struct ftl *ftl)
 }
 
 int
-trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count, uint32_t keep)
+trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count)
 {
   int r = 0;
 
@@ -130,12 +162,12 @@ trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count, uint32_t keep)
   assert (count > 0 && count < UINT32_MAX);
   pthread_mutex_lock (&ftl->trim_lock);
   if (ftl->trim_count == ftl->trim_cap)
-    r = write_trim_page (ftl);
+    r = write_trim_page (ftl, NULL);
   /* The page this record will go out in has its room before the record
    * is buffered.
    */
   if (r == 0 && alloc_frontier_room (ftl, &ftl->metaf) == 0)
-    r = alloc_frontier_open (ftl, &ftl->metaf, keep);
+    r = alloc_frontier_open (ftl, &ftl->metaf, ALLOC_TRIM);
   if (r == 0) {
     uint64_t seq = __atomic_fetch_add (&ftl->next_seq, 1, __ATOMIC_RELAXED);
     ftl->trim_buf[ftl->trim_count++] = (struct ftl_trim_entry) {
@@ -147,19 +179,19 @@ trimlog_append (struct ftl *ftl, uint64_t lpn, uint64_t count, uint32_t keep)
 }
 
 int
-trimlog_flush (struct ftl *ftl)
+trimlog_flush (struct ftl *ftl, struct frontier *spare)
 {
   int r = 0;
 
   pthread_mutex_lock (&ftl->trim_lock);
   if (ftl->trim_count > 0)
-    r = write_trim_page (ftl);
+    r = write_trim_page (ftl, spare);
   pthread_mutex_unlock (&ftl->trim_lock);
   return r;
 }
 
 int
-trimlog_barrier (struct ftl *ftl)
+trimlog_barrier (struct ftl *ftl, struct frontier *spare)
 {
   uint64_t k = map_barrier_begin (ftl);
   int r;
@@ -170,7 +202,7 @@ trimlog_barrier (struct ftl *ftl)
   uint64_t durable;
 
   dl_hold ();
-  r = trimlog_flush (ftl);
+  r = trimlog_flush (ftl, spare);
   dl_release ();
   /* Every page below this is programmed: durable after the sync. */
   durable = durable_sample (ftl);

@@ -909,9 +909,12 @@ ftl_close (struct ftl *ftl)
       r = destage_until (ftl, UINT64_MAX);
     ckpt_shared (ftl);
     ftl->closing = true;
-    /* The last trim records, in the room kept for them. */
-    if (r == 0)
-      r = trimlog_flush (ftl);
+    /* The last trim records, in the room kept for them (which only a
+     * failed program takes: then GC makes room first).
+     */
+    if (r == 0 && (r = trimlog_flush (ftl, NULL)) == -ENOSPC &&
+        (r = gc_make_room (ftl, true)) == 0)
+      r = trimlog_flush (ftl, NULL);
     ckpt_release (ftl);
     alloc_close_frontiers (ftl);
     selfcheck_assert (ftl, "close");

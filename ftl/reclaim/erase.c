@@ -1,5 +1,7 @@
 /* nbdkit-ftl: erases: the barrier before them, drained blocks, and
- * the victims waiting for a barrier (gc.pending); and gc.lock.
+ * the victims waiting for a barrier (gc.pending); gc.lock; and GC's
+ * share of the free pool's account (gc_room, gc_victim_fits: what GC
+ * may take for a victim's copies, log/state.h).
  *
  * An erase destroys the older copies of the pages that replaced the
  * block's; it is allowed only once everything written before is
@@ -60,12 +62,20 @@ gc_holds (struct ftl *ftl, uint32_t b)
 }
 
 /* A barrier run for erases (counted: gc.syncs).  The trim page it may
- * write has its room already (trimlog.c): it never needs a free block.
+ * write has its room already (trimlog.c), unless a failed program took
+ * it and no block was free above the reserve: then, with gc.lock held,
+ * the page goes to a GC frontier, in its room or in a block of GC's
+ * reserve, which the erases after the barrier give back (state.h).
  */
 int
-gc_barrier (struct ftl *ftl)
+gc_barrier (struct ftl *ftl, bool held)
 {
-  int r = trimlog_barrier (ftl);
+  struct frontier *spare = NULL;
+
+  if (held)
+    spare = alloc_frontier_room (ftl, &ftl->gcf) == 0 &&
+      alloc_frontier_room (ftl, &ftl->gcw) > 0 ? &ftl->gcw : &ftl->gcf;
+  int r = trimlog_barrier (ftl, spare);
   if (r == 0)
     __atomic_fetch_add (&ftl->gc.barriers, 1, __ATOMIC_RELAXED);
   return r;
@@ -94,6 +104,7 @@ gc_erase_block (struct ftl *ftl, uint32_t victim)
   pthread_mutex_lock (&ftl->alloc_lock);
   slc_block_released (ftl, victim);    /* its mode ends with the erase */
   wl_erased (ftl, victim);
+  alloc_pool_assert (ftl);
   pthread_mutex_unlock (&ftl->alloc_lock);
   if (!ftl->gc.moving_for_wl)
     ctr_add (ftl, FTL_CTR_GC_RUNS, 1);
@@ -193,7 +204,7 @@ gc_flush_pending (struct ftl *ftl)
    */
   memcpy (pending, gc->pending, n * sizeof *pending);
   __atomic_store_n (&gc->npending, 0, __ATOMIC_RELAXED);
-  r = gc_barrier (ftl);
+  r = gc_barrier (ftl, true);
   for (unsigned i = 0; i < n && r == 0; i++)
     r = gc_erase_block (ftl, pending[i]);
   return r < 0 ? r : done + (int) n;
@@ -249,4 +260,68 @@ gc_erase_covered (struct ftl *ftl)
   r = gc_erase_covered_pending (ftl);
   gc_unlock (ftl);
   return r;
+}
+
+/* Pages GC may program and leave the free pool's account whole
+ * (state.h): the room of the GC frontiers' open blocks, and the blocks
+ * between its floor and the others' floor (writers may take those
+ * above it meanwhile); victims waiting for their erase count as free
+ * (program_batch erases them when it is short).  The crash reserve,
+ * which GC takes after an open that found the pool down to it, counts
+ * a page short: killed while GC copies into it, the image opens with
+ * it closed early, and the next open skips the page after the last
+ * one programmed (alloc_reopen_for_gc), so that what is left of the
+ * victim still fits there.  Caller holds gc.lock.
+ */
+uint64_t
+gc_room (struct ftl *ftl)
+{
+  uint32_t avail = MIN (alloc_nfree (ftl) + ftl->gc.npending,
+                        FTL_RESERVE_BLOCKS);
+  uint32_t fl = alloc_floor (ftl, ALLOC_GC);
+  uint64_t room = (uint64_t) alloc_frontier_room (ftl, &ftl->gcf)
+    + alloc_frontier_room (ftl, &ftl->gcw);
+
+  if (avail > fl)
+    room += (uint64_t) (avail - fl) * ftl->ppb - (fl == 0);
+  return room;
+}
+
+/* What reclaiming block b would copy, at most: its valid pages, and its
+ * trim pages if the newest of them may be needed by a replay
+ * (trim_seq_end; all of them count, as they are not counted by age;
+ * unknown after a restart until GC reads the block's OOB entries, see
+ * victim_begin).
+ */
+uint32_t
+gc_victim_cost (struct ftl *ftl, uint32_t b)
+{
+  uint64_t replay = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
+  uint32_t cost = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED);
+
+  if (__atomic_load_n (&ftl->trim_seq_end[b], __ATOMIC_RELAXED) > replay)
+    cost += __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);
+  return cost;
+}
+
+/* May GC start (or go on with) block b, which copies at most cost
+ * pages?  Only if they fit in gc_room, with what is left of the victim
+ * in progress in slices, if another: GC never starts what it cannot
+ * finish, so a victim that gave up (a failed program or erase) leaves
+ * no other half copied for want of a block.  The victim in progress
+ * always may go on.  (The trim page of the barrier before an erase
+ * needs no room of GC's but after a failed program: erase.c,
+ * gc_barrier.)  Caller holds gc.lock.
+ */
+bool
+gc_victim_fits (struct ftl *ftl, uint32_t b, uint32_t cost)
+{
+  uint32_t cur = ftl->gc.cur.block;
+  uint64_t need = cost;
+
+  if (b == cur)
+    return true;
+  if (cur != FTL_NO_BLOCK)
+    need += gc_victim_cost (ftl, cur);
+  return need <= gc_room (ftl);
 }

@@ -55,7 +55,17 @@
  *              go on (the low watermark), from the victim with the fewest
  *              pages to copy (the one in progress included: it goes on
  *              from where the background thread stopped), and does no
- *              wear leveling.
+ *              wear leveling.  Another victim starts only if its copies
+ *              and what is left of the one in progress fit together in
+ *              what GC may take (gc_victim_fits); else foreground GC
+ *              finishes the one in progress first.
+ *
+ * The free pool (the account: log/state.h): GC takes blocks for its
+ * copies as ALLOC_GC, down to the crash reserve, and never starts a
+ * victim whose copies do not fit in the GC frontiers' room and the
+ * blocks it may take (gc_victim_fits): so it never stops half way through
+ * a victim for want of a block, even after a victim gave up (a failed
+ * program or erase) having used part of GC's reserve.
  *
  * Invariants:
  *   - A victim stays FULL until it is erased, so no frontier takes it;
@@ -169,10 +179,11 @@ gc_deadline_near (struct ftl *ftl)
  * any of them would free nothing (blocks on their last cycle included:
  * their erase retires them).
  *
- * The cost of a block is the pages that must be copied: valid pages and
- * trim pages written since the last checkpoint.  Erasing frees the whole
- * block, so u = cost / pages_per_block, unwritten pages of a block
- * closed early (at a restart) included.
+ * The cost of a block is the pages that must be copied (gc_victim_cost):
+ * valid pages and the trim pages a replay may need.  Erasing frees the
+ * whole block, so u = cost / pages_per_block, unwritten pages of a
+ * block closed early (at a restart) included.  A block whose copies do
+ * not fit in what GC may take (gc_victim_fits) is no candidate.
  *
  *   greedy        the lowest u.
  *   cost-benefit  the highest (1 - u) * age / (1 + u), where age is the
@@ -207,9 +218,8 @@ pick_victim (struct ftl *ftl, bool greedy, bool take_cur)
      */
     if (wl_on_last_cycle (ftl, b))
       continue;
-    uint32_t cost = __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED)
-      + __atomic_load_n (&ftl->trim_pages[b], __ATOMIC_RELAXED);
-    if (cost >= ftl->ppb)
+    uint32_t cost = gc_victim_cost (ftl, b);
+    if (cost >= ftl->ppb || !gc_victim_fits (ftl, b, cost))
       continue;
     double u = (double) cost / ftl->ppb, score;
     if (policy == FTL_GC_COST_BENEFIT) {
@@ -250,7 +260,7 @@ program_batch (struct ftl *ftl, struct frontier *f,
 
   while (done < n) {
     struct frontier *to = f;
-    r = alloc_frontier_open (ftl, f, ALLOC_KEEP_GC);
+    r = alloc_frontier_open (ftl, f, ALLOC_GC);
     if (r == -ENOSPC && ftl->gc.npending > 0) {
       /* Short of a block while victims wait for their erase. */
       r = gc_flush_pending (ftl);
@@ -397,22 +407,69 @@ read_runs (struct ftl *ftl, const struct gc_victim *v,
   return 0;
 }
 
-/* Start reclaiming victim: read its OOB entries into v->oob. */
-static int
-victim_begin (struct ftl *ftl, struct gc_victim *v, uint32_t victim)
+/* The trim pages among v's OOB entries that a replay may need; and
+ * what the block holds of them, for gc_victim_cost: unknown after a
+ * restart, and counted by the OOB entries now.  A block whose trim
+ * pages are known to be none, or none live, is not scanned.
+ */
+static uint32_t
+victim_live_trims (struct ftl *ftl, const struct gc_victim *v, uint32_t b)
 {
+  uint32_t ec = media_erase_count (&ftl->media, b);
+  uint32_t trims = 0, live = 0;
+  uint64_t end = __atomic_load_n (&ftl->trim_seq_end[b], __ATOMIC_RELAXED);
+
+  if (end <= v->live_trim)
+    return 0;
+  end = 0;
+
+  for (uint32_t p = 0; p < v->wp; p++) {
+    struct ftl_oob o;
+    if (fmt_oob_decode (v->oob + (size_t) p * FTL_OOB_BYTES, FTL_OOB_BYTES,
+                        &o) != FTL_FMT_OK || o.erase_count != ec ||
+        o.kind != FTL_OOB_TRIM)
+      continue;
+    trims++;
+    end = MAX (end, o.seq + 1);
+    live += o.seq >= v->live_trim;
+  }
+  __atomic_store_n (&ftl->trim_pages[b], trims, __ATOMIC_RELAXED);
+  __atomic_store_n (&ftl->trim_seq_end[b], end, __ATOMIC_RELAXED);
+  return live;
+}
+
+/* Start reclaiming victim: read its OOB entries into v->oob, and count
+ * what it copies at most.  -EAGAIN: left alone, as its copies do not
+ * fit (gc_victim_fits) or, with gain, they would free nothing (its live
+ * trim pages, which gc_victim_cost did not know, fill it).
+ */
+static int
+victim_begin (struct ftl *ftl, struct gc_victim *v, uint32_t victim,
+              bool gain)
+{
+  uint32_t cost;
   int r;
 
   assert (ftl->state[victim] == FTL_BLK_FULL);
-  __atomic_store_n (&v->block, victim, __ATOMIC_RELAXED);
+  assert (v->block == FTL_NO_BLOCK || v->block == victim);
+  __atomic_store_n (&v->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
   v->wp = ftl->media.wp[victim];
   v->next = 0;
   /* Trim pages stay while either checkpoint slot may need them. */
   v->live_trim = __atomic_load_n (&ftl->replay_seq, __ATOMIC_ACQUIRE);
   r = media_read_oob (&ftl->media, victim, 0, v->wp, v->oob);
   if (r < 0)
-    __atomic_store_n (&v->block, FTL_NO_BLOCK, __ATOMIC_RELAXED);
-  return r;
+    return r;
+  cost = __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED)
+    + victim_live_trims (ftl, v, victim);
+  if ((gain && cost >= ftl->ppb) || !gc_victim_fits (ftl, victim, cost)) {
+    log_debug (ftl, FTL_DEBUG_GC, "gc: block %u left alone: %u pages to "
+               "copy, %" PRIu64 " pages of room", victim, cost,
+               gc_room (ftl));
+    return -EAGAIN;
+  }
+  __atomic_store_n (&v->block, victim, __ATOMIC_RELAXED);
+  return 0;
 }
 
 /* Choose what to move among the victim's next pages, at most max of
@@ -617,7 +674,7 @@ victim_finish (struct ftl *ftl, struct gc_victim *v)
    */
   if (map_drained_durably (ftl, victim))
     return gc_erase_one_covered (ftl, victim);
-  r = gc_barrier (ftl);
+  r = gc_barrier (ftl, true);
   if (r < 0)
     return r;
   return gc_erase_block (ftl, victim);
@@ -642,17 +699,18 @@ victim_complete (struct ftl *ftl, struct gc_victim *v)
 }
 
 /* Relocate what is valid in the victim and erase it: at once, or, for
- * the victim in progress, from where its last slice stopped.
+ * the victim in progress, from where its last slice stopped.  gain:
+ * only if that frees a page (victim_begin).  -EAGAIN: left alone.
  */
 static int
-reclaim_block (struct ftl *ftl, uint32_t victim)
+reclaim_block (struct ftl *ftl, uint32_t victim, bool gain)
 {
-  struct gc_victim v = { .oob = ftl->gc.oob };
+  struct gc_victim v = { .block = FTL_NO_BLOCK, .oob = ftl->gc.oob };
   int r;
 
   if (victim == ftl->gc.cur.block)
     return victim_complete (ftl, &ftl->gc.cur);
-  r = victim_begin (ftl, &v, victim);
+  r = victim_begin (ftl, &v, victim, gain);
   if (r < 0)
     return r;
   return victim_complete (ftl, &v);
@@ -666,7 +724,8 @@ gc_reclaim_block (struct ftl *ftl, uint32_t b)
   assert (b < ftl->blocks);
   ckpt_shared (ftl);
   gc_lock (ftl);
-  r = ftl->state[b] == FTL_BLK_FULL ? reclaim_block (ftl, b) : -EINVAL;
+  r = ftl->state[b] == FTL_BLK_FULL ? reclaim_block (ftl, b, false)
+    : -EINVAL;
   if (r >= 0)
     r = gc_flush_pending (ftl);
   gc_unlock (ftl);
@@ -692,8 +751,10 @@ wear_level (struct ftl *ftl)
   if (b == FTL_NO_BLOCK)
     return 0;
   ftl->gc.moving_for_wl = true;
-  r = reclaim_block (ftl, b);
+  r = reclaim_block (ftl, b, false);
   ftl->gc.moving_for_wl = false;
+  if (r == -EAGAIN)
+    return 0;                   /* no room for its copies now */
   return r < 0 ? r : 1;
 }
 
@@ -716,7 +777,9 @@ read_reclaim (struct ftl *ftl)
   if (b == FTL_NO_BLOCK)
     return 0;
   log_debug (ftl, FTL_DEBUG_GC, "read reclaim of block %u", b);
-  r = reclaim_block (ftl, b);
+  r = reclaim_block (ftl, b, false);
+  if (r == -EAGAIN)
+    return 0;                   /* no room for its copies now */
   if (r >= 0)
     r = gc_flush_pending (ftl);
   if (r < 0)
@@ -731,8 +794,10 @@ read_reclaim (struct ftl *ftl)
  * reclaim one victim, then (foreground GC that is not in a hurry) make
  * a wear leveling move; the background thread leaves that move to its
  * next step (gc.wl_after).  Returns 1 if a victim was reclaimed, 0 if
- * a drained block was handled, or a negative errno (-ENOSPC: nothing
- * to reclaim).  Caller holds gc.lock.
+ * a drained block was handled or a victim left alone (its OOB entries
+ * showed more to copy than its cost said: victim_begin learned it, and
+ * the next pick knows), or a negative errno (-ENOSPC: nothing to
+ * reclaim).  Caller holds gc.lock.
  */
 static int
 reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
@@ -746,7 +811,7 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
    * all of them.
    */
   if (drained != FTL_NO_BLOCK) {
-    r = ready ? gc_erase_one_covered (ftl, drained) : gc_barrier (ftl);
+    r = ready ? gc_erase_one_covered (ftl, drained) : gc_barrier (ftl, true);
     if (r == 0 && ready && bg)
       ctr_add (ftl, FTL_CTR_GC_BG_RUNS, 1);
     return r;
@@ -765,7 +830,9 @@ reclaim_step (struct ftl *ftl, bool hurry, bool bg, bool *cheap)
              __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
              alloc_nfree (ftl),
              victim == ftl->gc.cur.block ? " (in progress)" : "");
-  r = reclaim_block (ftl, victim);
+  r = reclaim_block (ftl, victim, true);
+  if (r == -EAGAIN)
+    return 0;
   if (r == 0 && bg)
     ftl->gc.wl_after = true;
   else if (r == 0 && !hurry)
@@ -881,8 +948,10 @@ gc_slice (struct ftl *ftl)
                "%u free blocks (in slices)", victim,
                __atomic_load_n (&ftl->valid[victim], __ATOMIC_RELAXED),
                alloc_nfree (ftl));
-    r = victim_begin (ftl, v, victim);
-    if (r < 0)
+    r = victim_begin (ftl, v, victim, true);
+    if (r == -EAGAIN)
+      r = 1;                    /* learned its cost: pick again */
+    if (r != 0)
       goto out;
   }
   r = victim_step (ftl, v, GC_SLICE);
@@ -923,7 +992,9 @@ fold (struct ftl *ftl)
     return 0;
   log_debug (ftl, FTL_DEBUG_GC, "fold of SLC block %u, %u valid pages", b,
              __atomic_load_n (&ftl->valid[b], __ATOMIC_RELAXED));
-  r = reclaim_block (ftl, b);
+  r = reclaim_block (ftl, b, false);
+  if (r == -EAGAIN)
+    return 0;                   /* no room for its copies now */
   if (r >= 0)
     r = gc_flush_pending (ftl);
   return r < 0 ? r : 1;

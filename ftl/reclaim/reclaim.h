@@ -17,7 +17,9 @@ extern void gc_free (struct ftl *ftl);
  * -ENOSPC when nothing can be reclaimed.
  */
 extern int gc_reclaim (struct ftl *ftl, uint32_t target, bool bg);
-/* Relocate what is valid in FULL block b and erase it (for tests). */
+/* Relocate what is valid in FULL block b and erase it (for tests);
+ * -EAGAIN if its copies do not fit in what GC may take (gc_room).
+ */
 extern int gc_reclaim_block (struct ftl *ftl, uint32_t b);
 /* Before a request takes blocks (holding no stripe lock): collect if
  * free blocks are at the low watermark.  urgent: the host could not
@@ -38,10 +40,20 @@ extern int gc_erase_drained (struct ftl *ftl, unsigned max, uint32_t target,
  * it).  Returns how many it erased, or a negative errno.
  */
 extern int gc_erase_covered (struct ftl *ftl);
-/* A barrier run for erases (counted: gc.syncs). */
-extern int gc_barrier (struct ftl *ftl);
+/* A barrier run for erases (counted: gc.syncs); held: the caller holds
+ * gc.lock, and a trim page that finds no room may go to a GC frontier
+ * (erase.c).
+ */
+extern int gc_barrier (struct ftl *ftl, bool held);
 
-/* erase.c, for gc.c: gc.lock, and erases with it held. */
+/* erase.c, for gc.c: gc.lock, erases with it held, and GC's share of
+ * the free pool's account (log/state.h; callers hold gc.lock): the
+ * pages GC may program, what reclaiming block b copies at most, and
+ * whether a victim of that cost fits with the one in progress.
+ */
+extern uint64_t gc_room (struct ftl *ftl);
+extern uint32_t gc_victim_cost (struct ftl *ftl, uint32_t b);
+extern bool gc_victim_fits (struct ftl *ftl, uint32_t b, uint32_t cost);
 extern void gc_lock (struct ftl *ftl);
 extern void gc_unlock (struct ftl *ftl);
 /* Is b relocated and waiting for its erase (under gc.lock)? */

@@ -144,7 +144,7 @@ START_TEST (test_lowest_erase_count)
 
   /* The GC frontier of young data: block 7 (count 11). */
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, ALLOC_KEEP_GC), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, ALLOC_GC), 0);
   ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcw.block, order[1]);
   ck_assert_uint_eq (ftl->state[order[1]], FTL_BLK_OPEN);
@@ -154,7 +154,7 @@ START_TEST (test_lowest_erase_count)
    */
   ck_assert_uint_eq (highest_free (ftl), worn[2]);
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC), 0);
   ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcf.block, worn[2]);
   ck_assert_uint_eq (media_erase_count (&ftl->media, worn[2]), 117);
@@ -195,7 +195,7 @@ START_TEST (test_one_log_least_worn)
   write_page (ftl, 0, 1);
   ck_assert_uint_eq (block_of_lpn (ftl, 0), 0);          /* count 100 */
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC), 0);
   ckpt_release (ftl);
   ck_assert_uint_eq (ftl->gcf.block, 3);                 /* count 101 */
   open_abandon (ftl);
@@ -373,7 +373,7 @@ close_by_hand (struct ftl *ftl, struct frontier *f)
  * that GC finds no victim); the host takes one free block, and when it
  * is full the next host write fails with -ENOSPC and leaves the reserve
  * free.  The metadata frontier (outside GC) may then take blocks down
- * to FTL_META_KEEP_BLOCKS, and the GC frontier the rest but the crash
+ * to FTL_RESERVE_BLOCKS, and the GC frontier the rest but the crash
  * reserve, which only an open after a crash lets it take.
  */
 START_TEST (test_host_reserve)
@@ -384,7 +384,10 @@ START_TEST (test_host_reserve)
 
   ck_assert_uint_eq (FTL_SPOR_RESERVE_BLOCKS, 1);
   ck_assert_uint_eq (FTL_RESERVE_BLOCKS, 2);
-  ck_assert_uint_eq (FTL_META_KEEP_BLOCKS, 2);
+  ck_assert_uint_eq (alloc_floor (ftl, ALLOC_HOST), FTL_RESERVE_BLOCKS);
+  ck_assert_uint_eq (alloc_floor (ftl, ALLOC_TRIM), FTL_RESERVE_BLOCKS);
+  ck_assert_uint_eq (alloc_floor (ftl, ALLOC_MAP), FTL_RESERVE_BLOCKS);
+  ck_assert_uint_eq (alloc_floor (ftl, ALLOC_GC), FTL_SPOR_RESERVE_BLOCKS);
   for (uint32_t b = keep; b < ftl->blocks; b++) {
     ftl->state[b] = FTL_BLK_FULL;
     ftl->valid[b] = PPB;
@@ -427,19 +430,19 @@ START_TEST (test_host_reserve)
    * (spor_short), that too.
    */
   ckpt_shared (ftl);
-  while (alloc_frontier_open (ftl, &ftl->metaf, FTL_META_KEEP_BLOCKS) == 0)
+  while (alloc_frontier_open (ftl, &ftl->metaf, ALLOC_TRIM) == 0)
     close_by_hand (ftl, &ftl->metaf);
-  ck_assert_uint_eq (ftl->nfree, FTL_META_KEEP_BLOCKS);
+  ck_assert_uint_eq (ftl->nfree, FTL_RESERVE_BLOCKS);
   for (int pass = 0; pass < 2; pass++) {
     while (ftl->nfree > (pass ? 0 : FTL_SPOR_RESERVE_BLOCKS)) {
       uint32_t before = ftl->nfree;
-      ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC),
+      ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC),
                         0);
       ck_assert_uint_eq (ftl->nfree, before - 1);
       ck_assert (ftl->gcf.block >= 1 && ftl->gcf.block < keep);
       close_by_hand (ftl, &ftl->gcf);
     }
-    ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC),
+    ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC),
                       -ENOSPC);
     ftl->spor_short = true;
   }
@@ -484,8 +487,7 @@ START_TEST (test_trim_room)
   ck_assert_uint_eq (ftl->trim_count, 0);
   ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
   for (uint32_t i = 0; i < 2 * PPB * ftl->trim_cap + 1; i++) {
-    ck_assert_int_eq (trimlog_append (ftl, i % LPAGES, 1,
-                                      FTL_META_KEEP_BLOCKS), 0);
+    ck_assert_int_eq (trimlog_append (ftl, i % LPAGES, 1), 0);
     ck_assert_uint_gt (ftl->trim_count, 0);
     ck_assert_uint_ne (ftl->metaf.block, FTL_NO_BLOCK);
     ck_assert_uint_ge (alloc_frontier_room (ftl, &ftl->metaf), 1);
@@ -503,18 +505,17 @@ START_TEST (test_trim_room)
 
   /* No free block left: the barrier writes the buffer anyway. */
   fill_by_hand (ftl, 0, &hand);
-  ck_assert_int_eq (trimlog_barrier (ftl), 0);
+  ck_assert_int_eq (trimlog_barrier (ftl, NULL), 0);
   ck_assert_uint_eq (ftl->trim_count, 0);
   ck_assert_uint_eq (ftl->metaf.block, first_block);
   ck_assert_uint_eq (ftl->metaf.wp, 1);
   /* A record that finds no block refuses, and changes nothing. */
   ftl->metaf.wp = PPB - 1;
   media_set_block (&ftl->media, first_block, 0, PPB - 1);
-  ck_assert_int_eq (trimlog_append (ftl, 0, 1, FTL_META_KEEP_BLOCKS), 0);
-  ck_assert_int_eq (trimlog_flush (ftl), 0);
+  ck_assert_int_eq (trimlog_append (ftl, 0, 1), 0);
+  ck_assert_int_eq (trimlog_flush (ftl, NULL), 0);
   ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
-  ck_assert_int_eq (trimlog_append (ftl, 0, 1, FTL_SPOR_RESERVE_BLOCKS),
-                    -ENOSPC);
+  ck_assert_int_eq (trimlog_append (ftl, 0, 1), -ENOSPC);
   ck_assert_uint_eq (ftl->trim_count, 0);
   ckpt_release (ftl);
   open_abandon (ftl);
@@ -531,7 +532,7 @@ END_TEST
 START_TEST (test_trim_retries)
 {
   struct ftl *ftl = open_new (1);
-  uint32_t hand, need = FTL_RESERVE_BLOCKS + 1 - FTL_META_KEEP_BLOCKS;
+  uint32_t hand, need = 1;
   uint8_t page[PS];
   uint64_t lpn, version, erases;
 
@@ -539,9 +540,9 @@ START_TEST (test_trim_retries)
     write_page (ftl, l, 1);
   ck_assert_uint_eq (ftl->host[0].block, FTL_NO_BLOCK);
   /* Blocks 0 to 3 took the writes: the ones filled by hand follow. */
-  fill_by_hand (ftl, FTL_META_KEEP_BLOCKS, &hand);
+  fill_by_hand (ftl, FTL_RESERVE_BLOCKS, &hand);
   ck_assert_uint_eq (hand, 4);
-  ftl->gc.low = FTL_META_KEEP_BLOCKS - 1;
+  ftl->gc.low = FTL_RESERVE_BLOCKS - 1;
   ck_assert_uint_eq (ftl->metaf.block, FTL_NO_BLOCK);
 
   /* Nothing to reclaim: the device is full. */
@@ -593,7 +594,7 @@ START_TEST (test_gc_other_frontier)
   ck_assert_uint_lt (ftl->next_seq, ftl->hot_age);
 
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC), 0);
   fill_by_hand (ftl, 0, &hand);
   ck_assert_uint_eq (ftl->gcw.block, FTL_NO_BLOCK);
   ck_assert_int_eq (gc_reclaim (ftl, 0, false), 0);

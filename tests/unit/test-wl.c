@@ -188,7 +188,7 @@ START_TEST (test_last_cycle_not_victim)
   media_set_block (&ftl->media, 0, endurance - 1, 0);
   alloc_free_ec_recount (ftl);   /* erase counts and states set by hand */
   ftl->wl.last_cycle = 1;
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC), 0);
   a = ftl->gcf.block;
   ck_assert_uint_eq (a, 0);
   ck_assert (wl_on_last_cycle (ftl, a));
@@ -223,8 +223,8 @@ START_TEST (test_last_cycle_not_victim)
    * have room for B's pages).
    */
   ckpt_shared (ftl);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, ALLOC_KEEP_GC), 0);
-  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_KEEP_GC), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, ALLOC_GC), 0);
+  ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC), 0);
   ck_assert_int_eq (gc_reclaim (ftl, ftl->nfree, false), 0);
   ckpt_release (ftl);
   ck_assert_uint_eq (ftl->state[a], FTL_BLK_FULL);
