@@ -91,7 +91,6 @@
 
 #include "ftl-internal.h"
 
-#define GC_BATCH 64             /* pages read and programmed together */
 #define GC_SLICE 8              /* pages relocated per background slice
                                  * (deadline mode) */
 
@@ -293,40 +292,6 @@ program_batch (struct ftl *ftl, struct frontier *f,
     done += k;
   }
   return 0;
-}
-
-/* Put the moves of data younger than hot_age first (stable), and return
- * how many there are.  They go to their own GC frontier: data that GC
- * finds still valid soon after it was written is likely rewritten soon
- * again, and mixing it with long-lived data would make those blocks
- * partly invalid again before long.  Trim pages count as old,
- * translation pages as young.  Without separation the first moves fill
- * what the young frontier's open block has left, and it opens no other.
- */
-static uint32_t
-partition_young (struct ftl *ftl, unsigned g, struct log_page *mv,
-                 uint32_t n)
-{
-  uint64_t now = __atomic_load_n (&ftl->next_seq, __ATOMIC_RELAXED);
-  struct log_page tmp[GC_BATCH];
-  uint32_t young = 0, old = 0;
-
-  if (one_log (ftl))
-    return MIN (n, alloc_frontier_room (ftl, alloc_gc_frontier (ftl, g,
-                                                                true)));
-  for (uint32_t i = 0; i < n; i++) {
-    /* Translation pages are rewritten by every checkpoint that finds
-     * their group dirty: hot, kept apart from cold data.
-     */
-    if ((mv[i].kind == FTL_OOB_DATA &&
-         now - MIN (now, mv[i].seq) < ftl->hot_age) ||
-        mv[i].kind == FTL_OOB_MAP)
-      mv[young++] = mv[i];
-    else
-      tmp[old++] = mv[i];
-  }
-  memcpy (mv + young, tmp, old * sizeof *tmp);
-  return young;
 }
 
 /* Read the pages of a batch from the victim into gc.buf and verify them
@@ -553,43 +518,6 @@ read_batch (struct ftl *ftl, const struct gc_victim *v,
  * max of them (one batch at most).  Returns 1 when every page of the
  * victim has been looked at, 0 if there are more, or a negative errno.
  */
-/* The placement group of a move: its logical page's for data, the
- * first group's for trim records and translation pages.
- */
-static unsigned
-move_group (struct ftl *ftl, const struct log_page *m)
-{
-  return m->kind == FTL_OOB_DATA || m->kind == FTL_OOB_POISON
-    ? place_gc_group (ftl, m->lpn) : 0;
-}
-
-/* With isolated placement, put the moves in runs of one placement
- * group (stable), each group's pages to its own GC frontiers: cnt[g]
- * moves of group g, groups in order.  Else one run, of group 0.
- */
-static unsigned
-partition_groups (struct ftl *ftl, struct log_page *mv, uint32_t n,
-                  uint32_t *cnt)
-{
-  struct log_page tmp[GC_BATCH];
-  uint32_t at = 0;
-
-  memset (cnt, 0, FTL_NS_MAX * sizeof *cnt);
-  if (ftl->place.gc_groups <= 1) {
-    cnt[0] = n;
-    return 1;
-  }
-  for (unsigned g = 0; g < ftl->place.gc_groups; g++)
-    for (uint32_t i = 0; i < n; i++)
-      if (move_group (ftl, &mv[i]) == g) {
-        tmp[at++] = mv[i];
-        cnt[g]++;
-      }
-  assert (at == n);
-  memcpy (mv, tmp, n * sizeof *tmp);
-  return ftl->place.gc_groups;
-}
-
 static int
 victim_step (struct ftl *ftl, struct gc_victim *v, uint32_t max)
 {
@@ -603,9 +531,9 @@ victim_step (struct ftl *ftl, struct gc_victim *v, uint32_t max)
     return n;
   if (n == 0)
     return v->next >= v->wp;
-  groups = partition_groups (ftl, mv, n, cnt);
+  groups = gc_partition_groups (ftl, mv, n, cnt);
   for (unsigned g = 0; g < groups; at += cnt[g++])
-    young[g] = cnt[g] ? partition_young (ftl, g, mv + at, cnt[g]) : 0;
+    young[g] = cnt[g] ? gc_partition_young (ftl, g, mv + at, cnt[g]) : 0;
   /* Pages of an SLC victim are folded (slc.c). */
   ftl->gc.from_slc = media_block_slc (&ftl->media, v->block);
   r = read_batch (ftl, v, mv, n);

@@ -46,6 +46,19 @@ extern int gc_erase_covered (struct ftl *ftl);
  */
 extern int gc_barrier (struct ftl *ftl, bool held);
 
+/* Pages GC reads and programs together (one batch). */
+#define GC_BATCH 64
+
+/* gcsort.c, for gc.c (gc.lock held): put a batch's n moves in runs of
+ * one placement group (cnt[g] of group g; returns how many groups), and
+ * within group g's run the young data first (returns how many are
+ * young; without separation, how many fit the young frontier's block).
+ */
+extern unsigned gc_partition_groups (struct ftl *ftl, struct log_page *mv,
+                                     uint32_t n, uint32_t *cnt);
+extern uint32_t gc_partition_young (struct ftl *ftl, unsigned g,
+                                    struct log_page *mv, uint32_t n);
+
 /* erase.c, for gc.c: gc.lock, erases with it held, and GC's share of
  * the free pool's account (log/state.h; callers hold gc.lock): the
  * pages GC may program, what reclaiming block b copies at most, and

@@ -1,0 +1,2 @@
+/* The FTL library module reclaim/gcsort.c, built with libFuzzer instrumentation. */
+#include "reclaim/gcsort.c"
