@@ -235,7 +235,8 @@ struct ftl {
   uint32_t *free_ec;            /* free_ec[e]: FREE blocks of erase count
                                  * e, the last bucket e or more; NULL
                                  * until counted (alloc.c; alloc_lock) */
-  uint32_t free_ec_n;           /* its buckets */
+  uint32_t free_ec_n;           /* its buckets, as many as the free
+                                 * blocks' wear needs (alloc.c) */
   bool spor_short;              /* the free pool was down to the crash
                                  * reserve when the open blocks were
                                  * closed (open after a crash, close): GC

@@ -381,21 +381,41 @@ frontier_long_lived (struct ftl *ftl, const struct frontier *f)
  * the count of free blocks at each erase count, the erase count wanted
  * is known before the scan, which stops at the first free block that
  * has it: the same block as the whole scan would find (the first in
- * the table among the best).  Buckets: the endurance and one more, the
- * last for erase counts at or past it (free blocks are retired there,
- * but an image may be opened with a lower endurance).
+ * the table among the best).  Buckets: one per erase count below the
+ * last, the last for erase counts at or past it, as many as the most
+ * worn free block needs with room to grow (twice its count), and never
+ * more than the endurance and one more (free blocks are retired there,
+ * but an image may be opened with a lower endurance) nor
+ * FREE_EC_MAX_BUCKETS.  So the memory and the search for the wanted
+ * count follow the wear the blocks have, not the endurance they may
+ * reach: with endurance=1000000, one bucket per cycle allowed cost 4
+ * MB, cleared at every recount, and a search of a million buckets for
+ * the most worn block at every block opened for long-lived data.
  */
+#define FREE_EC_MAX_BUCKETS 65536
+
 static uint32_t
 free_ec_bucket (const struct ftl *ftl, uint32_t ec)
 {
   return MIN (ec, ftl->free_ec_n - 1);
 }
 
+/* The most buckets this handle's free pool may have. */
+static uint32_t
+free_ec_limit (const struct ftl *ftl)
+{
+  return MIN ((uint64_t) ftl->wl.endurance + 1, FREE_EC_MAX_BUCKETS);
+}
+
 void
 alloc_free_ec_recount (struct ftl *ftl)
 {
-  uint32_t n = ftl->wl.endurance + 1;
+  uint32_t max_ec = 0, n;
 
+  for (uint32_t b = 0; b < ftl->blocks; b++)
+    if (ftl->state[b] == FTL_BLK_FREE)
+      max_ec = MAX (max_ec, media_erase_count (&ftl->media, b));
+  n = MIN ((uint64_t) MAX (max_ec, 31) * 2 + 2, free_ec_limit (ftl));
   if (ftl->free_ec_n != n) {
     free (ftl->free_ec);
     ftl->free_ec = NULL;
@@ -416,9 +436,18 @@ alloc_free_ec_recount (struct ftl *ftl)
 void
 alloc_block_freed (struct ftl *ftl, uint32_t b)
 {
+  uint32_t ec = media_erase_count (&ftl->media, b);
+
   assert (ftl->state[b] == FTL_BLK_FREE);
-  if (ftl->free_ec)
-    ftl->free_ec[free_ec_bucket (ftl, media_erase_count (&ftl->media, b))]++;
+  if (!ftl->free_ec)
+    return;
+  /* Past the last exact bucket, while there may be more: counted again
+   * with twice its erase count (b included, already FREE).
+   */
+  if (ec >= ftl->free_ec_n - 1 && ftl->free_ec_n < free_ec_limit (ftl))
+    alloc_free_ec_recount (ftl);
+  else
+    ftl->free_ec[free_ec_bucket (ftl, ec)]++;
 }
 
 /* The erase count that take_free_block wants: the lowest (or highest)

@@ -202,6 +202,76 @@ START_TEST (test_one_log_least_worn)
 }
 END_TEST
 
+/* The free pool's count by erase count (alloc.c) has as many buckets as
+ * the wear of the free blocks needs, not one per cycle the endurance
+ * allows: a million buckets with endurance=1000000, and none at all
+ * (the count wrapped) with endurance=4294967295.  It grows when a block
+ * more worn than its last exact bucket is freed, and the most worn
+ * free block is still the one a frontier of long-lived data takes.
+ */
+static void
+erase_to (struct ftl *ftl, uint32_t b, uint32_t ec)
+{
+  pthread_mutex_lock (&ftl->alloc_lock);
+  ck_assert_uint_eq (ftl->state[b], FTL_BLK_FREE);
+  ftl->state[b] = FTL_BLK_FULL;
+  ftl->nfree--;
+  ftl->free_ec[MIN (media_erase_count (&ftl->media, b),
+                    ftl->free_ec_n - 1)]--;
+  media_set_block (&ftl->media, b, ec - 1, 0);
+  ck_assert_int_eq (media_erase (&ftl->media, b, 0), 0);
+  wl_erased (ftl, b);
+  ck_assert_uint_eq (ftl->state[b], FTL_BLK_FREE);
+  pthread_mutex_unlock (&ftl->alloc_lock);
+  ck_assert_uint_eq (media_erase_count (&ftl->media, b), ec);
+  ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+}
+
+START_TEST (test_free_ec_follows_wear)
+{
+  static const uint32_t endurance[] = { 1000000, UINT32_MAX };
+
+  for (int i = 0; i < 2; i++) {
+    struct ftl *ftl = open_new (1);
+
+    ftl->wl.endurance = endurance[i];   /* as endurance= would */
+    alloc_free_ec_recount (ftl);
+    ck_assert_ptr_nonnull (ftl->free_ec);
+    ck_assert_uint_eq (ftl->free_ec_n, 64);
+
+    /* Block 5 freed with 1001 erases: counted again, with room. */
+    erase_to (ftl, 5, 1001);
+    ck_assert_uint_eq (ftl->free_ec_n, 2 * 1001 + 2);
+    ck_assert_uint_eq (ftl->free_ec[1001], 1);
+    /* Block 9 with 100000: past the most buckets, in the last one. */
+    erase_to (ftl, 9, 100000);
+    ck_assert_uint_eq (ftl->free_ec_n, 65536);
+    ck_assert_uint_eq (ftl->free_ec[65535], 1);
+    ck_assert_uint_eq (ftl->free_ec[1001], 1);
+
+    /* Long-lived data takes the most worn, then the next; short-lived
+     * the least worn.
+     */
+    ckpt_shared (ftl);
+    ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcf, ALLOC_GC),
+                      0);
+    ck_assert_uint_eq (ftl->gcf.block, 9);
+    ck_assert_int_eq (alloc_frontier_open (ftl, &ftl->gcw, ALLOC_GC),
+                      0);
+    ck_assert_uint_eq (ftl->gcw.block, 0);
+    ckpt_release (ftl);
+    ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+
+    /* A recount keeps what the wear needs. */
+    alloc_free_ec_recount (ftl);
+    ck_assert_uint_eq (ftl->free_ec_n, 2 * 1001 + 2);
+    ck_assert_int_eq (selfcheck_run (ftl, "test"), 0);
+    open_abandon (ftl);
+    unit_dir_clean ();
+  }
+}
+END_TEST
+
 /* map_install and map_unmap keep the per-block valid counts and the
  * number of mapped logical pages right through install, remap, unmap
  * and unmapping what is not mapped.
@@ -708,6 +778,7 @@ alloc_suite (void)
   tcase_set_timeout (tc, 30);
   tcase_add_test (tc, test_lowest_erase_count);
   tcase_add_test (tc, test_one_log_least_worn);
+  tcase_add_test (tc, test_free_ec_follows_wear);
   tcase_add_test (tc, test_map_install_unmap);
   tcase_add_test (tc, test_accounting_through_api);
   tcase_add_test (tc, test_host_reserve);
