@@ -145,6 +145,10 @@ extern int ftl_gc_mode_from_name (const char *name);
 #define FTL_PLACE_INITIALLY_ISOLATED 3
 /* The name of mode m (0: shared, 1: isolated, 2: initially-isolated). */
 extern const char *ftl_placement_name (unsigned m);
+/* bytes as the library's messages give them: "16 TiB", "1.016 GiB",
+ * "512 bytes" (binary units).  Returns buf.
+ */
+extern const char *ftl_human_bytes (uint64_t bytes, char *buf, size_t len);
 /* The mode of a name, or -1. */
 extern int ftl_placement_from_name (const char *name);
 

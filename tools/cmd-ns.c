@@ -32,29 +32,6 @@
 #include "ftlctl.h"
 #include "ftl/metrics.h"
 
-/* bytes in binary units, as the library's messages give them: "4 MiB",
- * "1.5 GiB", "512 bytes".
- */
-static const char *
-human (uint64_t bytes, char *buf, size_t len)
-{
-  static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB",
-                                       "EiB" };
-  double v = bytes;
-  int u = -1;
-
-  if (bytes < 1024) {
-    snprintf (buf, len, "%" PRIu64 " bytes", bytes);
-    return buf;
-  }
-  while (v >= 1024 && u < 5) {
-    v /= 1024;
-    u++;
-  }
-  snprintf (buf, len, "%.4g %s", v, units[u]);
-  return buf;
-}
-
 /* The free space of the logical space: every page that no namespace
  * holds (whole pages of the logical size), and the largest range of it.
  */
@@ -163,12 +140,12 @@ ns_print_text (struct ftl *ftl)
     ftl_ns_get_info (ns, &n);
     printf ("%-*s  %20" PRIu64 "  %10s  %20" PRIu64 "%s\n", w,
             n.name[0] ? n.name : "\"\"", n.bytes,
-            human (n.bytes, h, sizeof h), n.base,
+            ftl_human_bytes (n.bytes, h, sizeof h), n.base,
             i == 0 ? "  (the default export)" : "");
   }
   ns_free_space (ftl, &f);
   printf ("free: %" PRIu64 " bytes (%s) of %" PRIu64, f.bytes,
-          human (f.bytes, h, sizeof h), g.logical_bytes);
+          ftl_human_bytes (f.bytes, h, sizeof h), g.logical_bytes);
   if (f.ranges)
     printf (", in %" PRIu64 " range%s, the largest %" PRIu64 " bytes from "
             "logical byte %" PRIu64, f.ranges, f.ranges > 1 ? "s" : "",
@@ -298,7 +275,7 @@ cmd_ns_add (int argc, char **argv)
   if (status == FTLCTL_EXIT_OK) {
     char h[32];
     printf ("%s: namespace '%s' added, %" PRIu64 " bytes (%s)\n", argv[1],
-            argv[2], bytes, human (bytes, h, sizeof h));
+            argv[2], bytes, ftl_human_bytes (bytes, h, sizeof h));
   }
  out:
   g_option_context_free (ctx);

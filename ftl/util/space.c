@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "ftl.h"
 #include "util/space.h"
 
 const char *
@@ -157,4 +158,10 @@ space_memory_limit (const char **what)
     *what = "ulimit -v allows";
   }
   return limit;
+}
+
+const char *
+ftl_human_bytes (uint64_t bytes, char *buf, size_t len)
+{
+  return space_human (bytes, buf, len);
 }
